@@ -1,0 +1,39 @@
+#include "train_options.h"
+
+#include "dtrain/datasets/fashion_mnist.h"
+
+namespace dtrain::apps {
+
+void add_train_flags(CLI::App& app, TrainOptions& options) {
+  options.data_dir = datasets::fashion_mnist_default_root();
+  app.add_option("--data-dir", options.data_dir,
+                 "Directory with the Fashion-MNIST IDX files (plain or .gz)")
+      ->capture_default_str();
+  app.add_option("--epochs", options.epochs, "Passes over the training set")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--batch-size", options.batch_size, "Samples per optimizer step")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--lr", options.lr, "SGD learning rate")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--momentum", options.momentum, "SGD momentum")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--threads", options.threads, "Intra-op threads (0: LibTorch's default)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--seed", options.seed, "Seed of initialisation and shuffling")
+      ->capture_default_str();
+  app.add_option("--train-limit", options.train_limit,
+                 "Use only the first N training images (0: all)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--test-limit", options.test_limit, "Use only the first N test images (0: all)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--csv", options.csv, "Per-epoch report (CSV)")->capture_default_str();
+}
+
+}  // namespace dtrain::apps

@@ -1,0 +1,27 @@
+// Flags of train_toycnn and their checks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace dtrain::apps {
+
+struct TrainOptions {
+  std::string data_dir;
+  int epochs = 5;
+  int64_t batch_size = 64;
+  double lr = 0.01;
+  double momentum = 0.9;
+  int threads = 0;  // 0: LibTorch's default
+  uint64_t seed = 0;
+  int64_t train_limit = 0;  // 0: the whole split
+  int64_t test_limit = 0;
+  std::string csv = "out/train_toycnn.csv";
+};
+
+// Registers every flag on `app`, with ranges checked by CLI11 at parse time.
+void add_train_flags(CLI::App& app, TrainOptions& options);
+
+}  // namespace dtrain::apps

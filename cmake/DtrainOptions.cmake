@@ -1,0 +1,11 @@
+# User-facing build options. Each is documented in README.md ("Build options").
+set(DTRAIN_CUDA "AUTO" CACHE STRING "Build CUDA kernels: AUTO (when nvcc is found), ON, OFF")
+set_property(CACHE DTRAIN_CUDA PROPERTY STRINGS AUTO ON OFF)
+set(DTRAIN_CUDA_ARCHITECTURES "80;90" CACHE STRING "CUDA architectures to compile for (sm_80 A100, sm_90 H100/H200)")
+set(DTRAIN_MPI "AUTO" CACHE STRING "Build the MPI backend: AUTO (when OpenMPI is found), ON, OFF")
+set_property(CACHE DTRAIN_MPI PROPERTY STRINGS AUTO ON OFF)
+option(DTRAIN_BUILD_TESTS "Build the test suite" ON)
+option(DTRAIN_BUILD_BENCHMARKS "Build the benchmarks" ON)
+option(DTRAIN_USE_CCACHE "Compile through ccache when it is installed" ON)
+option(DTRAIN_USE_PCH "Precompile the LibTorch headers" ON)
+set(DTRAIN_PYTHON "" CACHE FILEPATH "Python with the same torch wheel (tests that compare against PyTorch)")

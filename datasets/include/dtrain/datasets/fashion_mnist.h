@@ -1,0 +1,46 @@
+// Fashion-MNIST (Zalando): 60,000 training and 10,000 test images of 10
+// kinds of clothing, 28x28 grey levels, in IDX files (plain or .gz).
+//
+// By default the files come from Debian's dataset-fashion-mnist package
+// (/usr/share/datasets/fashion-mnist) or the directory in
+// DTRAIN_FASHION_MNIST_DIR. Images are padded to 32x32 so the seed
+// tutorial's toy CNN runs unchanged with in_channels = 1.
+//
+//   auto train = dtrain::datasets::load_fashion_mnist(dtrain::datasets::Split::kTrain);
+//   train.images  // (60000, 1, 32, 32) float32 in [-1, 1]
+//   train.labels  // (60000,) int64 in [0, 9]
+#pragma once
+
+#include <string>
+
+#include <torch/arg.h>
+#include <ATen/core/Tensor.h>
+
+namespace dtrain::datasets {
+
+enum class Split { kTrain, kTest };
+
+// Images with one label each, held in memory.
+struct LabeledImages {
+  at::Tensor images;  // (N, C, H, W) float32
+  at::Tensor labels;  // (N,) int64
+  int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
+};
+
+// $DTRAIN_FASHION_MNIST_DIR when set, else Debian's package directory.
+std::string fashion_mnist_default_root();
+
+struct FashionMnistOptions {
+  // Directory holding {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz].
+  TORCH_ARG(std::string, root) = fashion_mnist_default_root();
+  // Zero-pad 28x28 to 32x32 (2 pixels each side) before normalising.
+  TORCH_ARG(bool, pad_to_32) = true;
+};
+
+// Loads one split, scaled to [-1, 1] as (x/255 - 0.5) / 0.5 like the seed's
+// Normalize((0.5,), (0.5,)). Throws dtrain::IOError naming the directory or
+// file when one is missing, truncated or inconsistent (image and label
+// counts differ, a label is outside 0-9, images are not 28x28).
+LabeledImages load_fashion_mnist(Split split, const FashionMnistOptions& options = {});
+
+}  // namespace dtrain::datasets

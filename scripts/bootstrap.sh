@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Installs what this machine lacks to build and test dtrain, and nothing more.
+# Idempotent: when everything is present it only checks, in a few seconds.
+#
+#   Debian packages  build tools and libraries (apt-get; needs root or sudo)
+#   LibTorch         the pinned PyPI torch wheel, in a virtual environment
+#                    outside the repository ($DTRAIN_VENV)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+# Debian package -> one file it installs (cheap presence check without dpkg-query per package).
+declare -A DEB_MARKERS=(
+  [cmake]=/usr/bin/cmake
+  [ninja-build]=/usr/bin/ninja
+  [ccache]=/usr/bin/ccache
+  [g++]=/usr/bin/g++
+  [python3-venv]=/usr/lib/python3/dist-packages/venv
+  [zlib1g-dev]=/usr/include/zlib.h
+  [libhdf5-dev]=/usr/include/hdf5/serial/H5Cpp.h
+  [libspdlog-dev]=/usr/include/spdlog/spdlog.h
+  [libfmt-dev]=/usr/include/fmt/format.h
+  [libgtest-dev]=/usr/include/gtest/gtest.h
+  [libgmock-dev]=/usr/include/gmock/gmock.h
+  [libbenchmark-dev]=/usr/include/benchmark/benchmark.h
+  [libcli11-dev]=/usr/include/CLI/CLI.hpp
+  [libopenmpi-dev]=/usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h
+  [openmpi-bin]=/usr/bin/mpirun
+  [libgloo-dev]=/usr/include/gloo/config.h
+  [dataset-fashion-mnist]=/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz
+)
+
+install_debian_packages() {
+  local missing=()
+  local pkg
+  for pkg in "${!DEB_MARKERS[@]}"; do
+    [ -e "${DEB_MARKERS[$pkg]}" ] || missing+=("$pkg")
+  done
+  # A Python with venv support already on PATH (pyenv, a distribution build)
+  # makes python3-venv unnecessary.
+  if python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    missing=("${missing[@]/python3-venv/}")
+  fi
+  read -r -a missing <<<"${missing[*]}"
+  if [ "${#missing[@]}" -eq 0 ]; then
+    dtrain_log "Debian packages: all present"
+    return
+  fi
+  dtrain_log "Debian packages: installing ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -q >/dev/null || dtrain_die "apt-get update failed"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null ||
+    dtrain_die "apt-get install ${missing[*]} failed"
+}
+
+install_libtorch() {
+  if [ -x "$DTRAIN_VENV/bin/python" ] &&
+    [ "$("$DTRAIN_VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null)" = "$DTRAIN_TORCH_VERSION" ]; then
+    dtrain_log "LibTorch: torch $DTRAIN_TORCH_VERSION present in $DTRAIN_VENV"
+    return
+  fi
+  dtrain_log "LibTorch: installing torch==$DTRAIN_TORCH_VERSION into $DTRAIN_VENV (a few GB, once)"
+  mkdir -p "$DTRAIN_HOME"
+  python3 -m venv "$DTRAIN_VENV" || dtrain_die "cannot create a virtual environment at $DTRAIN_VENV"
+  "$DTRAIN_VENV/bin/pip" install -q --progress-bar off "torch==$DTRAIN_TORCH_VERSION" numpy ||
+    dtrain_die "pip install torch==$DTRAIN_TORCH_VERSION failed"
+}
+
+install_debian_packages
+install_libtorch
+command -v nvcc >/dev/null 2>&1 && dtrain_log "CUDA: $(nvcc --version | tail -n 2 | head -n 1)" ||
+  dtrain_log "CUDA: nvcc not found; building without CUDA kernels"

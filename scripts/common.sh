@@ -1,0 +1,43 @@
+# Shared settings for dtrain's scripts. Sourced, never run.
+#
+# Everything that lives outside the repository (the LibTorch virtual
+# environment, ccache) sits under DTRAIN_HOME so that a fresh clone in
+# another folder -- as CI makes -- reuses it.
+
+# The pinned LibTorch: the PyPI torch wheel. 2.11.0 is built for CUDA 13.0,
+# the toolkit these machines carry (see docs/libtorch.md).
+DTRAIN_TORCH_VERSION="${DTRAIN_TORCH_VERSION:-2.11.0}"
+DTRAIN_HOME="${DTRAIN_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/dtrain}"
+DTRAIN_VENV="${DTRAIN_VENV:-$DTRAIN_HOME/venv}"
+DTRAIN_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DTRAIN_BUILD_DIR="${DTRAIN_BUILD_DIR:-$DTRAIN_REPO/build}"
+export CCACHE_DIR="${CCACHE_DIR:-$DTRAIN_HOME/ccache}"
+
+if [ -d /usr/local/cuda/bin ] && ! command -v nvcc >/dev/null 2>&1; then
+  export PATH="/usr/local/cuda/bin:$PATH"
+fi
+
+dtrain_log() { printf '[dtrain] %s\n' "$*" >&2; }
+dtrain_die() {
+  printf '[dtrain] error: %s\n' "$*" >&2
+  exit 1
+}
+
+# Configures (once) and builds the tree with the default preset.
+dtrain_build() {
+  local jobs
+  jobs="${DTRAIN_JOBS:-$(nproc)}"
+  local torch_prefix
+  torch_prefix="$("$DTRAIN_VENV/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')" ||
+    dtrain_die "cannot import torch from $DTRAIN_VENV; run scripts/bootstrap.sh"
+  if [ ! -f "$DTRAIN_BUILD_DIR/build.ninja" ]; then
+    dtrain_log "configuring $DTRAIN_BUILD_DIR"
+    cmake -S "$DTRAIN_REPO" -B "$DTRAIN_BUILD_DIR" -G Ninja \
+      -DCMAKE_BUILD_TYPE="${DTRAIN_BUILD_TYPE:-RelWithDebInfo}" \
+      -DCMAKE_PREFIX_PATH="$torch_prefix" \
+      -DDTRAIN_PYTHON="$DTRAIN_VENV/bin/python" \
+      ${DTRAIN_CMAKE_ARGS:-} || dtrain_die "cmake configure failed"
+  fi
+  dtrain_log "building with $jobs jobs"
+  cmake --build "$DTRAIN_BUILD_DIR" -j "$jobs" || dtrain_die "build failed"
+}

@@ -1,0 +1,23 @@
+// The frame of a command-line program built on dtrain: parse flags with
+// CLI11, run, and turn every failure into one line on stderr.
+//
+//   int main(int argc, char** argv) {
+//     CLI::App app{"Train the toy CNN"};
+//     Options options; add_flags(app, options);
+//     return dtrain::util::run_cli_app(app, argc, argv, [&] { return train(options); });
+//   }
+//
+// Exit status: the body's, 0 for --help, 2 for a bad flag ("NAME: error:
+// <what was wrong>; see NAME --help"), 1 for an exception from the body
+// ("NAME: error: <what()>").
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace dtrain::util {
+
+int run_cli_app(CLI::App& app, int argc, char** argv, const std::function<int()>& body);
+
+}  // namespace dtrain::util

@@ -1,0 +1,31 @@
+// Where this process sits in a job, read from the environment that a
+// launcher set: dtrun and torchrun (RANK, LOCAL_RANK, WORLD_SIZE,
+// LOCAL_WORLD_SIZE), OpenMPI's mpirun (OMPI_COMM_WORLD_*), PMI (PMI_RANK,
+// PMI_SIZE) and Slurm's srun (SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS).
+// The first launcher whose variables are present wins, in that order.
+//
+// Throws dtrain::Error when a variable is set but is not a non-negative
+// integer, naming the variable and its value.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace dtrain::util {
+
+struct LaunchEnv {
+  std::optional<int> rank;
+  std::optional<int> local_rank;
+  std::optional<int> world_size;
+  std::optional<int> local_world_size;
+  // Which launcher's variables were found: "torchrun", "openmpi", "pmi", "slurm" or "none".
+  std::string source = "none";
+};
+
+LaunchEnv read_launch_env();
+
+// The value of an environment variable as a non-negative int, or nullopt
+// when unset or empty. Throws dtrain::Error when it is not one.
+std::optional<int> env_int(const char* name);
+
+}  // namespace dtrain::util

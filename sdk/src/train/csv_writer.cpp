@@ -1,0 +1,80 @@
+#include "dtrain/train/csv_writer.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "dtrain/util/errors.h"
+
+namespace dtrain::train {
+
+std::string csv_escape(const std::string& text) {
+  if (text.find_first_of(",\"\n\r") == std::string::npos) {
+    return text;
+  }
+  std::string quoted = "\"";
+  for (char c : text) {
+    quoted += c;
+    if (c == '"') {
+      quoted += '"';
+    }
+  }
+  return quoted + "\"";
+}
+
+namespace {
+
+std::string format_cell(const CsvWriter::Cell& cell) {
+  struct Formatter {
+    std::string operator()(std::int64_t v) const { return std::to_string(v); }
+    std::string operator()(double v) const { return fmt::format("{:.6g}", v); }
+    std::string operator()(const std::string& v) const { return csv_escape(v); }
+  };
+  return std::visit(Formatter{}, cell);
+}
+
+std::string join_row(const std::vector<std::string>& cells) {
+  std::string line;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    line += (i == 0 ? "" : ",") + cells[i];
+  }
+  return line + "\n";
+}
+
+}  // namespace
+
+CsvWriter::CsvWriter(std::string path, std::vector<std::string> columns)
+    : path_(std::move(path)), columns_(std::move(columns)) {
+  DTRAIN_CHECK(!columns_.empty(), "CsvWriter: a report needs at least one column (", path_, ")");
+  std::filesystem::path file(path_);
+  std::error_code ec;
+  if (file.has_parent_path()) {
+    std::filesystem::create_directories(file.parent_path(), ec);
+    DTRAIN_CHECK_AS(IOError, !ec, "cannot create directory '", file.parent_path().string(),
+                    "' for CSV report: ", ec.message());
+  }
+  out_.open(path_, std::ios::out | std::ios::trunc);
+  DTRAIN_CHECK_AS(IOError, out_.is_open(), "cannot open CSV report '", path_,
+                  "' for writing: ", std::strerror(errno));
+  std::vector<std::string> header;
+  for (const auto& column : columns_) {
+    header.push_back(csv_escape(column));
+  }
+  out_ << join_row(header) << std::flush;
+}
+
+void CsvWriter::write_row(const std::vector<Cell>& cells) {
+  DTRAIN_CHECK(cells.size() == columns_.size(), "CSV report '", path_, "': row has ",
+               cells.size(), " cells but the header has ", columns_.size(), " columns");
+  std::vector<std::string> text;
+  text.reserve(cells.size());
+  for (const auto& cell : cells) {
+    text.push_back(format_cell(cell));
+  }
+  out_ << join_row(text) << std::flush;
+  DTRAIN_CHECK_AS(IOError, out_.good(), "writing CSV report '", path_, "' failed");
+}
+
+}  // namespace dtrain::train

@@ -1,0 +1,50 @@
+#include "dtrain/util/cli_app.h"
+
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+namespace dtrain::util {
+
+namespace {
+
+// Error text on one line: a multi-line message would be cut apart by log readers.
+std::string one_line(std::string text) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') {
+      c = ' ';
+    }
+  }
+  while (!text.empty() && text.back() == ' ') {
+    text.pop_back();
+  }
+  return text;
+}
+
+}  // namespace
+
+int run_cli_app(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
+  const std::string name = app.get_name().empty() ? std::string(argv[0]) : app.get_name();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::ParseError& error) {
+    std::fprintf(stderr, "%s: error: %s; see %s --help\n", name.c_str(),
+                 one_line(error.what()).c_str(), name.c_str());
+    return 2;
+  }
+  try {
+    return body();
+  } catch (const std::exception& error) {
+    spdlog::default_logger()->flush();
+    std::fprintf(stderr, "%s: error: %s\n", name.c_str(), one_line(error.what()).c_str());
+    return 1;
+  }
+}
+
+}  // namespace dtrain::util
