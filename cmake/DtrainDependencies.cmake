@@ -7,6 +7,7 @@ endif()
 find_package(Torch REQUIRED)
 include(DtrainTorchIncludes)
 dtrain_hide_torch_fmt()
+dtrain_put_libstdcxx_first()
 get_filename_component(DTRAIN_TORCH_LIB_DIR "${TORCH_LIBRARY}" DIRECTORY)
 message(STATUS "dtrain: LibTorch ${Torch_VERSION} from ${DTRAIN_TORCH_LIB_DIR}")
 

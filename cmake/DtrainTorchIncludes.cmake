@@ -33,3 +33,18 @@ function(dtrain_hide_torch_fmt)
   endforeach()
   set(TORCH_INCLUDE_DIRS "${mirror};${mirror}/torch/csrc/api/include" PARENT_SCOPE)
 endfunction()
+
+# Note [LibTorch's std::filesystem]
+# The torch wheel's libtorch.so exports its own copies of std::filesystem
+# functions (remove_all, create_directory, ...) whose internal references
+# are left unresolved; a program that links libtorch.so before libstdc++
+# binds std::filesystem calls to those copies and crashes in remove_all.
+# Making libstdc++ the first library every dtrain program needs puts the
+# real definitions first in the dynamic linker's search order. The option
+# travels with the `torch` target, so consumers of dtrain get it too.
+function(dtrain_put_libstdcxx_first)
+  if(TARGET torch AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    set_property(TARGET torch APPEND PROPERTY INTERFACE_LINK_OPTIONS
+      "$<$<STREQUAL:$<TARGET_PROPERTY:TYPE>,EXECUTABLE>:LINKER:--no-as-needed;-lstdc++>")
+  endif()
+endfunction()

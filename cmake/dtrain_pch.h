@@ -1,6 +1,7 @@
 // The precompiled header shared by every dtrain C++ target. Only the
-// LibTorch and logging headers dtrain actually uses -- not <torch/torch.h>,
-// which drags in the JIT, the data API and serialization of everything.
+// LibTorch headers dtrain actually uses -- not <torch/torch.h>, which drags
+// in the JIT, the data API and serialization of everything. Nothing that
+// needs another library to link (spdlog, fmt): every target gets this header.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -14,9 +15,6 @@
 #include <torch/optim/sgd.h>
 #include <torch/types.h>
 #include <torch/utils.h>
-
-#include <spdlog/spdlog.h>
-#include <fmt/format.h>
 
 #include <chrono>
 #include <cstdint>

@@ -23,7 +23,7 @@ dtrain_die() {
   exit 1
 }
 
-# Configures (once) and builds the tree with the default preset.
+# Configures (once) and builds the given targets (default: everything).
 dtrain_build() {
   local jobs
   jobs="${DTRAIN_JOBS:-$(nproc)}"
@@ -38,6 +38,9 @@ dtrain_build() {
       -DDTRAIN_PYTHON="$DTRAIN_VENV/bin/python" \
       ${DTRAIN_CMAKE_ARGS:-} || dtrain_die "cmake configure failed"
   fi
-  dtrain_log "building with $jobs jobs"
-  cmake --build "$DTRAIN_BUILD_DIR" -j "$jobs" || dtrain_die "build failed"
+  local targets=()
+  local target
+  for target in "$@"; do targets+=(--target "$target"); done
+  dtrain_log "building ${*:-everything} with $jobs jobs"
+  cmake --build "$DTRAIN_BUILD_DIR" -j "$jobs" "${targets[@]}" || dtrain_die "build failed"
 }

@@ -98,6 +98,10 @@ int train(const TrainOptions& options) {
   torch::manual_seed(options.seed);
   at::Generator shuffle_generator = at::detail::createCPUGenerator(options.seed);
 
+  // The report is opened first: a bad path fails before any work is done.
+  dtrain::train::CsvWriter csv(options.csv,
+                               {"epoch", "samples", "epoch_time_s", "samples_per_s",
+                                "peak_rss_mb", "train_loss", "test_loss", "test_accuracy"});
   const auto dataset_options = dtrain::datasets::FashionMnistOptions().root(options.data_dir);
   const LabeledImages train = first_n(
       dtrain::datasets::load_fashion_mnist(dtrain::datasets::Split::kTrain, dataset_options),
@@ -111,9 +115,6 @@ int train(const TrainOptions& options) {
   dtrain::models::ToyCnn model(dtrain::models::ToyCnnOptions().in_channels(1));
   torch::optim::SGD optimizer(model->parameters(),
                               torch::optim::SGDOptions(options.lr).momentum(options.momentum));
-  dtrain::train::CsvWriter csv(options.csv,
-                               {"epoch", "samples", "epoch_time_s", "samples_per_s",
-                                "peak_rss_mb", "train_loss", "test_loss", "test_accuracy"});
   const auto job_start = std::chrono::steady_clock::now();
   EvalStats eval;
   for (int epoch = 1; epoch <= options.epochs; ++epoch) {

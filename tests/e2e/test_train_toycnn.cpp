@@ -1,0 +1,129 @@
+// train_toycnn as a user runs it: bad input ends with one clear line, and a
+// real run writes its CSV report and reaches the accuracy bar.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "dtrain/datasets/fashion_mnist.h"
+#include "test_support.h"
+
+namespace {
+
+using dtrain::testing::non_empty_lines;
+using dtrain::testing::ProcessResult;
+using dtrain::testing::run_process;
+using dtrain::testing::TempDir;
+
+ProcessResult run_app(std::vector<std::string> args) {
+  args.insert(args.begin(), DTRAIN_TRAIN_TOYCNN_PATH);
+  return run_process(args);
+}
+
+// The whole output is one line starting "train_toycnn: error:" and containing `fragment`.
+void expect_one_line_error(const ProcessResult& result, int exit_code, const std::string& fragment) {
+  EXPECT_EQ(result.exit_code, exit_code) << result.output;
+  const auto lines = non_empty_lines(result.output);
+  ASSERT_EQ(lines.size(), 1u) << result.output;
+  EXPECT_EQ(lines[0].rfind("train_toycnn: error: ", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find(fragment), std::string::npos) << lines[0];
+}
+
+bool real_dataset_installed() {
+  const std::filesystem::path root = dtrain::datasets::fashion_mnist_default_root();
+  return std::filesystem::exists(root / "train-images-idx3-ubyte.gz") ||
+         std::filesystem::exists(root / "train-images-idx3-ubyte");
+}
+
+std::vector<std::vector<std::string>> read_csv(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::vector<std::string>> rows;
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> cells;
+    std::istringstream fields(line);
+    for (std::string cell; std::getline(fields, cell, ',');) {
+      cells.push_back(cell);
+    }
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+TEST(TrainToyCnnErrors, UnknownFlag) {
+  expect_one_line_error(run_app({"--bogus"}), 2, "--bogus");
+}
+
+TEST(TrainToyCnnErrors, OutOfRangeValue) {
+  expect_one_line_error(run_app({"--epochs", "0"}), 2, "--epochs");
+}
+
+TEST(TrainToyCnnErrors, MissingDataDirectory) {
+  expect_one_line_error(run_app({"--data-dir", "/no/such/dir"}), 1,
+                        "Fashion-MNIST directory '/no/such/dir' does not exist");
+}
+
+TEST(TrainToyCnnErrors, TruncatedIdxFile) {
+  TempDir dir;
+  // Header promises 50 images of 28x28; the file holds 10.
+  dtrain::testing::write_file(dir.file("train-images-idx3-ubyte"),
+                              dtrain::testing::idx_bytes_u8({50, 28, 28},
+                                                            std::vector<unsigned char>(10 * 784)));
+  dtrain::testing::write_file(dir.file("train-labels-idx1-ubyte"),
+                              dtrain::testing::idx_bytes_u8({50}, std::vector<unsigned char>(50)));
+  expect_one_line_error(run_app({"--data-dir", dir.path().string()}), 1,
+                        "train-images-idx3-ubyte' is truncated: the data needs 39200 bytes but "
+                        "only 7840 remain");
+}
+
+TEST(TrainToyCnnErrors, UnwritableReport) {
+  if (!real_dataset_installed()) {
+    GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
+  }
+  TempDir dir;
+  dtrain::testing::write_file(dir.file("blocker"), {'x'});
+  expect_one_line_error(run_app({"--train-limit", "64", "--test-limit", "64", "--csv",
+                                 dir.file("blocker/report.csv")}),
+                        1, "for CSV report");
+}
+
+TEST(TrainToyCnn, ShortRunWritesReport) {
+  if (!real_dataset_installed()) {
+    GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
+  }
+  TempDir dir;
+  const std::string csv = dir.file("report.csv");
+  const auto result = run_app({"--epochs", "2", "--train-limit", "6000", "--test-limit", "1000",
+                               "--threads", "1", "--csv", csv});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("[rank -/local -] [info] epoch 2/2: train loss"), std::string::npos)
+      << result.output;
+  const auto rows = read_csv(csv);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"epoch", "samples", "epoch_time_s", "samples_per_s",
+                                               "peak_rss_mb", "train_loss", "test_loss",
+                                               "test_accuracy"}));
+  EXPECT_EQ(rows[1][0], "1");
+  EXPECT_EQ(rows[2][1], "6000");
+  EXPECT_GT(std::stod(rows[2][3]), 0.0);
+  EXPECT_GT(std::stod(rows[2][4]), 10.0);  // peak RSS in MiB: LibTorch alone is far above this
+  // Learning happened: the second epoch is better than the first, and far above chance (10%).
+  EXPECT_LT(std::stod(rows[2][6]), std::stod(rows[1][6]));
+  EXPECT_GT(std::stod(rows[2][7]), 0.5);
+}
+
+TEST(TrainToyCnn, FullRunReaches85Percent) {
+  if (!real_dataset_installed()) {
+    GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
+  }
+  TempDir dir;
+  const std::string csv = dir.file("report.csv");
+  const auto result = run_app({"--epochs", "3", "--csv", csv});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const auto rows = read_csv(csv);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[3][1], "60000");
+  EXPECT_GE(std::stod(rows[3][7]), 0.85) << "final test accuracy";
+}
+
+}  // namespace

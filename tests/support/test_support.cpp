@@ -1,0 +1,113 @@
+#include "test_support.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+namespace dtrain::testing {
+
+TempDir::TempDir() {
+  std::random_device seed;
+  std::mt19937_64 rng(seed());
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto candidate = std::filesystem::temp_directory_path() /
+                     ("dtrain-test-" + std::to_string(getpid()) + "-" + std::to_string(rng()));
+    if (std::filesystem::create_directory(candidate)) {
+      path_ = candidate;
+      return;
+    }
+  }
+  throw std::runtime_error("TempDir: could not create a temporary directory");
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::vector<unsigned char> idx_bytes_u8(const std::vector<uint32_t>& shape,
+                                        const std::vector<unsigned char>& data) {
+  std::vector<unsigned char> bytes = {0, 0, 0x08, static_cast<unsigned char>(shape.size())};
+  for (uint32_t dim : shape) {
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      bytes.push_back(static_cast<unsigned char>(dim >> shift));
+    }
+  }
+  bytes.insert(bytes.end(), data.begin(), data.end());
+  return bytes;
+}
+
+void write_file(const std::string& path, const std::vector<unsigned char>& bytes, bool gzip) {
+  if (gzip) {
+    gzFile file = gzopen(path.c_str(), "wb");
+    if (file == nullptr ||
+        gzwrite(file, bytes.data(), static_cast<unsigned>(bytes.size())) !=
+            static_cast<int>(bytes.size())) {
+      throw std::runtime_error("write_file: cannot write " + path);
+    }
+    gzclose(file);
+    return;
+  }
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!out) {
+    throw std::runtime_error("write_file: cannot write " + path);
+  }
+}
+
+ProcessResult run_process(const std::vector<std::string>& argv) {
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) {
+    throw std::runtime_error("run_process: pipe failed");
+  }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    throw std::runtime_error("run_process: fork failed");
+  }
+  if (pid == 0) {
+    dup2(pipe_fds[1], STDOUT_FILENO);
+    dup2(pipe_fds[1], STDERR_FILENO);
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    std::vector<char*> args;
+    for (const auto& arg : argv) {
+      args.push_back(const_cast<char*>(arg.c_str()));
+    }
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    std::perror("execv");
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  ProcessResult result;
+  std::array<char, 4096> buffer{};
+  ssize_t n = 0;
+  while ((n = read(pipe_fds[0], buffer.data(), buffer.size())) > 0) {
+    result.output.append(buffer.data(), static_cast<size_t>(n));
+  }
+  close(pipe_fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+std::vector<std::string> non_empty_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) {
+      lines.push_back(line);
+    }
+  }
+  return lines;
+}
+
+}  // namespace dtrain::testing

@@ -1,0 +1,43 @@
+// Helpers shared by dtrain's tests: temporary directories, IDX files
+// written from C++, and running a program to inspect its exit and output.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace dtrain::testing {
+
+// A fresh directory under the system temp dir, removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// The bytes of an IDX file holding uint8 data of `shape` (type code 0x08).
+std::vector<unsigned char> idx_bytes_u8(const std::vector<uint32_t>& shape,
+                                        const std::vector<unsigned char>& data);
+// Writes bytes to a file, gzip-compressed when gzip is true.
+void write_file(const std::string& path, const std::vector<unsigned char>& bytes, bool gzip = false);
+
+struct ProcessResult {
+  int exit_code = -1;  // 128 + signal when killed by a signal
+  std::string output;  // stdout and stderr together
+};
+
+// Runs argv[0] with the rest as arguments (no shell interpretation) and waits.
+ProcessResult run_process(const std::vector<std::string>& argv);
+
+// Lines of text without empty ones.
+std::vector<std::string> non_empty_lines(const std::string& text);
+
+}  // namespace dtrain::testing

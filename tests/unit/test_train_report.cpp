@@ -1,0 +1,72 @@
+// dtrain::train: the CSV report and the progress line.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "dtrain/train/csv_writer.h"
+#include "dtrain/train/progress_bar.h"
+#include "dtrain/util/errors.h"
+#include "test_support.h"
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(CsvWriter, WritesHeaderThenRows) {
+  dtrain::testing::TempDir dir;
+  const std::string path = dir.file("nested/dir/report.csv");
+  {
+    dtrain::train::CsvWriter csv(path, {"epoch", "loss", "note"});
+    csv.write_row({int64_t{1}, 0.5, std::string("plain")});
+    // Each row is on disk as soon as it is written.
+    EXPECT_EQ(read_text(path), "epoch,loss,note\n1,0.5,plain\n");
+    csv.write_row({int64_t{2}, 0.125, std::string("has, comma \"q\"")});
+  }
+  EXPECT_EQ(read_text(path),
+            "epoch,loss,note\n1,0.5,plain\n2,0.125,\"has, comma \"\"q\"\"\"\n");
+}
+
+TEST(CsvWriter, RowLengthMustMatchHeader) {
+  dtrain::testing::TempDir dir;
+  dtrain::train::CsvWriter csv(dir.file("r.csv"), {"a", "b"});
+  try {
+    csv.write_row({int64_t{1}});
+    FAIL() << "a short row was accepted";
+  } catch (const dtrain::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("row has 1 cells but the header has 2"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(CsvWriter, UnwritablePathIsAnIOError) {
+  dtrain::testing::TempDir dir;
+  dtrain::testing::write_file(dir.file("a_file"), {'x'});
+  // A directory cannot be created beneath a regular file.
+  EXPECT_THROW(dtrain::train::CsvWriter(dir.file("a_file/report.csv"), {"a"}), dtrain::IOError);
+}
+
+TEST(ProgressBar, RendersFractionCountsAndRate) {
+  const std::string line = dtrain::train::render_progress("epoch 1", 5, 10, 2.0, "loss 0.5", 10);
+  EXPECT_EQ(line, "epoch 1 [#####     ] 5/10 2.0s 2.5 it/s loss 0.5");
+}
+
+TEST(ProgressBar, ClampsAndHandlesZeroTotal) {
+  EXPECT_EQ(dtrain::train::render_progress("x", 12, 10, 0.0, "", 4), "x [####] 12/10 0.0s 0.0 it/s");
+  EXPECT_EQ(dtrain::train::render_progress("x", 0, 0, 1.0, "", 4), "x [    ] 0/0 1.0s 0.0 it/s");
+}
+
+TEST(ProgressBar, CountsSteps) {
+  dtrain::train::ProgressBar bar("t", 3, /*enabled=*/false);
+  bar.advance();
+  bar.advance(2, "done");
+  EXPECT_EQ(bar.done(), 3);
+  bar.finish();
+}
+
+}  // namespace

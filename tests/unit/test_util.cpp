@@ -1,0 +1,188 @@
+// dtrain::util: check macros, launch environment, logging prefix, memory.
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+
+#include <cstdlib>
+#include <sstream>
+
+#include "dtrain/util/errors.h"
+#include "dtrain/util/launch_env.h"
+#include "dtrain/util/logging.h"
+#include "dtrain/util/memory.h"
+
+namespace {
+
+// Sets environment variables for one test and restores them afterwards.
+class ScopedEnv {
+ public:
+  void set(const char* name, const char* value) {
+    const char* old = std::getenv(name);
+    saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+    if (value) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+      if (it->second) {
+        setenv(it->first.c_str(), it->second->c_str(), 1);
+      } else {
+        unsetenv(it->first.c_str());
+      }
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+constexpr const char* kLauncherVars[] = {
+    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
+    "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "SLURM_PROCID",
+    "SLURM_LOCALID", "SLURM_NTASKS"};
+
+void clear_launcher_vars(ScopedEnv& env) {
+  for (const char* name : kLauncherVars) {
+    env.set(name, nullptr);
+  }
+}
+
+TEST(Check, MessageConcatenatesItsParts) {
+  try {
+    const int npoint = -3;
+    DTRAIN_CHECK(npoint > 0, "npoint must be positive, got ", npoint);
+    FAIL() << "DTRAIN_CHECK did not throw";
+  } catch (const dtrain::Error& e) {
+    EXPECT_STREQ(e.what(), "npoint must be positive, got -3");
+  }
+}
+
+TEST(Check, PassingConditionDoesNotThrow) { EXPECT_NO_THROW(DTRAIN_CHECK(1 + 1 == 2, "math")); }
+
+TEST(Check, InternalAssertNamesFileAndCondition) {
+  try {
+    DTRAIN_INTERNAL_ASSERT(2 < 1, "detail ", 7);
+    FAIL() << "DTRAIN_INTERNAL_ASSERT did not throw";
+  } catch (const dtrain::InternalError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("test_util.cpp"), std::string::npos) << message;
+    EXPECT_NE(message.find("2 < 1"), std::string::npos) << message;
+    EXPECT_NE(message.find("detail 7"), std::string::npos) << message;
+  }
+}
+
+TEST(LaunchEnv, ReadsTorchrunVariables) {
+  ScopedEnv env;
+  clear_launcher_vars(env);
+  env.set("RANK", "3");
+  env.set("LOCAL_RANK", "1");
+  env.set("WORLD_SIZE", "8");
+  env.set("LOCAL_WORLD_SIZE", "2");
+  const auto launch = dtrain::util::read_launch_env();
+  EXPECT_EQ(launch.source, "torchrun");
+  EXPECT_EQ(launch.rank, 3);
+  EXPECT_EQ(launch.local_rank, 1);
+  EXPECT_EQ(launch.world_size, 8);
+  EXPECT_EQ(launch.local_world_size, 2);
+}
+
+TEST(LaunchEnv, FallsBackToOpenMpiThenSlurm) {
+  ScopedEnv env;
+  clear_launcher_vars(env);
+  env.set("SLURM_PROCID", "5");
+  env.set("SLURM_NTASKS", "6");
+  env.set("SLURM_LOCALID", "1");
+  auto launch = dtrain::util::read_launch_env();
+  EXPECT_EQ(launch.source, "slurm");
+  EXPECT_EQ(launch.rank, 5);
+  EXPECT_EQ(launch.world_size, 6);
+  EXPECT_EQ(launch.local_rank, 1);
+
+  env.set("OMPI_COMM_WORLD_RANK", "2");
+  env.set("OMPI_COMM_WORLD_SIZE", "4");
+  launch = dtrain::util::read_launch_env();
+  EXPECT_EQ(launch.source, "openmpi");
+  EXPECT_EQ(launch.rank, 2);
+  EXPECT_EQ(launch.world_size, 4);
+}
+
+TEST(LaunchEnv, NoLauncherMeansNoRank) {
+  ScopedEnv env;
+  clear_launcher_vars(env);
+  const auto launch = dtrain::util::read_launch_env();
+  EXPECT_EQ(launch.source, "none");
+  EXPECT_FALSE(launch.rank.has_value());
+}
+
+TEST(LaunchEnv, BadValueNamesTheVariable) {
+  ScopedEnv env;
+  clear_launcher_vars(env);
+  env.set("RANK", "two");
+  try {
+    dtrain::util::read_launch_env();
+    FAIL() << "a non-numeric RANK was accepted";
+  } catch (const dtrain::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("RANK='two'"), std::string::npos) << e.what();
+  }
+  env.set("RANK", "-1");
+  EXPECT_THROW(dtrain::util::read_launch_env(), dtrain::Error);
+}
+
+TEST(Logging, EveryLineCarriesRankAndLocalRank) {
+  ScopedEnv env;
+  clear_launcher_vars(env);
+  env.set("RANK", "3");
+  env.set("LOCAL_RANK", "1");
+  dtrain::util::init_logging();
+  std::ostringstream captured;
+  auto logger = spdlog::default_logger();
+  logger->sinks().push_back(std::make_shared<spdlog::sinks::ostream_sink_mt>(captured));
+  // Re-applying the pattern formats the new sink like the others.
+  dtrain::util::set_log_rank(3, 1);
+  spdlog::info("hello from a test");
+  dtrain::util::set_log_rank(std::nullopt, std::nullopt);
+  spdlog::info("no rank yet");
+  logger->flush();
+  const std::string text = captured.str();
+  EXPECT_NE(text.find("[rank 3/local 1] [info] hello from a test"), std::string::npos) << text;
+  EXPECT_NE(text.find("[rank -/local -] [info] no rank yet"), std::string::npos) << text;
+  dtrain::util::init_logging();
+}
+
+TEST(Logging, LevelNamesAreChecked) {
+  EXPECT_EQ(dtrain::util::parse_log_level("debug"), spdlog::level::debug);
+  EXPECT_EQ(dtrain::util::parse_log_level("off"), spdlog::level::off);
+  try {
+    dtrain::util::parse_log_level("loud");
+    FAIL() << "an unknown level was accepted";
+  } catch (const dtrain::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("DTRAIN_LOG_LEVEL='loud'"), std::string::npos);
+  }
+}
+
+TEST(Logging, LevelComesFromEnvironment) {
+  ScopedEnv env;
+  env.set("DTRAIN_LOG_LEVEL", "warn");
+  dtrain::util::init_logging();
+  EXPECT_EQ(spdlog::get_level(), spdlog::level::warn);
+  env.set("DTRAIN_LOG_LEVEL", "nonsense");
+  dtrain::util::init_logging();  // warns and falls back rather than failing
+  EXPECT_EQ(spdlog::get_level(), spdlog::level::info);
+}
+
+TEST(Memory, PeakRssGrowsWithTouchedMemory) {
+  const std::int64_t before = dtrain::util::peak_rss_bytes();
+  EXPECT_GT(before, 0);
+  constexpr std::size_t kBytes = 256 << 20;
+  std::vector<char> block(kBytes, 1);  // touched, so resident
+  const std::int64_t after = dtrain::util::peak_rss_bytes();
+  EXPECT_GE(after, before);
+  EXPECT_GE(dtrain::util::current_rss_bytes(), static_cast<std::int64_t>(kBytes));
+  EXPECT_GE(after, static_cast<std::int64_t>(kBytes));
+  EXPECT_EQ(block[kBytes - 1], 1);
+}
+
+}  // namespace
