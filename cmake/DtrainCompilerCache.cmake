@@ -1,6 +1,7 @@
 # ccache for C++ and CUDA. The sloppiness settings let ccache cache
 # translation units that use precompiled headers (see the ccache manual,
-# "Precompiled headers").
+# "Precompiled headers"); BASEDIR and NOHASHDIR let a fresh clone in another
+# folder (as CI makes) hit what an earlier clone compiled.
 if(NOT DTRAIN_USE_CCACHE)
   return()
 endif()
@@ -13,6 +14,7 @@ set(_dtrain_launcher
   "${CMAKE_COMMAND}" -E env
   "CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime"
   "CCACHE_BASEDIR=${CMAKE_SOURCE_DIR}"
+  "CCACHE_NOHASHDIR=true"
   "${DTRAIN_CCACHE_PROGRAM}")
 set(CMAKE_CXX_COMPILER_LAUNCHER ${_dtrain_launcher})
 set(CMAKE_CUDA_COMPILER_LAUNCHER ${_dtrain_launcher})
