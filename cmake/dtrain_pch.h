@@ -5,13 +5,13 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <torch/nn/functional/activation.h>
+#include <torch/nn/functional/loss.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/pooling.h>
-#include <torch/nn/functional/activation.h>
-#include <torch/nn/functional/loss.h>
 #include <torch/optim/sgd.h>
 #include <torch/types.h>
 #include <torch/utils.h>

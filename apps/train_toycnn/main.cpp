@@ -83,8 +83,9 @@ EvalStats evaluate(dtrain::models::ToyCnn& model, const LabeledImages& test) {
     const int64_t count = std::min(kEvalBatch, test.size() - begin);
     const at::Tensor logits = model(test.images.narrow(0, begin, count));
     const at::Tensor labels = test.labels.narrow(0, begin, count);
-    loss_sum += F::cross_entropy(logits, labels, F::CrossEntropyFuncOptions().reduction(torch::kSum))
-                    .item<double>();
+    loss_sum +=
+        F::cross_entropy(logits, labels, F::CrossEntropyFuncOptions().reduction(torch::kSum))
+            .item<double>();
     correct += dtrain::kernels::count_correct(logits, labels).item<int64_t>();
   }
   const auto n = static_cast<double>(test.size());
@@ -100,15 +101,15 @@ int train(const TrainOptions& options) {
 
   // The report is opened first: a bad path fails before any work is done.
   dtrain::train::CsvWriter csv(options.csv,
-                               {"epoch", "samples", "epoch_time_s", "samples_per_s",
-                                "peak_rss_mb", "train_loss", "test_loss", "test_accuracy"});
+                               {"epoch", "samples", "epoch_time_s", "samples_per_s", "peak_rss_mb",
+                                "train_loss", "test_loss", "test_accuracy"});
   const auto dataset_options = dtrain::datasets::FashionMnistOptions().root(options.data_dir);
   const LabeledImages train = first_n(
       dtrain::datasets::load_fashion_mnist(dtrain::datasets::Split::kTrain, dataset_options),
       options.train_limit);
-  const LabeledImages test = first_n(
-      dtrain::datasets::load_fashion_mnist(dtrain::datasets::Split::kTest, dataset_options),
-      options.test_limit);
+  const LabeledImages test =
+      first_n(dtrain::datasets::load_fashion_mnist(dtrain::datasets::Split::kTest, dataset_options),
+              options.test_limit);
   spdlog::info("Fashion-MNIST from {}: {} training, {} test images; {} threads", options.data_dir,
                train.size(), test.size(), at::get_num_threads());
 
@@ -118,12 +119,14 @@ int train(const TrainOptions& options) {
   const auto job_start = std::chrono::steady_clock::now();
   EvalStats eval;
   for (int epoch = 1; epoch <= options.epochs; ++epoch) {
-    const EpochStats stats = train_epoch(model, optimizer, train, options, epoch, shuffle_generator);
+    const EpochStats stats =
+        train_epoch(model, optimizer, train, options, epoch, shuffle_generator);
     eval = evaluate(model, test);
     const double samples_per_s = static_cast<double>(stats.samples) / stats.seconds;
     const double peak_rss_mb = static_cast<double>(dtrain::util::peak_rss_bytes()) / (1 << 20);
     spdlog::info(
-        "epoch {}/{}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}%, {:.0f} samples/s, "
+        "epoch {}/{}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}%, {:.0f} "
+        "samples/s, "
         "{:.1f}s, peak RSS {:.0f} MiB",
         epoch, options.epochs, stats.mean_loss, eval.mean_loss, 100 * eval.accuracy, samples_per_s,
         stats.seconds, peak_rss_mb);

@@ -39,8 +39,8 @@ std::string fashion_mnist_default_root() {
 LabeledImages load_fashion_mnist(Split split, const FashionMnistOptions& options) {
   const std::filesystem::path root(options.root());
   std::error_code ec;
-  DTRAIN_CHECK_AS(IOError, std::filesystem::is_directory(root, ec),
-                  "Fashion-MNIST directory '", root.string(),
+  DTRAIN_CHECK_AS(IOError, std::filesystem::is_directory(root, ec), "Fashion-MNIST directory '",
+                  root.string(),
                   "' does not exist (install Debian's dataset-fashion-mnist or pass the "
                   "directory holding the IDX files)");
   const std::string prefix = split == Split::kTrain ? "train" : "t10k";
@@ -54,8 +54,8 @@ LabeledImages load_fashion_mnist(Split split, const FashionMnistOptions& options
                       raw_images.size(2) == kSide && raw_images.scalar_type() == at::kByte,
                   "'", image_path, "' must hold uint8 images of shape (N, 28, 28), got ",
                   raw_images.scalar_type(), " ", raw_images.sizes());
-  DTRAIN_CHECK_AS(IOError, raw_labels.dim() == 1 && raw_labels.scalar_type() == at::kByte,
-                  "'", label_path, "' must hold uint8 labels of shape (N,), got ",
+  DTRAIN_CHECK_AS(IOError, raw_labels.dim() == 1 && raw_labels.scalar_type() == at::kByte, "'",
+                  label_path, "' must hold uint8 labels of shape (N,), got ",
                   raw_labels.scalar_type(), " ", raw_labels.sizes());
   DTRAIN_CHECK_AS(IOError, raw_images.size(0) == raw_labels.size(0), "'", image_path, "' has ",
                   raw_images.size(0), " images but '", label_path, "' has ", raw_labels.size(0),

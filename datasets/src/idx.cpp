@@ -23,8 +23,8 @@ class GzFile {
  public:
   explicit GzFile(const std::string& path) : path_(path) {
     std::error_code ec;
-    DTRAIN_CHECK_AS(IOError, std::filesystem::is_regular_file(path, ec),
-                    "IDX file '", path, "' does not exist or is not a regular file");
+    DTRAIN_CHECK_AS(IOError, std::filesystem::is_regular_file(path, ec), "IDX file '", path,
+                    "' does not exist or is not a regular file");
     file_ = gzopen(path.c_str(), "rb");
     DTRAIN_CHECK_AS(IOError, file_ != nullptr, "cannot open IDX file '", path,
                     "': ", std::strerror(errno));
@@ -48,16 +48,16 @@ class GzFile {
       if (read < 0) {
         int code = 0;
         const char* message = gzerror(file_, &code);
-        throw IOError(detail::concat("IDX file '", path_, "' is corrupt while reading ", what,
-                                     ": ", message));
+        throw IOError(detail::concat("IDX file '", path_, "' is corrupt while reading ", what, ": ",
+                                     message));
       }
       if (read == 0) {
         break;
       }
       got += static_cast<std::size_t>(read);
     }
-    DTRAIN_CHECK_AS(IOError, got == n, "IDX file '", path_, "' is truncated: ", what,
-                    " needs ", n, " bytes but only ", got, " remain");
+    DTRAIN_CHECK_AS(IOError, got == n, "IDX file '", path_, "' is truncated: ", what, " needs ", n,
+                    " bytes but only ", got, " remain");
   }
 
  private:

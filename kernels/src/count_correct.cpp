@@ -18,8 +18,8 @@ at::Tensor count_correct(const at::Tensor& logits, const at::Tensor& labels) {
               logits.sizes(), ", got ", labels.sizes());
   TORCH_CHECK(labels.scalar_type() == at::kLong, "count_correct: labels must be int64, got ",
               labels.scalar_type());
-  TORCH_CHECK(labels.device() == logits.device(), "count_correct: labels are on ",
-              labels.device(), " but logits are on ", logits.device());
+  TORCH_CHECK(labels.device() == logits.device(), "count_correct: labels are on ", labels.device(),
+              " but logits are on ", logits.device());
   const at::Tensor dense_logits = logits.contiguous();
   const at::Tensor dense_labels = labels.contiguous();
   if (logits.is_cuda()) {

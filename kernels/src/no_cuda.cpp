@@ -13,6 +13,8 @@ namespace {
 }
 }  // namespace
 
-at::Tensor count_correct_cuda(const at::Tensor&, const at::Tensor&) { no_cuda("count_correct"); }
+at::Tensor count_correct_cuda(const at::Tensor&, const at::Tensor&) {
+  no_cuda("count_correct");
+}
 
 }  // namespace dtrain::kernels::detail

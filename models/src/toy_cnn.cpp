@@ -11,7 +11,8 @@ ToyCnnImpl::ToyCnnImpl(const ToyCnnOptions& options) : options_(options) {
               options.in_channels());
   TORCH_CHECK(options.num_classes() >= 2, "ToyCnnOptions: num_classes must be >= 2, got ",
               options.num_classes());
-  conv1_ = register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(options.in_channels(), 6, 5)));
+  conv1_ = register_module(
+      "conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(options.in_channels(), 6, 5)));
   pool_ = register_module("pool", torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2).stride(2)));
   conv2_ = register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(6, 16, 5)));
   fc1_ = register_module("fc1", torch::nn::Linear(16 * 5 * 5, 120));
@@ -20,10 +21,9 @@ ToyCnnImpl::ToyCnnImpl(const ToyCnnOptions& options) : options_(options) {
 }
 
 torch::Tensor ToyCnnImpl::forward(const torch::Tensor& x) {
-  TORCH_CHECK(x.dim() == 4 && x.size(1) == options_.in_channels() && x.size(2) == 32 &&
-                  x.size(3) == 32,
-              "ToyCnn: input must have shape (B, ", options_.in_channels(), ", 32, 32), got ",
-              x.sizes());
+  TORCH_CHECK(
+      x.dim() == 4 && x.size(1) == options_.in_channels() && x.size(2) == 32 && x.size(3) == 32,
+      "ToyCnn: input must have shape (B, ", options_.in_channels(), ", 32, 32), got ", x.sizes());
   auto h = pool_(F::relu(conv1_(x)));
   h = pool_(F::relu(conv2_(h)));
   h = h.flatten(1);

@@ -22,7 +22,8 @@ ProcessResult run_app(std::vector<std::string> args) {
 }
 
 // The whole output is one line starting "train_toycnn: error:" and containing `fragment`.
-void expect_one_line_error(const ProcessResult& result, int exit_code, const std::string& fragment) {
+void expect_one_line_error(const ProcessResult& result, int exit_code,
+                           const std::string& fragment) {
   EXPECT_EQ(result.exit_code, exit_code) << result.output;
   const auto lines = non_empty_lines(result.output);
   ASSERT_EQ(lines.size(), 1u) << result.output;
@@ -66,9 +67,9 @@ TEST(TrainToyCnnErrors, MissingDataDirectory) {
 TEST(TrainToyCnnErrors, TruncatedIdxFile) {
   TempDir dir;
   // Header promises 50 images of 28x28; the file holds 10.
-  dtrain::testing::write_file(dir.file("train-images-idx3-ubyte"),
-                              dtrain::testing::idx_bytes_u8({50, 28, 28},
-                                                            std::vector<unsigned char>(10 * 784)));
+  dtrain::testing::write_file(
+      dir.file("train-images-idx3-ubyte"),
+      dtrain::testing::idx_bytes_u8({50, 28, 28}, std::vector<unsigned char>(10 * 784)));
   dtrain::testing::write_file(dir.file("train-labels-idx1-ubyte"),
                               dtrain::testing::idx_bytes_u8({50}, std::vector<unsigned char>(50)));
   expect_one_line_error(run_app({"--data-dir", dir.path().string()}), 1,
@@ -100,9 +101,9 @@ TEST(TrainToyCnn, ShortRunWritesReport) {
       << result.output;
   const auto rows = read_csv(csv);
   ASSERT_EQ(rows.size(), 3u);
-  EXPECT_EQ(rows[0], (std::vector<std::string>{"epoch", "samples", "epoch_time_s", "samples_per_s",
-                                               "peak_rss_mb", "train_loss", "test_loss",
-                                               "test_accuracy"}));
+  EXPECT_EQ(rows[0],
+            (std::vector<std::string>{"epoch", "samples", "epoch_time_s", "samples_per_s",
+                                      "peak_rss_mb", "train_loss", "test_loss", "test_accuracy"}));
   EXPECT_EQ(rows[1][0], "1");
   EXPECT_EQ(rows[2][1], "6000");
   EXPECT_GT(std::stod(rows[2][3]), 0.0);

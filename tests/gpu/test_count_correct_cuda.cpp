@@ -30,7 +30,8 @@ TEST_P(CountCorrectCuda, AgreesWithCpuExactly) {
     const at::Tensor on_gpu =
         dtrain::kernels::count_correct(logits.to(at::kCUDA), labels.to(at::kCUDA));
     EXPECT_TRUE(on_gpu.is_cuda());
-    EXPECT_EQ(on_gpu.item<int64_t>(), dtrain::kernels::count_correct(logits, labels).item<int64_t>())
+    EXPECT_EQ(on_gpu.item<int64_t>(),
+              dtrain::kernels::count_correct(logits, labels).item<int64_t>())
         << rows << " rows";
   }
 }
@@ -42,9 +43,8 @@ TEST(CountCorrectCudaDevices, MixedDevicesAreRejected) {
   if (!DTRAIN_WITH_CUDA || !at::hasCUDA()) {
     GTEST_SKIP() << "no CUDA device visible";
   }
-  EXPECT_THROW(dtrain::kernels::count_correct(
-                   at::randn({4, 3}).to(at::kCUDA),
-                   at::zeros({4}, at::TensorOptions().dtype(at::kLong))),
+  EXPECT_THROW(dtrain::kernels::count_correct(at::randn({4, 3}).to(at::kCUDA),
+                                              at::zeros({4}, at::TensorOptions().dtype(at::kLong))),
                c10::Error);
 }
 

@@ -47,16 +47,16 @@ std::vector<unsigned char> idx_bytes_u8(const std::vector<uint32_t>& shape,
 void write_file(const std::string& path, const std::vector<unsigned char>& bytes, bool gzip) {
   if (gzip) {
     gzFile file = gzopen(path.c_str(), "wb");
-    if (file == nullptr ||
-        gzwrite(file, bytes.data(), static_cast<unsigned>(bytes.size())) !=
-            static_cast<int>(bytes.size())) {
+    if (file == nullptr || gzwrite(file, bytes.data(), static_cast<unsigned>(bytes.size())) !=
+                               static_cast<int>(bytes.size())) {
       throw std::runtime_error("write_file: cannot write " + path);
     }
     gzclose(file);
     return;
   }
   std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
   if (!out) {
     throw std::runtime_error("write_file: cannot write " + path);
   }

@@ -27,7 +27,8 @@ class TempDir {
 std::vector<unsigned char> idx_bytes_u8(const std::vector<uint32_t>& shape,
                                         const std::vector<unsigned char>& data);
 // Writes bytes to a file, gzip-compressed when gzip is true.
-void write_file(const std::string& path, const std::vector<unsigned char>& bytes, bool gzip = false);
+void write_file(const std::string& path, const std::vector<unsigned char>& bytes,
+                bool gzip = false);
 
 struct ProcessResult {
   int exit_code = -1;  // 128 + signal when killed by a signal

@@ -48,11 +48,11 @@ INSTANTIATE_TEST_SUITE_P(CountCorrect, CountCorrectDtypes,
 
 TEST(CountCorrect, TiesGoToLowestIndexAndNanIsLargest) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  const at::Tensor logits = at::tensor({1.f, 3.f, 3.f,    // tie: argmax 1
-                                        nan, 5.f, 9.f,    // NaN first: argmax 0
-                                        2.f, nan, 9.f,    // NaN wins over 9: argmax 1
-                                        0.f, 0.f, 0.f})   // all equal: argmax 0
-                                 .view({4, 3});
+  const at::Tensor logits = at::tensor({1.f, 3.f, 3.f,   // tie: argmax 1
+                                        nan, 5.f, 9.f,   // NaN first: argmax 0
+                                        2.f, nan, 9.f,   // NaN wins over 9: argmax 1
+                                        0.f, 0.f, 0.f})  // all equal: argmax 0
+                                .view({4, 3});
   const at::Tensor labels = at::tensor({1, 0, 1, 0}, at::TensorOptions().dtype(at::kLong));
   EXPECT_EQ(dtrain::kernels::count_correct(logits, labels).item<int64_t>(), 4);
   const at::Tensor wrong = at::tensor({2, 2, 2, 1}, at::TensorOptions().dtype(at::kLong));
@@ -71,7 +71,8 @@ TEST(CountCorrect, NonContiguousAndEmpty) {
 }
 
 // Expects a c10::Error whose message contains `fragment`.
-void expect_rejected(const at::Tensor& logits, const at::Tensor& labels, const std::string& fragment) {
+void expect_rejected(const at::Tensor& logits, const at::Tensor& labels,
+                     const std::string& fragment) {
   try {
     dtrain::kernels::count_correct(logits, labels);
     FAIL() << "bad input accepted; expected: " << fragment;

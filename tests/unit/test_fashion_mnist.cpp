@@ -68,14 +68,16 @@ TEST(FashionMnist, UnpaddedKeeps28) {
 }
 
 TEST(FashionMnist, MissingDirectoryIsNamed) {
-  EXPECT_NE(load_error("/no/such/fashion-mnist").find("directory '/no/such/fashion-mnist' does not exist"),
+  EXPECT_NE(load_error("/no/such/fashion-mnist")
+                .find("directory '/no/such/fashion-mnist' does not exist"),
             std::string::npos);
 }
 
 TEST(FashionMnist, MissingFileIsNamed) {
   TempDir dir;
   write_split(dir, "train", 2, 2);  // no t10k files
-  EXPECT_NE(load_error(dir.path()).find("'t10k-images-idx3-ubyte' (or 't10k-images-idx3-ubyte.gz') not found"),
+  EXPECT_NE(load_error(dir.path())
+                .find("'t10k-images-idx3-ubyte' (or 't10k-images-idx3-ubyte.gz') not found"),
             std::string::npos);
 }
 

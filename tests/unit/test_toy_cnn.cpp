@@ -20,7 +20,8 @@ int64_t parameter_count(ToyCnn& model) {
 }
 
 TEST(ToyCnn, SeedArchitecture) {
-  // conv 3->6 k5 (456) + conv 6->16 k5 (2416) + fc 400->120 (48120) + 120->84 (10164) + 84->10 (850)
+  // conv 3->6 k5 (456) + conv 6->16 k5 (2416) + fc 400->120 (48120) + 120->84 (10164) + 84->10
+  // (850)
   ToyCnn rgb;
   EXPECT_EQ(parameter_count(rgb), 62006);
   ToyCnn grey(ToyCnnOptions().in_channels(1));
@@ -41,8 +42,9 @@ TEST(ToyCnn, WrongInputShapeNamesExpectation) {
     model(torch::randn({2, 1, 28, 28}));
     FAIL() << "a 28x28 input was accepted";
   } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("input must have shape (B, 1, 32, 32), got [2, 1, 28, 28]"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("input must have shape (B, 1, 32, 32), got [2, 1, 28, 28]"),
+        std::string::npos)
         << e.what();
   }
 }

@@ -28,8 +28,7 @@ TEST(CsvWriter, WritesHeaderThenRows) {
     EXPECT_EQ(read_text(path), "epoch,loss,note\n1,0.5,plain\n");
     csv.write_row({int64_t{2}, 0.125, std::string("has, comma \"q\"")});
   }
-  EXPECT_EQ(read_text(path),
-            "epoch,loss,note\n1,0.5,plain\n2,0.125,\"has, comma \"\"q\"\"\"\n");
+  EXPECT_EQ(read_text(path), "epoch,loss,note\n1,0.5,plain\n2,0.125,\"has, comma \"\"q\"\"\"\n");
 }
 
 TEST(CsvWriter, RowLengthMustMatchHeader) {
@@ -57,7 +56,8 @@ TEST(ProgressBar, RendersFractionCountsAndRate) {
 }
 
 TEST(ProgressBar, ClampsAndHandlesZeroTotal) {
-  EXPECT_EQ(dtrain::train::render_progress("x", 12, 10, 0.0, "", 4), "x [####] 12/10 0.0s 0.0 it/s");
+  EXPECT_EQ(dtrain::train::render_progress("x", 12, 10, 0.0, "", 4),
+            "x [####] 12/10 0.0s 0.0 it/s");
   EXPECT_EQ(dtrain::train::render_progress("x", 0, 0, 1.0, "", 4), "x [    ] 0/0 1.0s 0.0 it/s");
 }
 

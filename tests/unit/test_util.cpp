@@ -38,11 +38,21 @@ class ScopedEnv {
   std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
 
-constexpr const char* kLauncherVars[] = {
-    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
-    "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
-    "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "SLURM_PROCID",
-    "SLURM_LOCALID", "SLURM_NTASKS"};
+constexpr const char* kLauncherVars[] = {"RANK",
+                                         "LOCAL_RANK",
+                                         "WORLD_SIZE",
+                                         "LOCAL_WORLD_SIZE",
+                                         "OMPI_COMM_WORLD_RANK",
+                                         "OMPI_COMM_WORLD_LOCAL_RANK",
+                                         "OMPI_COMM_WORLD_SIZE",
+                                         "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                         "PMI_RANK",
+                                         "PMI_SIZE",
+                                         "MPI_LOCALRANKID",
+                                         "MPI_LOCALNRANKS",
+                                         "SLURM_PROCID",
+                                         "SLURM_LOCALID",
+                                         "SLURM_NTASKS"};
 
 void clear_launcher_vars(ScopedEnv& env) {
   for (const char* name : kLauncherVars) {
@@ -60,7 +70,9 @@ TEST(Check, MessageConcatenatesItsParts) {
   }
 }
 
-TEST(Check, PassingConditionDoesNotThrow) { EXPECT_NO_THROW(DTRAIN_CHECK(1 + 1 == 2, "math")); }
+TEST(Check, PassingConditionDoesNotThrow) {
+  EXPECT_NO_THROW(DTRAIN_CHECK(1 + 1 == 2, "math"));
+}
 
 TEST(Check, InternalAssertNamesFileAndCondition) {
   try {

@@ -14,10 +14,18 @@ namespace dtrain::kernels::cuda {
 
 namespace {
 
-__device__ inline float to_float(float v) { return v; }
-__device__ inline float to_float(double v) { return static_cast<float>(v); }
-__device__ inline float to_float(__half v) { return __half2float(v); }
-__device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ inline float to_float(float v) {
+  return v;
+}
+__device__ inline float to_float(double v) {
+  return static_cast<float>(v);
+}
+__device__ inline float to_float(__half v) {
+  return __half2float(v);
+}
+__device__ inline float to_float(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
 
 // Same rules as the CPU kernel and torch.argmax: first maximum wins, NaN is largest.
 template <typename T>

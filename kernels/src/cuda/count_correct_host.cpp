@@ -12,10 +12,11 @@ namespace dtrain::kernels::detail {
 at::Tensor count_correct_cuda(const at::Tensor& logits, const at::Tensor& labels) {
   const c10::cuda::CUDAGuard device_guard(logits.device());
   at::Tensor counter = at::zeros({}, logits.options().dtype(at::kLong));
-  cuda::launch_count_correct(cuda::float_type_of(logits), logits.const_data_ptr(),
-                             labels.const_data_ptr<int64_t>(), logits.size(0), logits.size(1),
-                             reinterpret_cast<unsigned long long*>(counter.mutable_data_ptr<int64_t>()),
-                             at::cuda::getCurrentCUDAStream());
+  cuda::launch_count_correct(
+      cuda::float_type_of(logits), logits.const_data_ptr(), labels.const_data_ptr<int64_t>(),
+      logits.size(0), logits.size(1),
+      reinterpret_cast<unsigned long long*>(counter.mutable_data_ptr<int64_t>()),
+      at::cuda::getCurrentCUDAStream());
   return counter;
 }
 

@@ -13,8 +13,8 @@ namespace dtrain::kernels::cuda {
 inline void throw_cuda_error(cudaError_t status, const char* expression, const char* file,
                              int line) {
   throw std::runtime_error(std::string("CUDA error ") + cudaGetErrorName(status) + " (" +
-                           cudaGetErrorString(status) + ") in " + expression + " at " + file +
-                           ":" + std::to_string(line));
+                           cudaGetErrorString(status) + ") in " + expression + " at " + file + ":" +
+                           std::to_string(line));
 }
 
 // Blocks of `threads` threads needed to cover `work` items.
@@ -24,12 +24,12 @@ inline unsigned int blocks_for(std::int64_t work, unsigned int threads) {
 
 }  // namespace dtrain::kernels::cuda
 
-#define DTRAIN_CUDA_CHECK(expression)                                                     \
-  do {                                                                                    \
-    const cudaError_t dtrain_status_ = (expression);                                      \
-    if (dtrain_status_ != cudaSuccess) {                                                  \
+#define DTRAIN_CUDA_CHECK(expression)                                                             \
+  do {                                                                                            \
+    const cudaError_t dtrain_status_ = (expression);                                              \
+    if (dtrain_status_ != cudaSuccess) {                                                          \
       ::dtrain::kernels::cuda::throw_cuda_error(dtrain_status_, #expression, __FILE__, __LINE__); \
-    }                                                                                     \
+    }                                                                                             \
   } while (false)
 
 // Checks that the last kernel launch was accepted.

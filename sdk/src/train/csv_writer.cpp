@@ -66,8 +66,8 @@ CsvWriter::CsvWriter(std::string path, std::vector<std::string> columns)
 }
 
 void CsvWriter::write_row(const std::vector<Cell>& cells) {
-  DTRAIN_CHECK(cells.size() == columns_.size(), "CSV report '", path_, "': row has ",
-               cells.size(), " cells but the header has ", columns_.size(), " columns");
+  DTRAIN_CHECK(cells.size() == columns_.size(), "CSV report '", path_, "': row has ", cells.size(),
+               " cells but the header has ", columns_.size(), " columns");
   std::vector<std::string> text;
   text.reserve(cells.size());
   for (const auto& cell : cells) {

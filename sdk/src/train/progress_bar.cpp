@@ -17,9 +17,9 @@ std::string render_progress(std::string_view label, std::int64_t done, std::int6
                 : 0.0;
   const int filled = static_cast<int>(fraction * bar_width);
   const double rate = elapsed_seconds > 0 ? static_cast<double>(done) / elapsed_seconds : 0.0;
-  std::string line = fmt::format("{} [{}{}] {}/{} {:.1f}s {:.1f} it/s", label,
-                                 std::string(filled, '#'), std::string(bar_width - filled, ' '),
-                                 done, total, elapsed_seconds, rate);
+  std::string line =
+      fmt::format("{} [{}{}] {}/{} {:.1f}s {:.1f} it/s", label, std::string(filled, '#'),
+                  std::string(bar_width - filled, ' '), done, total, elapsed_seconds, rate);
   if (!status.empty()) {
     line += fmt::format(" {}", status);
   }

@@ -13,8 +13,8 @@
 
 #include <string>
 
-#include <torch/arg.h>
 #include <ATen/core/Tensor.h>
+#include <torch/arg.h>
 
 namespace dtrain::datasets {
 

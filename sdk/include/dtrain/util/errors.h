@@ -44,25 +44,26 @@ std::string concat(const Parts&... parts) {
 }  // namespace dtrain
 
 // DTRAIN_CHECK(n > 0, "npoint must be positive, got ", n);
-#define DTRAIN_CHECK(cond, ...)                                  \
-  do {                                                           \
-    if (!(cond)) [[unlikely]] {                                  \
+#define DTRAIN_CHECK(cond, ...)                                     \
+  do {                                                              \
+    if (!(cond)) [[unlikely]] {                                     \
       throw ::dtrain::Error(::dtrain::detail::concat(__VA_ARGS__)); \
-    }                                                            \
+    }                                                               \
   } while (false)
 
 // Like DTRAIN_CHECK, with a chosen exception type.
-#define DTRAIN_CHECK_AS(ErrorType, cond, ...)                   \
-  do {                                                          \
-    if (!(cond)) [[unlikely]] {                                 \
-      throw ErrorType(::dtrain::detail::concat(__VA_ARGS__));   \
-    }                                                           \
+#define DTRAIN_CHECK_AS(ErrorType, cond, ...)                 \
+  do {                                                        \
+    if (!(cond)) [[unlikely]] {                               \
+      throw ErrorType(::dtrain::detail::concat(__VA_ARGS__)); \
+    }                                                         \
   } while (false)
 
-#define DTRAIN_INTERNAL_ASSERT(cond, ...)                                                   \
-  do {                                                                                      \
-    if (!(cond)) [[unlikely]] {                                                             \
-      throw ::dtrain::InternalError(::dtrain::detail::concat(                               \
-          "internal error at ", __FILE__, ":", __LINE__, ": ", #cond, " failed. " __VA_OPT__(, ) __VA_ARGS__)); \
-    }                                                                                       \
+#define DTRAIN_INTERNAL_ASSERT(cond, ...)                                                      \
+  do {                                                                                         \
+    if (!(cond)) [[unlikely]] {                                                                \
+      throw ::dtrain::InternalError(                                                           \
+          ::dtrain::detail::concat("internal error at ", __FILE__, ":", __LINE__, ": ", #cond, \
+                                   " failed. " __VA_OPT__(, ) __VA_ARGS__));                   \
+    }                                                                                          \
   } while (false)
