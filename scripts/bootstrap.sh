@@ -26,6 +26,8 @@ declare -A DEB_MARKERS=(
   [libopenmpi-dev]=/usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h
   [openmpi-bin]=/usr/bin/mpirun
   [libgloo-dev]=/usr/include/gloo/config.h
+  [clang-14]=/usr/bin/clang++-14
+  [libclang-rt-14-dev]=/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
   [dataset-fashion-mnist]=/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz
 )
 
