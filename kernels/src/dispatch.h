@@ -4,10 +4,68 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <tuple>
+
+#include "dtrain/kernels/pointnet2.h"
+
 namespace dtrain::kernels::detail {
 
 at::Tensor count_correct_cpu(const at::Tensor& logits, const at::Tensor& labels);
 // Defined in src/cuda/ when built with CUDA, else raises (src/no_cuda.cpp).
 at::Tensor count_correct_cuda(const at::Tensor& logits, const at::Tensor& labels);
+
+// PointNet++ point ops. Inputs are validated and contiguous; coordinates are
+// float32; index tensors are int64 and flattened to (B, L).
+//
+// Note [scatter layout]: scatter_add_points adds weight[b][l] *
+// grad_out[b][c][l / group] into out[b][c][idx[b][l]], where
+// group = L / grad_out.size(2) (1 for gather/group, 3 for interpolation) and
+// an undefined `weight` means 1. Every implementation sums the terms of one
+// output element in increasing l (kDeterministic), or in any order (kAtomic).
+
+// CPU (src/cpu/).
+at::Tensor furthest_point_sample_cpu(const at::Tensor& xyz, int64_t npoint, int64_t start);
+// Returns (idx, count).
+std::tuple<at::Tensor, at::Tensor> ball_query_cpu(const at::Tensor& new_xyz, const at::Tensor& xyz,
+                                                  float radius2, int64_t nsample);
+// Returns (idx, dist2).
+std::tuple<at::Tensor, at::Tensor> knn_cpu(const at::Tensor& new_xyz, const at::Tensor& xyz,
+                                           int64_t k);
+// Returns (dist2, idx).
+std::tuple<at::Tensor, at::Tensor> three_nn_cpu(const at::Tensor& unknown, const at::Tensor& known);
+// (B, C, N), (B, L) -> (B, C, L).
+at::Tensor gather_points_cpu(const at::Tensor& features, const at::Tensor& idx);
+// See Note [scatter layout]; returns (B, C, n) in grad_out's dtype.
+at::Tensor scatter_add_points_cpu(const at::Tensor& grad_out, const at::Tensor& idx,
+                                  const at::Tensor& weight, int64_t n, ScatterMode mode);
+// (B, C, m), idx (B, 3n), weight (B, 3n) -> (B, C, n).
+at::Tensor three_interpolate_cpu(const at::Tensor& features, const at::Tensor& idx,
+                                 const at::Tensor& weight);
+// grad_out (B, C, n), features (B, C, m), idx (B, 3n) -> (B, 3n).
+at::Tensor three_interpolate_weight_grad_cpu(const at::Tensor& grad_out, const at::Tensor& features,
+                                             const at::Tensor& idx);
+
+// CUDA (src/cuda/pointnet2_host.cpp; src/no_cuda.cpp raises without CUDA).
+at::Tensor furthest_point_sample_cuda(const at::Tensor& xyz, int64_t npoint, int64_t start);
+// Returns (idx, count).
+std::tuple<at::Tensor, at::Tensor> ball_query_cuda(const at::Tensor& new_xyz, const at::Tensor& xyz,
+                                                   float radius2, int64_t nsample);
+// Returns (idx, dist2).
+std::tuple<at::Tensor, at::Tensor> knn_cuda(const at::Tensor& new_xyz, const at::Tensor& xyz,
+                                            int64_t k);
+// Returns (dist2, idx).
+std::tuple<at::Tensor, at::Tensor> three_nn_cuda(const at::Tensor& unknown,
+                                                 const at::Tensor& known);
+// (B, C, N), (B, L) -> (B, C, L).
+at::Tensor gather_points_cuda(const at::Tensor& features, const at::Tensor& idx);
+// See Note [scatter layout]; returns (B, C, n) in grad_out's dtype.
+at::Tensor scatter_add_points_cuda(const at::Tensor& grad_out, const at::Tensor& idx,
+                                   const at::Tensor& weight, int64_t n, ScatterMode mode);
+// (B, C, m), idx (B, 3n), weight (B, 3n) -> (B, C, n).
+at::Tensor three_interpolate_cuda(const at::Tensor& features, const at::Tensor& idx,
+                                  const at::Tensor& weight);
+// grad_out (B, C, n), features (B, C, m), idx (B, 3n) -> (B, 3n).
+at::Tensor three_interpolate_weight_grad_cuda(const at::Tensor& grad_out,
+                                              const at::Tensor& features, const at::Tensor& idx);
 
 }  // namespace dtrain::kernels::detail

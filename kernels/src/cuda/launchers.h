@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace dtrain::kernels::cuda {
@@ -17,5 +18,60 @@ enum class FloatType { kFloat32, kFloat64, kFloat16, kBFloat16 };
 void launch_count_correct(FloatType type, const void* logits, const std::int64_t* labels,
                           std::int64_t rows, std::int64_t cols, unsigned long long* counter,
                           cudaStream_t stream);
+
+// ---- PointNet++ point ops. Coordinates are float32 (B, N, 3) row-major;
+// indices int64; features (B, C, N) row-major. All asynchronous on `stream`.
+
+// Furthest point sampling (src/cuda/furthest_point_sample.cu), one block per
+// batch element. dist_scratch holds batch * n floats; it is used only when
+// the points do not fit in shared memory.
+void launch_furthest_point_sample(const float* xyz, std::int64_t batch, std::int64_t n,
+                                  std::int64_t npoint, std::int64_t start, float* dist_scratch,
+                                  std::int64_t* out, cudaStream_t stream);
+
+// Ball query (ball_query.cu): idx (B, M, nsample), count (B, M).
+void launch_ball_query(const float* new_xyz, const float* xyz, std::int64_t batch, std::int64_t m,
+                       std::int64_t n, float radius2, std::int64_t nsample, std::int64_t* idx,
+                       std::int64_t* count, cudaStream_t stream);
+
+// k nearest neighbours (knn.cu): idx and dist2 (B, M, k).
+void launch_knn(const float* new_xyz, const float* xyz, std::int64_t batch, std::int64_t m,
+                std::int64_t n, std::int64_t k, std::int64_t* idx, float* dist2,
+                cudaStream_t stream);
+
+// Three nearest neighbours (three_nn.cu): dist2 and idx (B, n, 3); m >= 3.
+void launch_three_nn(const float* unknown, const float* known, std::int64_t batch, std::int64_t n,
+                     std::int64_t m, float* dist2, std::int64_t* idx, cudaStream_t stream);
+
+// out (B, C, L) = features (B, C, n) gathered by idx (B, L) (gather_group.cu).
+void launch_gather_points(FloatType type, const void* features, const std::int64_t* idx,
+                          std::int64_t batch, std::int64_t channels, std::int64_t n, std::int64_t l,
+                          void* out, cudaStream_t stream);
+
+// Bytes of scratch the deterministic scatter needs for idx (B, L) into n points.
+std::size_t scatter_add_points_scratch_bytes(std::int64_t batch, std::int64_t l, std::int64_t n);
+
+// Note [scatter layout] (src/dispatch.h): grad_acc (B, C, n) of the
+// accumulation type (float, or double for kFloat64) receives
+// sum weight[b][l] * grad_out[b][c][l / group]; weight may be null (1).
+// Atomic mode adds into grad_acc, which must be zeroed; deterministic mode
+// overwrites it and needs `scratch` of scatter_add_points_scratch_bytes().
+void launch_scatter_add_points(FloatType type, const void* grad_out, const std::int64_t* idx,
+                               const void* weight, std::int64_t batch, std::int64_t channels,
+                               std::int64_t out_len, std::int64_t l, std::int64_t n, void* grad_acc,
+                               bool deterministic, void* scratch, std::size_t scratch_bytes,
+                               cudaStream_t stream);
+
+// three_interpolate (interpolate.cu): out (B, C, n) from features (B, C, m),
+// idx and weight (B, 3n).
+void launch_three_interpolate(FloatType type, const void* features, const std::int64_t* idx,
+                              const void* weight, std::int64_t batch, std::int64_t channels,
+                              std::int64_t m, std::int64_t n, void* out, cudaStream_t stream);
+
+// grad_weight (B, 3n) = sum_c grad_out[b][c][l / 3] * features[b][c][idx[b][l]].
+void launch_three_interpolate_weight_grad(FloatType type, const void* grad_out,
+                                          const void* features, const std::int64_t* idx,
+                                          std::int64_t batch, std::int64_t channels, std::int64_t m,
+                                          std::int64_t n, void* grad_weight, cudaStream_t stream);
 
 }  // namespace dtrain::kernels::cuda

@@ -1,0 +1,146 @@
+// PointNet++ point operations: sampling, neighbourhoods, grouping and
+// interpolation, on CPU (multi-threaded) and CUDA behind one function per op.
+//
+// Contract, for every function here:
+//  - Inputs are checked once, here; a bad input throws c10::Error whose
+//    message names the argument, its shape/dtype/value and what was expected.
+//  - All tensors of one call must live on the same device; the work runs
+//    there (CUDA: asynchronously on the current stream, like any ATen op).
+//  - Non-contiguous inputs are accepted (made contiguous internally).
+//  - Coordinates (xyz, new_xyz, unknown, known) may be float32, float64,
+//    float16 or bfloat16; they are converted to float32 and every distance is
+//    computed as dx*dx + dy*dy + dz*dz in float32 in that order (no FMA), so
+//    CPU and CUDA return exactly the same indices.
+//  - Feature ops (gather_points, group_points, three_interpolate) keep the
+//    dtype of `features` (float32, float64, float16, bfloat16) and accumulate
+//    in float32 (float64 for float64 features).
+//  - Index tensors are int64. Out-of-range indices throw on CPU; on CUDA they
+//    are not checked (that would synchronise) and read as zero features /
+//    drop their gradient.
+//  - gather_points, group_points and three_interpolate are differentiable
+//    (once: their backward is not itself differentiable). See
+//    docs/kernels.md for the exact semantics and the deterministic mode.
+//
+// Example:
+//   auto idx = dtrain::kernels::furthest_point_sample(xyz, 512);      // (B, 512)
+//   auto centres = dtrain::kernels::gather_points(xyz.transpose(1, 2), idx);
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+namespace dtrain::kernels {
+
+// How the backward passes of gather_points, group_points and
+// three_interpolate add gradients that land on the same source point.
+enum class ScatterMode {
+  // CUDA: float atomics (fast; the summation order, hence the last bits,
+  // may change from run to run). CPU: same as kDeterministic.
+  kAtomic,
+  // Bitwise repeatable: every output element is summed by one thread in
+  // increasing index order (CUDA: a stable radix sort of the indices, then a
+  // segmented sum; CPU: one thread owns each (batch, channel) row).
+  kDeterministic,
+};
+
+// The mode the autograd backward passes use: kDeterministic when
+// set_deterministic_backward(true) was called or when
+// at::globalContext().deterministicAlgorithms() is on
+// (torch.use_deterministic_algorithms(True)), else kAtomic. Read at backward
+// time. Thread-safe.
+void set_deterministic_backward(bool deterministic);
+ScatterMode backward_scatter_mode();
+
+// Furthest point sampling.
+//
+//   xyz:     (B, N, 3) coordinates, N >= 1
+//   npoint:  1 <= npoint <= N
+//   start:   0 <= start < N, the first index of every batch element
+//   returns  (B, npoint) int64 indices into N
+//
+// Each next index is the unsampled point whose squared distance to the
+// sampled set is largest; ties go to the lowest index. No point is skipped
+// (points at the origin are sampled like any other), and no index repeats:
+// once every remaining point coincides with a sampled one, the lowest
+// unsampled indices follow in order.
+at::Tensor furthest_point_sample(const at::Tensor& xyz, int64_t npoint, int64_t start = 0);
+
+// out[b][c][m] = features[b][c][idx[b][m]].
+//
+//   features: (B, C, N);  idx: (B, M) int64 in [0, N)
+//   returns   (B, C, M), features' dtype; differentiable w.r.t. features.
+at::Tensor gather_points(const at::Tensor& features, const at::Tensor& idx);
+
+struct BallQueryResult {
+  at::Tensor idx;    // (B, M, nsample) int64
+  at::Tensor count;  // (B, M) int64: number of points found, 0..nsample
+};
+
+// Ball query: for each centre new_xyz[b][m], the first `nsample` points of
+// xyz (in index order) with squared distance < radius^2 (radius squared in
+// float32). Rows with 0 < count < nsample are padded with their first
+// neighbour; rows with count == 0 are all zeros (an empty ball is visible
+// only through `count`).
+//
+//   new_xyz: (B, M, 3); xyz: (B, N, 3); radius > 0 (finite); nsample >= 1
+BallQueryResult ball_query(const at::Tensor& new_xyz, const at::Tensor& xyz, double radius,
+                           int64_t nsample);
+
+struct KnnResult {
+  at::Tensor idx;    // (B, M, k) int64
+  at::Tensor dist2;  // (B, M, k) float32 squared distances
+};
+
+// The k nearest points of xyz for each query, by ascending squared distance,
+// ties to the lowest index.
+//
+//   new_xyz: (B, M, 3); xyz: (B, N, 3); 1 <= k <= N
+KnnResult knn(const at::Tensor& new_xyz, const at::Tensor& xyz, int64_t k);
+
+// out[b][c][m][s] = features[b][c][idx[b][m][s]].
+//
+//   features: (B, C, N);  idx: (B, M, K) int64 in [0, N)
+//   returns   (B, C, M, K), features' dtype; differentiable w.r.t. features.
+at::Tensor group_points(const at::Tensor& features, const at::Tensor& idx);
+
+struct ThreeNnResult {
+  at::Tensor dist2;  // (B, n, 3) float32 squared distances (not their square roots)
+  at::Tensor idx;    // (B, n, 3) int64
+};
+
+// The three nearest `known` points of every `unknown` point, ascending,
+// ties to the lowest index.
+//
+//   unknown: (B, n, 3); known: (B, m, 3) with m >= 3
+ThreeNnResult three_nn(const at::Tensor& unknown, const at::Tensor& known);
+
+// out[b][c][i] = sum_j weight[b][i][j] * features[b][c][idx[b][i][j]], j = 0, 1, 2.
+//
+//   features: (B, C, m);  idx: (B, n, 3) int64 in [0, m);  weight: (B, n, 3)
+//   floating (converted to features' dtype, differentiably)
+//   returns   (B, C, n); differentiable w.r.t. features and weight.
+at::Tensor three_interpolate(const at::Tensor& features, const at::Tensor& idx,
+                             const at::Tensor& weight);
+
+// The backward passes, for callers that manage gradients themselves (and
+// for tests). They check their inputs like the forward functions.
+//
+// grad_features[b][c][n] = sum over m with idx[b][m] == n of grad_out[b][c][m].
+//   grad_out: (B, C, M); idx: (B, M); returns (B, C, n) in grad_out's dtype.
+at::Tensor gather_points_backward(const at::Tensor& grad_out, const at::Tensor& idx, int64_t n,
+                                  ScatterMode mode);
+//   grad_out: (B, C, M, K); idx: (B, M, K); returns (B, C, n).
+at::Tensor group_points_backward(const at::Tensor& grad_out, const at::Tensor& idx, int64_t n,
+                                 ScatterMode mode);
+
+struct ThreeInterpolateGrads {
+  at::Tensor features;  // (B, C, m)
+  at::Tensor weight;    // (B, n, 3), features' dtype
+};
+//   grad_out: (B, C, n); features (B, C, m) as given to the forward; idx, weight (B, n, 3).
+ThreeInterpolateGrads three_interpolate_backward(const at::Tensor& grad_out,
+                                                 const at::Tensor& features, const at::Tensor& idx,
+                                                 const at::Tensor& weight, ScatterMode mode);
+
+}  // namespace dtrain::kernels

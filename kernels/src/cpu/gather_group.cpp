@@ -1,0 +1,109 @@
+// Gather along the point axis and its backward scatter-add, on CPU. Both run
+// one task per (batch, channel) row: a row of the output is written by one
+// thread only, so the scatter needs no atomics and sums every element in
+// increasing index order whatever the thread count (kAtomic and
+// kDeterministic are the same here).
+#include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
+#include <ATen/Parallel.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "../dispatch.h"
+
+namespace dtrain::kernels::detail {
+
+namespace {
+
+// The output row itself when it has the accumulation type, else null.
+template <typename acc_t, typename scalar_t>
+acc_t* accumulate_in_place(scalar_t* row) {
+  if constexpr (std::is_same_v<acc_t, scalar_t>) {
+    return row;
+  } else {
+    return nullptr;
+  }
+}
+
+}  // namespace
+
+at::Tensor gather_points_cpu(const at::Tensor& features, const at::Tensor& idx) {
+  const int64_t batch = features.size(0);
+  const int64_t channels = features.size(1);
+  const int64_t n = features.size(2);
+  const int64_t l = idx.size(1);
+  at::Tensor out = at::empty({batch, channels, l}, features.options());
+  const int64_t* index = idx.const_data_ptr<int64_t>();
+  AT_DISPATCH_FLOATING_TYPES_AND2(
+      at::kHalf, at::kBFloat16, features.scalar_type(), "gather_points_cpu", [&] {
+        const scalar_t* in = features.const_data_ptr<scalar_t>();
+        scalar_t* result = out.mutable_data_ptr<scalar_t>();
+        const int64_t grain = 1 + 4096 / (l + 1);
+        at::parallel_for(0, batch * channels, grain, [&](int64_t begin, int64_t end) {
+          for (int64_t row = begin; row < end; ++row) {
+            const scalar_t* source = in + row * n;
+            const int64_t* row_index = index + (row / channels) * l;
+            scalar_t* target = result + row * l;
+            for (int64_t i = 0; i < l; ++i) {
+              target[i] = source[row_index[i]];
+            }
+          }
+        });
+      });
+  return out;
+}
+
+at::Tensor scatter_add_points_cpu(const at::Tensor& grad_out, const at::Tensor& idx,
+                                  const at::Tensor& weight, int64_t n, ScatterMode /*mode*/) {
+  const int64_t batch = grad_out.size(0);
+  const int64_t channels = grad_out.size(1);
+  const int64_t out_len = grad_out.size(2);
+  const int64_t l = idx.size(1);
+  const int64_t group = out_len > 0 ? l / out_len : 1;
+  at::Tensor grad = at::zeros({batch, channels, n}, grad_out.options());
+  const int64_t* index = idx.const_data_ptr<int64_t>();
+  AT_DISPATCH_FLOATING_TYPES_AND2(
+      at::kHalf, at::kBFloat16, grad_out.scalar_type(), "scatter_add_points_cpu", [&] {
+        using acc_t = at::opmath_type<scalar_t>;
+        const scalar_t* g = grad_out.const_data_ptr<scalar_t>();
+        const scalar_t* w = weight.defined() ? weight.const_data_ptr<scalar_t>() : nullptr;
+        scalar_t* result = grad.mutable_data_ptr<scalar_t>();
+        at::parallel_for(0, batch * channels, /*grain_size=*/1, [&](int64_t begin, int64_t end) {
+          // float16/bfloat16 accumulate in a float32 row, then round once.
+          std::vector<acc_t> scratch;
+          for (int64_t row = begin; row < end; ++row) {
+            const int64_t b = row / channels;
+            const scalar_t* g_row = g + row * out_len;
+            const int64_t* row_index = index + b * l;
+            const scalar_t* w_row = w != nullptr ? w + b * l : nullptr;
+            acc_t* acc = accumulate_in_place<acc_t>(result + row * n);
+            const bool in_place = acc != nullptr;
+            if (!in_place) {
+              scratch.assign(n, acc_t(0));
+              acc = scratch.data();
+            }
+            for (int64_t i = 0; i < l; ++i) {
+              acc_t term = static_cast<acc_t>(g_row[i / group]);
+              if (w_row != nullptr) {
+                term = static_cast<acc_t>(w_row[i]) * term;
+              }
+              acc[row_index[i]] += term;
+            }
+            if (!in_place) {
+              scalar_t* target = result + row * n;
+              for (int64_t j = 0; j < n; ++j) {
+                target[j] = static_cast<scalar_t>(acc[j]);
+              }
+            }
+          }
+        });
+      });
+  return grad;
+}
+
+}  // namespace dtrain::kernels::detail

@@ -1,0 +1,81 @@
+// The PointNet++ ops as torch custom ops (namespace `dtrain`), so Python can
+// call them after torch.ops.load_library("libdtrain_kernels.so"):
+//
+//   torch.ops.dtrain.furthest_point_sample(xyz, 512)
+//   idx, count = torch.ops.dtrain.ball_query(new_xyz, xyz, 0.2, 32)
+//
+// CPU and CUDA kernels check their inputs and run without autograd; the
+// Autograd kernels of the differentiable ops (gather_points, group_points,
+// three_interpolate) are the public C++ functions, whose autograd Functions
+// call the device kernels directly.
+#include <torch/library.h>
+
+#include <tuple>
+
+#include "dtrain/kernels/pointnet2.h"
+#include "point_ops.h"
+
+namespace dtrain::kernels {
+
+namespace {
+
+at::Tensor furthest_point_sample_op(const at::Tensor& xyz, int64_t npoint, int64_t start) {
+  return furthest_point_sample(xyz, npoint, start);
+}
+
+std::tuple<at::Tensor, at::Tensor> ball_query_op(const at::Tensor& new_xyz, const at::Tensor& xyz,
+                                                 double radius, int64_t nsample) {
+  BallQueryResult result = ball_query(new_xyz, xyz, radius, nsample);
+  return {result.idx, result.count};
+}
+
+std::tuple<at::Tensor, at::Tensor> knn_op(const at::Tensor& new_xyz, const at::Tensor& xyz,
+                                          int64_t k) {
+  KnnResult result = knn(new_xyz, xyz, k);
+  return {result.idx, result.dist2};
+}
+
+std::tuple<at::Tensor, at::Tensor> three_nn_op(const at::Tensor& unknown, const at::Tensor& known) {
+  ThreeNnResult result = three_nn(unknown, known);
+  return {result.dist2, result.idx};
+}
+
+}  // namespace
+
+TORCH_LIBRARY(dtrain, m) {
+  m.def("furthest_point_sample(Tensor xyz, int npoint, int start=0) -> Tensor");
+  m.def("gather_points(Tensor features, Tensor idx) -> Tensor");
+  m.def("ball_query(Tensor new_xyz, Tensor xyz, float radius, int nsample) -> (Tensor, Tensor)");
+  m.def("knn(Tensor new_xyz, Tensor xyz, int k) -> (Tensor, Tensor)");
+  m.def("group_points(Tensor features, Tensor idx) -> Tensor");
+  m.def("three_nn(Tensor unknown, Tensor known) -> (Tensor, Tensor)");
+  m.def("three_interpolate(Tensor features, Tensor idx, Tensor weight) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(dtrain, CPU, m) {
+  m.impl("furthest_point_sample", furthest_point_sample_op);
+  m.impl("gather_points", detail::gather_points_forward);
+  m.impl("ball_query", ball_query_op);
+  m.impl("knn", knn_op);
+  m.impl("group_points", detail::group_points_forward);
+  m.impl("three_nn", three_nn_op);
+  m.impl("three_interpolate", detail::three_interpolate_forward);
+}
+
+TORCH_LIBRARY_IMPL(dtrain, CUDA, m) {
+  m.impl("furthest_point_sample", furthest_point_sample_op);
+  m.impl("gather_points", detail::gather_points_forward);
+  m.impl("ball_query", ball_query_op);
+  m.impl("knn", knn_op);
+  m.impl("group_points", detail::group_points_forward);
+  m.impl("three_nn", three_nn_op);
+  m.impl("three_interpolate", detail::three_interpolate_forward);
+}
+
+TORCH_LIBRARY_IMPL(dtrain, Autograd, m) {
+  m.impl("gather_points", gather_points);
+  m.impl("group_points", group_points);
+  m.impl("three_interpolate", three_interpolate);
+}
+
+}  // namespace dtrain::kernels
