@@ -1,0 +1,176 @@
+// The PointNet++ ops on CUDA against the CPU kernels: indices exactly, features
+// within tolerance (float32, float16, bfloat16), backward in both scatter
+// modes, and the deterministic mode repeating bitwise. Skips, saying why,
+// where no CUDA device is visible.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+
+#include "dtrain/config.h"
+#include "dtrain/kernels/pointnet2.h"
+
+namespace {
+
+namespace k = dtrain::kernels;
+
+bool cuda_ready() {
+  return DTRAIN_WITH_CUDA && at::hasCUDA();
+}
+
+#define SKIP_WITHOUT_CUDA()                                                         \
+  do {                                                                              \
+    if (!DTRAIN_WITH_CUDA) {                                                        \
+      GTEST_SKIP() << "dtrain was built without CUDA (DTRAIN_CUDA=OFF or no nvcc)"; \
+    }                                                                               \
+    if (!at::hasCUDA()) {                                                           \
+      GTEST_SKIP() << "no CUDA device visible";                                     \
+    }                                                                               \
+  } while (false)
+
+at::Tensor cuda(const at::Tensor& t) {
+  return t.to(at::kCUDA);
+}
+
+void expect_same(const at::Tensor& gpu, const at::Tensor& cpu, const std::string& what) {
+  ASSERT_TRUE(gpu.is_cuda()) << what;
+  EXPECT_TRUE(at::equal(gpu.cpu(), cpu)) << what;
+}
+
+TEST(PointNet2Cuda, FurthestPointSampleAgreesExactly) {
+  SKIP_WITHOUT_CUDA();
+  at::manual_seed(31);
+  // Shared-memory path (small N), global path (N beyond shared memory), and
+  // adversarial clouds.
+  for (int64_t n : {1, 33, 1000, 4096, 20000, 100000}) {
+    const at::Tensor xyz = at::rand({2, n, 3});
+    const int64_t npoint = std::min<int64_t>(n, 256);
+    expect_same(k::furthest_point_sample(cuda(xyz), npoint, n / 2),
+                k::furthest_point_sample(xyz, npoint, n / 2), "n=" + std::to_string(n));
+  }
+  const at::Tensor dup = at::rand({2, 8, 3}).repeat({1, 8, 1});
+  expect_same(k::furthest_point_sample(cuda(dup), 64), k::furthest_point_sample(dup, 64),
+              "duplicates");
+  const at::Tensor zeros = at::zeros({1, 100, 3});
+  expect_same(k::furthest_point_sample(cuda(zeros), 100), k::furthest_point_sample(zeros, 100),
+              "origin");
+  const at::Tensor half = at::randn({2, 500, 3}).to(at::kHalf);
+  expect_same(k::furthest_point_sample(cuda(half), 100), k::furthest_point_sample(half, 100),
+              "float16");
+}
+
+TEST(PointNet2Cuda, FurthestPointSampleMillionPoints) {
+  SKIP_WITHOUT_CUDA();
+  at::manual_seed(32);
+  const at::Tensor xyz = at::rand({1, 1 << 20, 3});
+  expect_same(k::furthest_point_sample(cuda(xyz), 64), k::furthest_point_sample(xyz, 64),
+              "N = 2^20");
+}
+
+TEST(PointNet2Cuda, NeighbourIndicesAgreeExactly) {
+  SKIP_WITHOUT_CUDA();
+  at::manual_seed(33);
+  const at::Tensor x = at::rand({3, 2000, 3});
+  const at::Tensor q = at::rand({3, 300, 3});
+  for (double radius : {0.02, 0.1, 0.3}) {
+    const auto gpu = k::ball_query(cuda(q), cuda(x), radius, 32);
+    const auto cpu = k::ball_query(q, x, radius, 32);
+    expect_same(gpu.idx, cpu.idx, "ball_query idx");
+    expect_same(gpu.count, cpu.count, "ball_query count");
+  }
+  const auto empty = k::ball_query(cuda(q + 10), cuda(x), 0.1, 8);
+  expect_same(empty.count, at::zeros({3, 300}, at::kLong), "empty balls");
+  for (int64_t kk : {1, 16, 100}) {
+    const auto gpu = k::knn(cuda(q), cuda(x), kk);
+    const auto cpu = k::knn(q, x, kk);
+    expect_same(gpu.idx, cpu.idx, "knn idx");
+    expect_same(gpu.dist2, cpu.dist2, "knn dist2");
+  }
+  const auto grid = at::zeros({1, 50, 3});
+  expect_same(k::knn(cuda(grid), cuda(grid), 10).idx, k::knn(grid, grid, 10).idx, "knn ties");
+  const auto gpu3 = k::three_nn(cuda(q), cuda(x));
+  const auto cpu3 = k::three_nn(q, x);
+  expect_same(gpu3.idx, cpu3.idx, "three_nn idx");
+  expect_same(gpu3.dist2, cpu3.dist2, "three_nn dist2");
+}
+
+class PointNet2CudaDtypes : public ::testing::TestWithParam<at::ScalarType> {
+ protected:
+  void SetUp() override { SKIP_WITHOUT_CUDA(); }
+  double tolerance() const {
+    switch (GetParam()) {
+      case at::kHalf:
+        return 2e-3;
+      case at::kBFloat16:
+        return 2e-2;
+      case at::kDouble:
+        return 1e-12;
+      default:
+        return 1e-5;
+    }
+  }
+};
+
+TEST_P(PointNet2CudaDtypes, FeatureOpsAgreeWithCpu) {
+  at::manual_seed(34);
+  const auto dtype = GetParam();
+  const double tol = tolerance();
+  const at::Tensor f = at::randn({2, 16, 500}).to(dtype);
+  const at::Tensor idx = at::randint(0, 500, {2, 128}, at::kLong);
+  expect_same(k::gather_points(cuda(f), cuda(idx)), k::gather_points(f, idx), "gather");
+  const at::Tensor gidx = at::randint(0, 500, {2, 64, 32}, at::kLong);
+  expect_same(k::group_points(cuda(f), cuda(gidx)), k::group_points(f, gidx), "group");
+  const at::Tensor tidx = at::randint(0, 500, {2, 700, 3}, at::kLong);
+  const at::Tensor w = at::rand({2, 700, 3}).to(dtype);
+  const at::Tensor interp_gpu = k::three_interpolate(cuda(f), cuda(tidx), cuda(w));
+  const at::Tensor interp_cpu = k::three_interpolate(f, tidx, w);
+  EXPECT_TRUE(at::allclose(interp_gpu.cpu().to(at::kDouble), interp_cpu.to(at::kDouble), tol, tol));
+  // Backward: both modes against the CPU (which sums in index order, as the
+  // deterministic CUDA path does).
+  const at::Tensor g = at::randn({2, 16, 64, 32}).to(dtype);
+  const at::Tensor cpu_grad =
+      k::group_points_backward(g, gidx, 500, k::ScatterMode::kDeterministic);
+  for (auto mode : {k::ScatterMode::kAtomic, k::ScatterMode::kDeterministic}) {
+    const at::Tensor gpu_grad = k::group_points_backward(cuda(g), cuda(gidx), 500, mode);
+    EXPECT_TRUE(
+        at::allclose(gpu_grad.cpu().to(at::kDouble), cpu_grad.to(at::kDouble), 10 * tol, 10 * tol))
+        << "mode " << static_cast<int>(mode);
+  }
+  const at::Tensor gi = at::randn({2, 16, 700}).to(dtype);
+  const auto cpu_tri = k::three_interpolate_backward(gi, f, tidx, w, k::ScatterMode::kAtomic);
+  const auto gpu_tri = k::three_interpolate_backward(cuda(gi), cuda(f), cuda(tidx), cuda(w),
+                                                     k::ScatterMode::kAtomic);
+  EXPECT_TRUE(at::allclose(gpu_tri.features.cpu().to(at::kDouble), cpu_tri.features.to(at::kDouble),
+                           10 * tol, 10 * tol));
+  EXPECT_TRUE(at::allclose(gpu_tri.weight.cpu().to(at::kDouble), cpu_tri.weight.to(at::kDouble),
+                           10 * tol, 10 * tol));
+}
+
+TEST_P(PointNet2CudaDtypes, DeterministicBackwardRepeatsBitwise) {
+  at::manual_seed(35);
+  const auto dtype = GetParam();
+  const at::Tensor idx = cuda(at::randint(0, 64, {4, 20000}, at::kLong));  // heavy collisions
+  const at::Tensor g = cuda(at::randn({4, 8, 20000}).to(dtype));
+  const at::Tensor first = k::gather_points_backward(g, idx, 64, k::ScatterMode::kDeterministic);
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    EXPECT_TRUE(
+        at::equal(first, k::gather_points_backward(g, idx, 64, k::ScatterMode::kDeterministic)));
+  }
+  // Same order as the CPU's row-owner sums, float32 accumulation: bitwise.
+  EXPECT_TRUE(at::equal(first.cpu(), k::gather_points_backward(g.cpu(), idx.cpu(), 64,
+                                                               k::ScatterMode::kDeterministic)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpu, PointNet2CudaDtypes,
+                         ::testing::Values(at::kFloat, at::kHalf, at::kBFloat16, at::kDouble));
+
+TEST(PointNet2CudaDevices, MixedDevicesAreRejected) {
+  if (!cuda_ready()) {
+    GTEST_SKIP() << "no CUDA device visible";
+  }
+  EXPECT_THROW(k::ball_query(cuda(at::rand({1, 4, 3})), at::rand({1, 8, 3}), 0.1, 4), c10::Error);
+  EXPECT_THROW(k::gather_points(cuda(at::rand({1, 2, 8})), at::zeros({1, 3}, at::kLong)),
+               c10::Error);
+}
+
+}  // namespace

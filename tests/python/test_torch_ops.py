@@ -1,0 +1,135 @@
+"""The PointNet++ kernels as torch custom ops, from Python.
+
+Usage: python test_torch_ops.py path/to/libdtrain_kernels.so
+
+Loads the library with torch.ops.load_library, calls every
+torch.ops.dtrain.* op on CPU against a pure-PyTorch reference, and checks
+the backward passes with torch.autograd.gradcheck (float64). Exits 77 (the
+SKIP_RETURN_CODE ctest is told about) when torch cannot be imported.
+"""
+
+import sys
+import unittest
+
+try:
+    import torch
+except ImportError as error:  # pragma: no cover - depends on the environment
+    print(f"skipped: cannot import torch ({error})")
+    sys.exit(77)
+
+LIBRARY = None
+
+
+def squared_distances(query, points):
+    """(B, M, N) float32 squared distances, point minus query, x + y then + z."""
+    diff = points[:, None, :, :] - query[:, :, None, :]
+    sq = diff * diff
+    return (sq[..., 0] + sq[..., 1]) + sq[..., 2]
+
+
+def fps_reference(xyz, npoint, start=0):
+    xyz = xyz.float()
+    batch, n, _ = xyz.shape
+    out = torch.empty(batch, npoint, dtype=torch.long)
+    for b in range(batch):
+        dist = torch.full((n,), float("inf"))
+        sel = start
+        out[b, 0] = sel
+        dist[sel] = -1
+        for i in range(1, npoint):
+            d = squared_distances(xyz[b : b + 1, sel : sel + 1], xyz[b : b + 1])[0, 0]
+            dist = torch.where(dist < 0, dist, torch.minimum(dist, d))
+            sel = int(torch.argmax(dist))  # first maximum
+            out[b, i] = sel
+            dist[sel] = -1
+    return out
+
+
+class TorchOps(unittest.TestCase):
+    def setUp(self):
+        torch.manual_seed(0)
+
+    def test_ops_are_registered(self):
+        for name in ["furthest_point_sample", "gather_points", "ball_query", "knn",
+                     "group_points", "three_nn", "three_interpolate"]:
+            self.assertTrue(hasattr(torch.ops.dtrain, name), name)
+
+    def test_furthest_point_sample(self):
+        xyz = torch.rand(2, 100, 3)
+        got = torch.ops.dtrain.furthest_point_sample(xyz, 30)
+        self.assertEqual(got.dtype, torch.long)
+        self.assertTrue(torch.equal(got, fps_reference(xyz, 30)))
+        got = torch.ops.dtrain.furthest_point_sample(xyz, 30, 5)
+        self.assertTrue(torch.equal(got, fps_reference(xyz, 30, 5)))
+
+    def test_ball_query(self):
+        xyz = torch.rand(2, 200, 3)
+        new_xyz = torch.rand(2, 20, 3)
+        idx, count = torch.ops.dtrain.ball_query(new_xyz, xyz, 0.3, 8)
+        d2 = squared_distances(new_xyz, xyz)
+        r2 = torch.tensor(0.3, dtype=torch.float32) ** 2
+        for b in range(2):
+            for i in range(20):
+                hits = torch.nonzero(d2[b, i] < r2).flatten()[:8]
+                self.assertEqual(int(count[b, i]), len(hits))
+                expected = torch.zeros(8, dtype=torch.long)
+                if len(hits) > 0:
+                    expected[:] = hits[0]
+                    expected[: len(hits)] = hits
+                self.assertTrue(torch.equal(idx[b, i], expected))
+
+    def test_knn_and_three_nn(self):
+        xyz = torch.rand(2, 100, 3)
+        new_xyz = torch.rand(2, 10, 3)
+        idx, dist2 = torch.ops.dtrain.knn(new_xyz, xyz, 5)
+        d2 = squared_distances(new_xyz, xyz)
+        ref_dist, ref_idx = torch.sort(d2, dim=-1, stable=True)
+        self.assertTrue(torch.equal(idx, ref_idx[..., :5]))
+        self.assertTrue(torch.equal(dist2, ref_dist[..., :5]))
+        dist3, idx3 = torch.ops.dtrain.three_nn(new_xyz, xyz)
+        self.assertTrue(torch.equal(idx3, ref_idx[..., :3]))
+        self.assertTrue(torch.equal(dist3, ref_dist[..., :3]))
+
+    def test_gather_group_interpolate_forward(self):
+        features = torch.randn(2, 4, 30)
+        idx = torch.randint(0, 30, (2, 7))
+        expected = torch.gather(features, 2, idx[:, None, :].expand(-1, 4, -1))
+        self.assertTrue(torch.equal(torch.ops.dtrain.gather_points(features, idx), expected))
+        gidx = torch.randint(0, 30, (2, 5, 3))
+        grouped = torch.ops.dtrain.group_points(features, gidx)
+        expected = torch.gather(features, 2, gidx.view(2, 1, 15).expand(-1, 4, -1)).view(2, 4, 5, 3)
+        self.assertTrue(torch.equal(grouped, expected))
+        tidx = torch.randint(0, 30, (2, 9, 3))
+        weight = torch.rand(2, 9, 3)
+        got = torch.ops.dtrain.three_interpolate(features, tidx, weight)
+        picked = torch.gather(features, 2, tidx.view(2, 1, 27).expand(-1, 4, -1)).view(2, 4, 9, 3)
+        expected = (picked * weight[:, None]).sum(-1)
+        torch.testing.assert_close(got, expected)
+
+    def test_gradcheck(self):
+        features = torch.randn(2, 3, 8, dtype=torch.float64, requires_grad=True)
+        idx = torch.randint(0, 8, (2, 6))
+        gidx = torch.randint(0, 8, (2, 4, 3))
+        tidx = torch.randint(0, 8, (2, 5, 3))
+        weight = torch.rand(2, 5, 3, dtype=torch.float64, requires_grad=True)
+        self.assertTrue(torch.autograd.gradcheck(
+            lambda f: torch.ops.dtrain.gather_points(f, idx), (features,)))
+        self.assertTrue(torch.autograd.gradcheck(
+            lambda f: torch.ops.dtrain.group_points(f, gidx), (features,)))
+        self.assertTrue(torch.autograd.gradcheck(
+            lambda f, w: torch.ops.dtrain.three_interpolate(f, tidx, w), (features, weight)))
+
+    def test_bad_input_raises_runtime_error(self):
+        with self.assertRaisesRegex(RuntimeError, r"npoint must be in \[1, N\] = \[1, 10\], got 11"):
+            torch.ops.dtrain.furthest_point_sample(torch.rand(1, 10, 3), 11)
+        with self.assertRaisesRegex(RuntimeError, "radius must be a finite value > 0"):
+            torch.ops.dtrain.ball_query(torch.rand(1, 2, 3), torch.rand(1, 10, 3), 0.0, 4)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        print("usage: test_torch_ops.py path/to/libdtrain_kernels.so")
+        sys.exit(2)
+    LIBRARY = sys.argv.pop(1)
+    torch.ops.load_library(LIBRARY)
+    unittest.main(verbosity=2)

@@ -1,0 +1,277 @@
+// gather_points, group_points and three_interpolate on CPU: forward against
+// brute force in every dtype, backward against a central-difference check in
+// float64 and against an in-order reference scatter (bitwise), the
+// deterministic mode, the torch custom-op registration, and input checks.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/autograd.h>
+
+#include <string>
+
+#include "dtrain/kernels/pointnet2.h"
+#include "test_pointnet2_reference.h"
+
+namespace {
+
+namespace k = dtrain::kernels;
+using dtrain::test::numerical_gradient;
+using dtrain::test::ref_gather;
+using dtrain::test::ref_interpolate;
+using dtrain::test::ref_scatter;
+
+at::Tensor random_index(int64_t high, at::IntArrayRef shape) {
+  return at::randint(0, high, shape, at::TensorOptions().dtype(at::kLong));
+}
+
+// Random interpolation inputs: idx (B, n, 3) with repeats, weights (B, n, 3).
+struct InterpolateInputs {
+  at::Tensor features, idx, weight;
+};
+
+InterpolateInputs interpolate_inputs(int64_t batch, int64_t channels, int64_t m, int64_t n,
+                                     at::ScalarType dtype) {
+  return {at::randn({batch, channels, m}).to(dtype), random_index(m, {batch, n, 3}),
+          at::rand({batch, n, 3}).to(dtype)};
+}
+
+class FeatureDtypes : public ::testing::TestWithParam<at::ScalarType> {};
+
+TEST_P(FeatureDtypes, GatherAndGroupMatchReference) {
+  at::manual_seed(21);
+  const at::Tensor features = at::randn({2, 5, 40}).to(GetParam());
+  const at::Tensor idx = random_index(40, {2, 17});
+  const at::Tensor gathered = k::gather_points(features, idx);
+  EXPECT_EQ(gathered.scalar_type(), GetParam());
+  EXPECT_TRUE(at::equal(gathered, ref_gather(features, idx)));
+  const at::Tensor group_idx = random_index(40, {2, 6, 4});
+  const at::Tensor grouped = k::group_points(features, group_idx);
+  EXPECT_EQ(grouped.sizes(), (at::IntArrayRef{2, 5, 6, 4}));
+  EXPECT_TRUE(at::equal(grouped, ref_gather(features, group_idx)));
+  // Strided features.
+  const at::Tensor strided = at::randn({2, 40, 5}).to(GetParam()).transpose(1, 2);
+  EXPECT_TRUE(at::equal(k::gather_points(strided, idx), ref_gather(strided.contiguous(), idx)));
+}
+
+TEST_P(FeatureDtypes, ScatterBackwardEqualsInOrderReferenceBitwise) {
+  at::manual_seed(22);
+  const at::ScalarType dtype = GetParam();
+  const at::ScalarType acc = dtype == at::kDouble ? at::kDouble : at::kFloat;
+  const at::Tensor idx = random_index(9, {2, 30});  // many repeats per point
+  const at::Tensor grad_out = at::randn({2, 4, 30}).to(dtype);
+  const at::Tensor expected = ref_scatter(grad_out, idx, at::Tensor(), 9, acc);
+  for (auto mode : {k::ScatterMode::kAtomic, k::ScatterMode::kDeterministic}) {
+    const at::Tensor got = k::gather_points_backward(grad_out, idx, 9, mode);
+    EXPECT_EQ(got.scalar_type(), dtype);
+    EXPECT_TRUE(at::equal(got, expected)) << "mode " << static_cast<int>(mode);
+  }
+  const at::Tensor group_idx = random_index(9, {2, 5, 6});
+  const at::Tensor group_grad = at::randn({2, 4, 5, 6}).to(dtype);
+  EXPECT_TRUE(
+      at::equal(k::group_points_backward(group_grad, group_idx, 9, k::ScatterMode::kDeterministic),
+                ref_scatter(group_grad, group_idx, at::Tensor(), 9, acc)));
+}
+
+TEST_P(FeatureDtypes, InterpolateMatchesReference) {
+  at::manual_seed(23);
+  const at::ScalarType dtype = GetParam();
+  const auto in = interpolate_inputs(2, 6, 20, 33, dtype);
+  const at::Tensor got = k::three_interpolate(in.features, in.idx, in.weight);
+  EXPECT_EQ(got.scalar_type(), dtype);
+  EXPECT_EQ(got.sizes(), (at::IntArrayRef{2, 6, 33}));
+  // float32 accumulation: one rounding to the output dtype, plus float32
+  // rounding of three products and two sums.
+  const double tol = dtype == at::kDouble  ? 1e-12
+                     : dtype == at::kFloat ? 1e-5
+                     : dtype == at::kHalf  ? 2e-3
+                                           : 2e-2;
+  EXPECT_TRUE(
+      at::allclose(got.to(at::kDouble), ref_interpolate(in.features, in.idx, in.weight), tol, tol));
+  // The feature gradient is a weighted scatter, summed in order.
+  const at::Tensor grad_out = at::randn({2, 6, 33}).to(dtype);
+  const auto grads = k::three_interpolate_backward(grad_out, in.features, in.idx, in.weight,
+                                                   k::ScatterMode::kAtomic);
+  EXPECT_TRUE(
+      at::equal(grads.features, ref_scatter(grad_out, in.idx, in.weight, 20,
+                                            dtype == at::kDouble ? at::kDouble : at::kFloat)));
+  EXPECT_EQ(grads.weight.sizes(), in.weight.sizes());
+  EXPECT_EQ(grads.weight.scalar_type(), dtype);
+}
+
+INSTANTIATE_TEST_SUITE_P(PointNet2, FeatureDtypes,
+                         ::testing::Values(at::kFloat, at::kDouble, at::kHalf, at::kBFloat16));
+
+// Analytic gradient (autograd through the public op) against central
+// differences of L(x) = sum(op(x) * r) in float64, eps 1e-6, within 1e-5.
+void expect_gradient_matches(const std::function<at::Tensor(const at::Tensor&)>& op,
+                             const at::Tensor& input) {
+  at::manual_seed(24);
+  const at::Tensor probe = op(input.detach());
+  const at::Tensor r = at::randn(probe.sizes(), at::kDouble);
+  const at::Tensor x = input.detach().clone().requires_grad_(true);
+  const at::Tensor loss = (op(x) * r).sum();
+  loss.backward();
+  ASSERT_TRUE(x.grad().defined());
+  const at::Tensor numeric = numerical_gradient(
+      [&](const at::Tensor& v) { return (op(v) * r).sum().item<double>(); }, input);
+  EXPECT_TRUE(at::allclose(x.grad(), numeric, 1e-5, 1e-5))
+      << "max error " << (x.grad() - numeric).abs().max().item<double>();
+}
+
+TEST(FeatureGradients, FiniteDifferencesInFloat64) {
+  at::manual_seed(25);
+  const at::Tensor features = at::randn({2, 3, 7}, at::kDouble);
+  const at::Tensor idx = random_index(7, {2, 9});
+  expect_gradient_matches([&](const at::Tensor& f) { return k::gather_points(f, idx); }, features);
+  const at::Tensor group_idx = random_index(7, {2, 4, 3});
+  expect_gradient_matches([&](const at::Tensor& f) { return k::group_points(f, group_idx); },
+                          features);
+  const at::Tensor tri_idx = random_index(7, {2, 5, 3});
+  const at::Tensor weight = at::rand({2, 5, 3}, at::kDouble);
+  expect_gradient_matches(
+      [&](const at::Tensor& f) { return k::three_interpolate(f, tri_idx, weight); }, features);
+  expect_gradient_matches(
+      [&](const at::Tensor& w) { return k::three_interpolate(features, tri_idx, w); }, weight);
+}
+
+TEST(FeatureGradients, WeightGradientOfLowerPrecisionWeightsFlowsBack) {
+  // float32 weights with float64 features: converted differentiably.
+  at::manual_seed(26);
+  const at::Tensor features = at::randn({1, 2, 5}, at::kDouble);
+  const at::Tensor idx = random_index(5, {1, 4, 3});
+  const at::Tensor weight = at::rand({1, 4, 3}).requires_grad_(true);
+  k::three_interpolate(features, idx, weight).sum().backward();
+  ASSERT_TRUE(weight.grad().defined());
+  EXPECT_EQ(weight.grad().scalar_type(), at::kFloat);
+}
+
+TEST(DeterministicMode, GlobalSwitchAndTorchFlag) {
+  k::set_deterministic_backward(false);
+  const bool torch_flag = at::globalContext().deterministicAlgorithms();
+  at::globalContext().setDeterministicAlgorithms(false, false);
+  EXPECT_EQ(k::backward_scatter_mode(), k::ScatterMode::kAtomic);
+  k::set_deterministic_backward(true);
+  EXPECT_EQ(k::backward_scatter_mode(), k::ScatterMode::kDeterministic);
+  k::set_deterministic_backward(false);
+  at::globalContext().setDeterministicAlgorithms(true, false);
+  EXPECT_EQ(k::backward_scatter_mode(), k::ScatterMode::kDeterministic);
+  at::globalContext().setDeterministicAlgorithms(torch_flag, false);
+}
+
+TEST(DeterministicMode, EqualsFastPathAndRepeatsBitwise) {
+  at::manual_seed(27);
+  const at::Tensor idx = random_index(50, {4, 3000});
+  const at::Tensor grad_out = at::randn({4, 16, 3000});
+  const at::Tensor fast = k::gather_points_backward(grad_out, idx, 50, k::ScatterMode::kAtomic);
+  const at::Tensor first =
+      k::gather_points_backward(grad_out, idx, 50, k::ScatterMode::kDeterministic);
+  EXPECT_TRUE(at::equal(fast, first));
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    EXPECT_TRUE(at::equal(
+        first, k::gather_points_backward(grad_out, idx, 50, k::ScatterMode::kDeterministic)));
+  }
+  // Through autograd with the global switch on.
+  k::set_deterministic_backward(true);
+  const at::Tensor features = at::randn({4, 16, 50}).requires_grad_(true);
+  k::gather_points(features, idx).backward(grad_out);
+  k::set_deterministic_backward(false);
+  EXPECT_TRUE(at::equal(features.grad(), first));
+}
+
+TEST(CustomOps, RegisteredWithTheDispatcher) {
+  // The same ops Python reaches through torch.ops.dtrain.*.
+  at::manual_seed(28);
+  const auto fps = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("dtrain::furthest_point_sample", "")
+                       .typed<at::Tensor(const at::Tensor&, int64_t, int64_t)>();
+  const at::Tensor xyz = at::rand({2, 30, 3});
+  EXPECT_TRUE(at::equal(fps.call(xyz, 10, 0), k::furthest_point_sample(xyz, 10)));
+  const auto gather = c10::Dispatcher::singleton()
+                          .findSchemaOrThrow("dtrain::gather_points", "")
+                          .typed<at::Tensor(const at::Tensor&, const at::Tensor&)>();
+  const at::Tensor features = at::randn({2, 3, 30}, at::kDouble).requires_grad_(true);
+  const at::Tensor idx = random_index(30, {2, 8});
+  const at::Tensor out = gather.call(features, idx);
+  EXPECT_TRUE(at::equal(out, ref_gather(features.detach(), idx)));
+  out.sum().backward();  // the Autograd kernel records the graph
+  EXPECT_TRUE(at::equal(features.grad(), ref_scatter(at::ones({2, 3, 8}, at::kDouble), idx,
+                                                     at::Tensor(), 30, at::kDouble)));
+  for (const char* name : {"dtrain::ball_query", "dtrain::knn", "dtrain::group_points",
+                           "dtrain::three_nn", "dtrain::three_interpolate"}) {
+    EXPECT_TRUE(c10::Dispatcher::singleton().findSchema({name, ""}).has_value()) << name;
+  }
+}
+
+template <typename Fn>
+void expect_rejected(const Fn& fn, const std::string& fragment) {
+  try {
+    fn();
+    FAIL() << "accepted; expected: " << fragment;
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(FeatureOps, BadInputsNameTheArgument) {
+  const at::Tensor f = at::randn({2, 3, 10});
+  expect_rejected(
+      [&] {
+        k::gather_points(f, random_index(10, {2, 4}).to(at::kInt));
+      },
+      "gather_points: idx must be int64, got Int");
+  expect_rejected(
+      [&] {
+        k::gather_points(f, random_index(10, {2, 4, 1}));
+      },
+      "gather_points: idx must have shape (B, M), got shape [2, 4, 1]");
+  expect_rejected(
+      [&] {
+        k::gather_points(f, random_index(10, {3, 4}));
+      },
+      "gather_points: idx has batch size 3");
+  expect_rejected(
+      [&] {
+        k::gather_points(f, at::full({2, 4}, 10, at::kLong));
+      },
+      "gather_points: idx must hold indices in [0, 10), got values in [10, 10]");
+  expect_rejected(
+      [&] {
+        k::gather_points(f, at::full({2, 4}, -1, at::kLong));
+      },
+      "got values in [-1, -1]");
+  expect_rejected(
+      [&] {
+        k::gather_points(f.view({6, 10}), random_index(10, {6, 4}));
+      },
+      "gather_points: features must have shape (B, C, N), got shape [6, 10]");
+  expect_rejected(
+      [&] {
+        k::group_points(f.to(at::kLong), random_index(10, {2, 4, 2}));
+      },
+      "group_points: features must be float32, float64, float16 or bfloat16");
+  expect_rejected(
+      [&] {
+        k::group_points(f, random_index(10, {2, 4}));
+      },
+      "group_points: idx must have shape (B, M, K)");
+  expect_rejected(
+      [&] {
+        k::three_interpolate(f, random_index(10, {2, 4, 2}), at::rand({2, 4, 2}));
+      },
+      "three_interpolate: idx must have shape (B, n, 3), got shape [2, 4, 2]");
+  expect_rejected(
+      [&] {
+        k::three_interpolate(f, random_index(10, {2, 4, 3}), at::rand({2, 5, 3}));
+      },
+      "three_interpolate: weight must have the shape of idx [2, 4, 3], got [2, 5, 3]");
+  expect_rejected(
+      [&] {
+        k::gather_points_backward(at::randn({2, 3, 4}), random_index(10, {2, 5}), 10,
+                                  k::ScatterMode::kAtomic);
+      },
+      "gather_points_backward: idx must have shape (B, C, M) and (B, M) matching grad_out");
+}
+
+}  // namespace

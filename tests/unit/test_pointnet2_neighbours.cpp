@@ -1,0 +1,160 @@
+// ball_query, knn and three_nn on CPU against the brute-force references
+// (exact index equality), on random and adversarial inputs, and their checks.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <string>
+
+#include "dtrain/kernels/pointnet2.h"
+#include "test_pointnet2_reference.h"
+
+namespace {
+
+namespace k = dtrain::kernels;
+using dtrain::test::ref_ball_query;
+using dtrain::test::ref_knn;
+
+void expect_ball_query_matches(const at::Tensor& q, const at::Tensor& x, double radius,
+                               int64_t nsample) {
+  const auto got = k::ball_query(q, x, radius, nsample);
+  const auto [idx, count] = ref_ball_query(q, x, radius, nsample);
+  EXPECT_EQ(got.idx.sizes(), idx.sizes());
+  EXPECT_EQ(got.idx.scalar_type(), at::kLong);
+  EXPECT_TRUE(at::equal(got.idx, idx)) << "radius " << radius << " nsample " << nsample;
+  EXPECT_TRUE(at::equal(got.count, count)) << "radius " << radius << " nsample " << nsample;
+}
+
+TEST(BallQuery, MatchesReferenceOnRandomClouds) {
+  at::manual_seed(11);
+  const at::Tensor x = at::rand({2, 300, 3});
+  const at::Tensor q = at::rand({2, 40, 3});
+  for (double radius : {0.05, 0.2, 0.5, 2.0}) {
+    for (int64_t nsample : {1, 8, 32}) {
+      expect_ball_query_matches(q, x, radius, nsample);
+    }
+  }
+}
+
+TEST(BallQuery, PaddingAndEmptyBalls) {
+  // Points at x = 0, 1, 2, 3; centres at 0.1 (hits 0), 1.5 (hits 1, 2) and 100 (none).
+  const at::Tensor x =
+      at::tensor({0.f, 0.f, 0.f, 1.f, 0.f, 0.f, 2.f, 0.f, 0.f, 3.f, 0.f, 0.f}).view({1, 4, 3});
+  const at::Tensor q =
+      at::tensor({0.1f, 0.f, 0.f, 1.5f, 0.f, 0.f, 100.f, 0.f, 0.f}).view({1, 3, 3});
+  const auto got = k::ball_query(q, x, 0.6, 4);
+  EXPECT_TRUE(at::equal(
+      got.idx, at::tensor({0, 0, 0, 0, 1, 2, 1, 1, 0, 0, 0, 0}, at::kLong).view({1, 3, 4})));
+  EXPECT_TRUE(at::equal(got.count, at::tensor({1, 2, 0}, at::kLong).view({1, 3})));
+  // The boundary is exclusive: distance exactly equal to the radius is out.
+  const auto boundary = k::ball_query(at::zeros({1, 1, 3}), x, 1.0, 2);
+  EXPECT_EQ(boundary.count.item<int64_t>(), 1);
+}
+
+TEST(BallQuery, AdversarialClouds) {
+  at::manual_seed(12);
+  // Duplicates and the origin: every query hits the same stack of points.
+  const at::Tensor stack = at::zeros({2, 50, 3});
+  expect_ball_query_matches(at::zeros({2, 5, 3}), stack, 0.1, 16);
+  expect_ball_query_matches(at::rand({2, 5, 3}) * 0.01, stack, 0.1, 64);  // more slots than points
+  // A single point, hit or missed.
+  const at::Tensor one = at::rand({3, 1, 3});
+  expect_ball_query_matches(one, one, 0.01, 4);
+  expect_ball_query_matches(one + 10, one, 0.01, 4);
+  // Low precision and strided inputs.
+  const at::Tensor x = at::rand({2, 3, 100}).transpose(1, 2);
+  expect_ball_query_matches(x.slice(1, 0, 20).to(at::kHalf), x.to(at::kBFloat16), 0.3, 16);
+}
+
+void expect_knn_matches(const at::Tensor& q, const at::Tensor& x, int64_t kk) {
+  const auto got = k::knn(q, x, kk);
+  const auto [idx, dist] = ref_knn(q, x, kk);
+  EXPECT_TRUE(at::equal(got.idx, idx)) << "k " << kk;
+  EXPECT_EQ(got.dist2.scalar_type(), at::kFloat);
+  EXPECT_TRUE(at::equal(got.dist2, dist)) << "k " << kk;
+}
+
+TEST(Knn, MatchesReferenceOnRandomAndAdversarialClouds) {
+  at::manual_seed(13);
+  const at::Tensor x = at::randn({2, 200, 3});
+  for (int64_t kk : {1, 3, 16, 200}) {
+    expect_knn_matches(at::randn({2, 30, 3}), x, kk);
+  }
+  // Ties everywhere: a grid of integer points queried from grid points.
+  const at::Tensor grid =
+      at::stack(at::meshgrid({at::arange(4), at::arange(4), at::arange(2)}, "ij"), -1)
+          .reshape({1, 32, 3})
+          .to(at::kFloat);
+  expect_knn_matches(grid, grid, 7);
+  expect_knn_matches(at::zeros({1, 3, 3}), at::zeros({1, 10, 3}), 10);  // all at the origin
+  expect_knn_matches(at::rand({1, 4, 3}), at::rand({1, 1, 3}), 1);      // a single point
+}
+
+TEST(Knn, HandWorkedTies) {
+  // Points at x = 1, -1, 2, 0 from the origin: distances 1, 1, 4, 0.
+  const at::Tensor x =
+      at::tensor({1.f, 0.f, 0.f, -1.f, 0.f, 0.f, 2.f, 0.f, 0.f, 0.f, 0.f, 0.f}).view({1, 4, 3});
+  const auto got = k::knn(at::zeros({1, 1, 3}), x, 3);
+  EXPECT_TRUE(at::equal(got.idx, at::tensor({3, 0, 1}, at::kLong).view({1, 1, 3})));
+  EXPECT_TRUE(at::equal(got.dist2, at::tensor({0.f, 1.f, 1.f}).view({1, 1, 3})));
+}
+
+TEST(ThreeNn, MatchesReference) {
+  at::manual_seed(14);
+  const at::Tensor known = at::rand({2, 64, 3});
+  const at::Tensor unknown = at::rand({2, 100, 3});
+  const auto got = k::three_nn(unknown, known);
+  const auto [idx, dist] = ref_knn(unknown, known, 3);
+  EXPECT_TRUE(at::equal(got.idx, idx));
+  EXPECT_TRUE(at::equal(got.dist2, dist));
+  // Exactly three known points, all duplicates: order 0, 1, 2.
+  const auto dup = k::three_nn(at::rand({1, 5, 3}), at::ones({1, 3, 3}));
+  EXPECT_TRUE(at::equal(dup.idx, at::tensor({0, 1, 2}, at::kLong).repeat({1, 5, 1})));
+  // Unknown points on top of known ones: distance 0 first.
+  const auto self = k::three_nn(known, known);
+  EXPECT_TRUE(at::equal(self.idx.select(2, 0), at::arange(64).repeat({2, 1})));
+  EXPECT_TRUE(at::equal(self.dist2.select(2, 0), at::zeros({2, 64})));
+}
+
+template <typename Fn>
+void expect_rejected(const Fn& fn, const std::string& fragment) {
+  try {
+    fn();
+    FAIL() << "accepted; expected: " << fragment;
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(Neighbours, BadInputsNameTheArgument) {
+  const at::Tensor x = at::rand({2, 10, 3});
+  const at::Tensor q = at::rand({2, 4, 3});
+  expect_rejected([&] { k::ball_query(q, x, 0.0, 4); },
+                  "ball_query: radius must be a finite value > 0, got 0");
+  expect_rejected([&] { k::ball_query(q, x, -1.0, 4); },
+                  "radius must be a finite value > 0, got -1");
+  expect_rejected([&] { k::ball_query(q, x, 0.1, 0); }, "ball_query: nsample must be >= 1, got 0");
+  expect_rejected(
+      [&] {
+        k::ball_query(q.view({8, 3}), x, 0.1, 4);
+      },
+      "ball_query: new_xyz must have shape (B, N, 3), got shape [8, 3]");
+  expect_rejected(
+      [&] {
+        k::ball_query(at::rand({3, 4, 3}), x, 0.1, 4);
+      },
+      "new_xyz has batch size 3");
+  expect_rejected([&] { k::knn(q, x, 11); }, "knn: k must be in [1, N] = [1, 10]");
+  expect_rejected([&] { k::knn(q, x, 0); }, "got 0");
+  expect_rejected([&] { k::knn(q, x.to(at::kInt), 2); },
+                  "knn: xyz must be float32, float64, float16 or bfloat16, got Int");
+  expect_rejected([&] { k::three_nn(q, x.slice(1, 0, 2)); },
+                  "three_nn: known must hold at least 3 points, got shape [2, 2, 3]");
+  expect_rejected(
+      [&] {
+        k::three_nn(q, at::rand({2, 10, 4}));
+      },
+      "three_nn: known must have shape (B, N, 3)");
+}
+
+}  // namespace
