@@ -1,23 +1,35 @@
 // Ball query, kNN and three-NN on CPU: one task per range of (batch, query)
-// pairs, each scanning the batch element's points in index order.
-// Distances follow Note [FPS distance] (src/cpu/furthest_point_sample.cpp).
+// pairs, each scanning the batch element's points in index order, a block
+// of kBlock distances at a time (squared_distances.h: vectorised, same bits
+// as Note [FPS distance] in src/cpu/furthest_point_sample.cpp). The points
+// are first laid out as planes (B, 3, N) so the blocks load contiguously.
 #include <ATen/Parallel.h>
 #include <ATen/ops/empty.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <tuple>
 
 #include "../dispatch.h"
+#include "squared_distances.h"
 
 namespace dtrain::kernels::detail {
 
 namespace {
 
-inline float squared_distance(const float* a, const float* b) {
-  const float dx = b[0] - a[0];
-  const float dy = b[1] - a[1];
-  const float dz = b[2] - a[2];
-  return dx * dx + dy * dy + dz * dz;
+constexpr int64_t kBlock = 64;
+
+// One batch element's points as planes x[n], y[n], z[n].
+struct Planes {
+  const float* x;
+  const float* y;
+  const float* z;
+};
+
+Planes planes_of(const at::Tensor& planes, int64_t b) {
+  const int64_t n = planes.size(2);
+  const float* base = planes.const_data_ptr<float>() + b * 3 * n;
+  return {base, base + n, base + 2 * n};
 }
 
 // The k smallest (distance, index) pairs seen so far, ascending; an equal
@@ -60,14 +72,19 @@ void nearest_k(const at::Tensor& new_xyz, const at::Tensor& xyz, int64_t k, floa
   const int64_t batch = new_xyz.size(0);
   const int64_t m = new_xyz.size(1);
   const int64_t n = xyz.size(1);
+  const at::Tensor planes = xyz.transpose(1, 2).contiguous();
   const float* queries = new_xyz.const_data_ptr<float>();
-  const float* points = xyz.const_data_ptr<float>();
   for_each_query(batch, m, /*grain=*/16, [&](int64_t b, int64_t i) {
     const float* q = queries + (b * m + i) * 3;
-    const float* p = points + b * n * 3;
+    const Planes p = planes_of(planes, b);
     NearestK best{dist_out + (b * m + i) * k, idx_out + (b * m + i) * k, k};
-    for (int64_t j = 0; j < n; ++j) {
-      best.offer(squared_distance(q, p + 3 * j), j);
+    float d[kBlock];
+    for (int64_t begin = 0; begin < n; begin += kBlock) {
+      const int64_t count = std::min(kBlock, n - begin);
+      squared_distances(p.x + begin, p.y + begin, p.z + begin, count, q[0], q[1], q[2], d);
+      for (int64_t t = 0; t < count; ++t) {
+        best.offer(d[t], begin + t);
+      }
     }
   });
 }
@@ -82,18 +99,21 @@ std::tuple<at::Tensor, at::Tensor> ball_query_cpu(const at::Tensor& new_xyz, con
   const auto long_options = new_xyz.options().dtype(at::kLong);
   at::Tensor idx = at::empty({batch, m, nsample}, long_options);
   at::Tensor count = at::empty({batch, m}, long_options);
+  const at::Tensor planes = xyz.transpose(1, 2).contiguous();
   const float* queries = new_xyz.const_data_ptr<float>();
-  const float* points = xyz.const_data_ptr<float>();
   int64_t* idx_data = idx.mutable_data_ptr<int64_t>();
   int64_t* count_data = count.mutable_data_ptr<int64_t>();
   for_each_query(batch, m, /*grain=*/16, [&](int64_t b, int64_t i) {
     const float* q = queries + (b * m + i) * 3;
-    const float* p = points + b * n * 3;
+    const Planes p = planes_of(planes, b);
     int64_t* row = idx_data + (b * m + i) * nsample;
     int64_t found = 0;
-    for (int64_t j = 0; j < n && found < nsample; ++j) {
-      if (squared_distance(q, p + 3 * j) < radius2) {
-        row[found++] = j;
+    for (int64_t begin = 0; begin < n && found < nsample; begin += kBlock) {
+      const int64_t count = std::min(kBlock, n - begin);
+      uint64_t hits =
+          within_radius(p.x + begin, p.y + begin, p.z + begin, count, q[0], q[1], q[2], radius2);
+      for (; hits != 0 && found < nsample; hits &= hits - 1) {
+        row[found++] = begin + __builtin_ctzll(hits);
       }
     }
     const int64_t pad = found > 0 ? row[0] : 0;
