@@ -1,0 +1,206 @@
+// Times every PointNet++ op of dtrain::kernels (forward, and the backward
+// passes of the feature ops) and writes one CSV row per (op, device, N):
+//
+//   op,device,B,N,impl,median_ms
+//
+// Setup per N (as in PointNet++'s first set-abstraction level): B = 8 clouds
+// of N points uniform in the unit cube, npoint = N / 4 centres by FPS,
+// ball query radius 0.2 with nsample 32, kNN with k = 16, C = 32 feature
+// channels, three-NN from all N points to the N / 4 centres. Each op runs
+// once to warm up, then --repeats times; the median is reported. Outputs are
+// checked (shapes, index ranges, FPS without repeats) before timing.
+//
+//   bench_pointnet2_ops [--sizes 1024,4096,16384] [--repeats 5] [--device cpu|cuda|all]
+//                       [--out pointnet2_ops.csv]
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "dtrain/kernels/pointnet2.h"
+
+#if __has_include(<ATen/cuda/CUDAContext.h>)
+#include <c10/cuda/CUDAFunctions.h>
+#define DTRAIN_BENCH_CAN_SYNC_CUDA 1
+#endif
+
+namespace {
+
+namespace k = dtrain::kernels;
+
+struct Options {
+  std::vector<int64_t> sizes{1024, 4096, 16384};
+  int repeats = 5;
+  std::string device = "all";
+  std::string out = "pointnet2_ops.csv";
+};
+
+Options parse(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::cout << "usage: bench_pointnet2_ops [--sizes 1024,4096,16384] [--repeats 5] "
+                   "[--device cpu|cuda|all] [--out FILE.csv]\n";
+      std::exit(0);
+    }
+    if (i + 1 >= argc) {
+      throw std::invalid_argument("missing value after " + flag);
+    }
+    const std::string value = argv[++i];
+    if (flag == "--sizes") {
+      options.sizes.clear();
+      std::stringstream list(value);
+      for (std::string item; std::getline(list, item, ',');) {
+        options.sizes.push_back(std::stoll(item));
+        if (options.sizes.back() < 4) {
+          throw std::invalid_argument("--sizes: every N must be >= 4, got " + item);
+        }
+      }
+    } else if (flag == "--repeats") {
+      options.repeats = std::stoi(value);
+      if (options.repeats < 1) {
+        throw std::invalid_argument("--repeats must be >= 1, got " + value);
+      }
+    } else if (flag == "--device") {
+      if (value != "cpu" && value != "cuda" && value != "all") {
+        throw std::invalid_argument("--device must be cpu, cuda or all, got " + value);
+      }
+      options.device = value;
+    } else if (flag == "--out") {
+      options.out = value;
+    } else {
+      throw std::invalid_argument("unknown flag " + flag + " (try --help)");
+    }
+  }
+  return options;
+}
+
+void synchronize(const at::Device& device) {
+#ifdef DTRAIN_BENCH_CAN_SYNC_CUDA
+  if (device.is_cuda()) {
+    c10::cuda::device_synchronize();
+  }
+#else
+  (void)device;
+#endif
+}
+
+double median_ms(const at::Device& device, int repeats, const std::function<void()>& fn) {
+  fn();  // warm-up
+  synchronize(device);
+  std::vector<double> times;
+  for (int r = 0; r < repeats; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    fn();
+    synchronize(device);
+    times.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  std::sort(times.begin(), times.end());
+  const size_t mid = times.size() / 2;
+  return times.size() % 2 ? times[mid] : 0.5 * (times[mid - 1] + times[mid]);
+}
+
+void check(bool ok, const std::string& what) {
+  if (!ok) {
+    throw std::runtime_error("benchmark output check failed: " + what);
+  }
+}
+
+void run_size(const at::Device& device, int64_t n, int repeats, std::ostream& csv) {
+  constexpr int64_t kBatch = 8;
+  constexpr int64_t kChannels = 32;
+  constexpr int64_t kNsample = 32;
+  constexpr int64_t kNeighbours = 16;
+  constexpr double kRadius = 0.2;
+  const int64_t npoint = n / 4;
+  at::manual_seed(0);
+  const auto options = at::TensorOptions().device(device);
+  const at::Tensor xyz = at::rand({kBatch, n, 3}, options);
+  const at::Tensor features = at::randn({kBatch, kChannels, n}, options);
+
+  // Inputs of the later ops, checked once.
+  const at::Tensor centres_idx = k::furthest_point_sample(xyz, npoint);
+  check(std::get<0>(at::_unique2(centres_idx[0].cpu())).numel() == npoint, "FPS repeats an index");
+  const at::Tensor new_xyz = k::gather_points(xyz.transpose(1, 2), centres_idx).transpose(1, 2);
+  const auto ball = k::ball_query(new_xyz, xyz, kRadius, kNsample);
+  check(ball.count.max().item<int64_t>() <= kNsample && ball.count.min().item<int64_t>() >= 1,
+        "ball query counts out of [1, nsample] (every centre is one of the points)");
+  const auto three = k::three_nn(xyz, new_xyz);
+  check(three.idx.max().item<int64_t>() < npoint, "three_nn index out of range");
+  const at::Tensor weight = 1.0 / (three.dist2 + 1e-8);
+  const at::Tensor norm_weight = weight / weight.sum(-1, true);
+  const at::Tensor coarse = at::randn({kBatch, kChannels, npoint}, options);
+  const at::Tensor grad_gather = at::randn({kBatch, kChannels, npoint}, options);
+  const at::Tensor grad_group = at::randn({kBatch, kChannels, npoint, kNsample}, options);
+  const at::Tensor grad_interp = at::randn({kBatch, kChannels, n}, options);
+  const k::ScatterMode mode = k::ScatterMode::kAtomic;
+
+  const std::vector<std::pair<std::string, std::function<void()>>> ops = {
+      {"furthest_point_sample", [&] { k::furthest_point_sample(xyz, npoint); }},
+      {"gather_points", [&] { k::gather_points(features, centres_idx); }},
+      {"ball_query", [&] { k::ball_query(new_xyz, xyz, kRadius, kNsample); }},
+      {"knn", [&] { k::knn(new_xyz, xyz, kNeighbours); }},
+      {"group_points", [&] { k::group_points(features, ball.idx); }},
+      {"three_nn", [&] { k::three_nn(xyz, new_xyz); }},
+      {"three_interpolate", [&] { k::three_interpolate(coarse, three.idx, norm_weight); }},
+      {"gather_points_backward",
+       [&] { k::gather_points_backward(grad_gather, centres_idx, n, mode); }},
+      {"group_points_backward", [&] { k::group_points_backward(grad_group, ball.idx, n, mode); }},
+      {"three_interpolate_backward",
+       [&] { k::three_interpolate_backward(grad_interp, coarse, three.idx, norm_weight, mode); }},
+  };
+  for (const auto& [name, fn] : ops) {
+    const double ms = median_ms(device, repeats, fn);
+    csv << name << ',' << device.str() << ',' << kBatch << ',' << n << ",dtrain," << ms << '\n';
+    std::cout << name << " " << device.str() << " N=" << n << ": " << ms << " ms" << std::endl;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Options options = parse(argc, argv);
+    std::vector<at::Device> devices;
+    if (options.device != "cuda") {
+      devices.emplace_back(at::kCPU);
+    }
+    if (options.device != "cpu") {
+      if (at::hasCUDA()) {
+        devices.emplace_back(at::kCUDA);
+      } else if (options.device == "cuda") {
+        throw std::runtime_error("--device cuda: no CUDA device visible");
+      } else {
+        std::cout << "no CUDA device visible: CPU only" << std::endl;
+      }
+    }
+    std::ofstream csv(options.out);
+    if (!csv) {
+      throw std::runtime_error("cannot write " + options.out);
+    }
+    csv << "op,device,B,N,impl,median_ms\n";
+    std::cout << "threads: " << at::get_num_threads() << std::endl;
+    for (const auto& device : devices) {
+      for (int64_t n : options.sizes) {
+        run_size(device, n, options.repeats, csv);
+      }
+    }
+    std::cout << "wrote " << options.out << std::endl;
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "bench_pointnet2_ops: " << e.what() << std::endl;
+    return 1;
+  }
+}

@@ -1,0 +1,175 @@
+"""PointNet++ point ops in pure PyTorch beside dtrain's kernels, same process.
+
+The pure-PyTorch versions are what users write without a custom extension
+(the widely copied "pointnet2_utils.py" style): an iterative FPS loop over
+torch ops, ball query as pairwise distances + "first nsample indices inside"
+via topk, kNN and three-NN as cdist + topk, and torch.gather for gathering,
+grouping and interpolation. dtrain's ops are loaded with
+torch.ops.load_library and called as torch.ops.dtrain.*. Both run on the
+same inputs and thread pool; outputs are compared (column `agree`).
+
+Setup per N, as bench_pointnet2_ops.cpp: B = 8 clouds uniform in the unit
+cube, npoint = N / 4 centres, radius 0.2, nsample 32, k = 16, C = 32.
+
+Usage:
+  python pointnet2_ops_torch.py --library build/kernels/libdtrain_kernels.so \
+      [--sizes 1024,4096,16384] [--repeats 3] [--torch-fps-max-n 16384] \
+      [--device cpu] [--out pointnet2_ops_vs_torch.csv]
+
+CSV: op,device,B,N,impl,median_ms,speedup_vs_torch,agree
+(speedup_vs_torch = torch median / dtrain median, on dtrain's rows).
+"""
+
+import argparse
+import csv
+import statistics
+import sys
+import time
+
+import torch
+
+B, C, RADIUS, NSAMPLE, K = 8, 32, 0.2, 32, 16
+
+
+# ---- pure PyTorch -----------------------------------------------------------
+def fps_torch(xyz, npoint):
+    b, n, _ = xyz.shape
+    centroids = torch.zeros(b, npoint, dtype=torch.long, device=xyz.device)
+    distance = torch.full((b, n), float("inf"), device=xyz.device)
+    farthest = torch.zeros(b, dtype=torch.long, device=xyz.device)
+    batch = torch.arange(b, device=xyz.device)
+    for i in range(npoint):
+        centroids[:, i] = farthest
+        centroid = xyz[batch, farthest, :].view(b, 1, 3)
+        dist = torch.sum((xyz - centroid) ** 2, -1)
+        distance = torch.minimum(distance, dist)
+        farthest = torch.max(distance, -1)[1]
+    return centroids
+
+
+def square_distance(src, dst):
+    """(M, 3), (N, 3) -> (M, N) squared distances via cdist."""
+    return torch.cdist(src, dst) ** 2
+
+
+def ball_query_torch(new_xyz, xyz, radius, nsample):
+    n = xyz.shape[1]
+    out = []
+    for b in range(new_xyz.shape[0]):  # one cloud at a time bounds memory
+        d2 = square_distance(new_xyz[b], xyz[b])
+        ar = torch.arange(n, device=xyz.device).expand_as(d2)
+        key = torch.where(d2 < radius * radius, ar, torch.full_like(ar, n))
+        idx = torch.topk(key, nsample, dim=-1, largest=False, sorted=True)[0]
+        first = idx[:, :1].expand_as(idx)
+        idx = torch.where(idx == n, first, idx)
+        out.append(torch.where(idx == n, torch.zeros_like(idx), idx))
+    return torch.stack(out)
+
+
+def knn_torch(new_xyz, xyz, k):
+    out = [torch.topk(square_distance(new_xyz[b], xyz[b]), k, dim=-1, largest=False)[1]
+           for b in range(new_xyz.shape[0])]
+    return torch.stack(out)
+
+
+def gather_torch(features, idx):
+    return torch.gather(features, 2, idx.unsqueeze(1).expand(-1, features.shape[1], -1))
+
+
+def group_torch(features, idx):
+    b, m, s = idx.shape
+    return gather_torch(features, idx.reshape(b, m * s)).view(b, features.shape[1], m, s)
+
+
+def three_interpolate_torch(features, idx, weight):
+    b, n, _ = idx.shape
+    picked = gather_torch(features, idx.reshape(b, n * 3)).view(b, features.shape[1], n, 3)
+    return (picked * weight.unsqueeze(1)).sum(-1)
+
+
+# ---- timing -----------------------------------------------------------------
+def median_ms(fn, repeats, device):
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        if device == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        fn()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def agree(a, b):
+    return bool(torch.equal(a, b)) if a.dtype == torch.long else bool(torch.allclose(a, b))
+
+
+def run_size(n, device, repeats, torch_fps_max_n, rows):
+    torch.manual_seed(0)
+    xyz = torch.rand(B, n, 3, device=device)
+    features = torch.randn(B, C, n, device=device)
+    npoint = n // 4
+    ops = torch.ops.dtrain
+    centres = ops.furthest_point_sample(xyz, npoint)
+    new_xyz = ops.gather_points(xyz.transpose(1, 2).contiguous(), centres).transpose(1, 2).contiguous()
+    ball_idx, _ = ops.ball_query(new_xyz, xyz, RADIUS, NSAMPLE)
+    dist3, idx3 = ops.three_nn(xyz, new_xyz)
+    weight = 1.0 / (dist3 + 1e-8)
+    weight = weight / weight.sum(-1, keepdim=True)
+    coarse = torch.randn(B, C, npoint, device=device)
+
+    cases = [
+        ("furthest_point_sample", lambda: ops.furthest_point_sample(xyz, npoint),
+         (lambda: fps_torch(xyz, npoint)) if n <= torch_fps_max_n else None),
+        ("gather_points", lambda: ops.gather_points(features, centres),
+         lambda: gather_torch(features, centres)),
+        ("ball_query", lambda: ops.ball_query(new_xyz, xyz, RADIUS, NSAMPLE)[0],
+         lambda: ball_query_torch(new_xyz, xyz, RADIUS, NSAMPLE)),
+        ("knn", lambda: ops.knn(new_xyz, xyz, K)[0], lambda: knn_torch(new_xyz, xyz, K)),
+        ("group_points", lambda: ops.group_points(features, ball_idx),
+         lambda: group_torch(features, ball_idx)),
+        ("three_nn", lambda: ops.three_nn(xyz, new_xyz)[1], lambda: knn_torch(xyz, new_xyz, 3)),
+        ("three_interpolate", lambda: ops.three_interpolate(coarse, idx3, weight),
+         lambda: three_interpolate_torch(coarse, idx3, weight)),
+    ]
+    for name, ours, theirs in cases:
+        ours_ms = median_ms(ours, repeats, device)
+        if theirs is None:
+            rows.append([name, device, B, n, "dtrain", f"{ours_ms:.4f}", "", "not run"])
+            print(f"{name:22s} N={n:6d} dtrain {ours_ms:10.3f} ms   torch: skipped (see --torch-fps-max-n)")
+            continue
+        torch_ms = median_ms(theirs, max(1, repeats - 1) if n >= 16384 else repeats, device)
+        same = agree(ours(), theirs())
+        rows.append([name, device, B, n, "torch", f"{torch_ms:.4f}", "", same])
+        rows.append([name, device, B, n, "dtrain", f"{ours_ms:.4f}", f"{torch_ms / ours_ms:.2f}", same])
+        print(f"{name:22s} N={n:6d} dtrain {ours_ms:10.3f} ms   torch {torch_ms:10.3f} ms"
+              f"   speedup {torch_ms / ours_ms:7.2f}x   agree={same}", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--library", required=True, help="path to libdtrain_kernels.so")
+    parser.add_argument("--sizes", default="1024,4096,16384")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--torch-fps-max-n", type=int, default=16384,
+                        help="skip the pure-PyTorch FPS loop above this N (it is the slowest)")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--out", default="pointnet2_ops_vs_torch.csv")
+    args = parser.parse_args()
+    torch.ops.load_library(args.library)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {args.device}")
+    rows = []
+    for n in (int(s) for s in args.sizes.split(",")):
+        run_size(n, args.device, args.repeats, args.torch_fps_max_n, rows)
+    with open(args.out, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["op", "device", "B", "N", "impl", "median_ms", "speedup_vs_torch", "agree"])
+        writer.writerows(rows)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
