@@ -1,0 +1,93 @@
+// The torch.distributed module API in C++: one default process group per
+// process, created by init_process_group, and free functions that run
+// collectives on it (or on a group from new_group).
+//
+//   dtrain::dist::init_process_group();          // env://, backend "auto"
+//   auto t = torch::ones({4}) * (dist::get_rank() + 1);
+//   dtrain::dist::all_reduce(t);                 // blocking
+//   auto work = dtrain::dist::all_reduce(t, {.op = ReduceOp::kMax}, /*async_op=*/true);
+//   work->wait();
+//
+// Ranks passed to the free functions (src, dst, root) are ranks within the
+// group used. Errors: a bad init_method, a rank outside the world, two
+// processes claiming one rank, ranks disagreeing on the world size, or a
+// master that never answers each raise dtrain::Error (or a subclass) on
+// that rank within the timeout, saying which.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dtrain/dist/process_group.h"
+#include "dtrain/dist/store.h"
+
+namespace dtrain::dist {
+
+struct InitOptions {
+  // "gloo", "nccl", "mpi", or "auto" (nccl when CUDA is available, else gloo).
+  std::string backend = "auto";
+  // "env://" (MASTER_ADDR, MASTER_PORT), "tcp://host:port" or "file:///path".
+  std::string init_method = "env://";
+  // -1: from the launcher's environment (dtrun/torchrun, mpirun, srun).
+  int rank = -1;
+  int world_size = -1;
+  std::chrono::milliseconds timeout{std::chrono::minutes(30)};
+};
+
+// Where and how a job meets, after reading options and environment.
+struct Rendezvous {
+  enum class Kind { kTcp, kFile } kind = Kind::kTcp;
+  std::string host;
+  std::uint16_t port = 0;
+  std::string path;
+  int rank = 0;
+  int world_size = 1;
+};
+
+// Resolves init_method, rank and world size; throws dtrain::Error naming
+// what is missing or malformed (no process is contacted).
+Rendezvous resolve_rendezvous(const InitOptions& options);
+
+ProcessGroupPtr init_process_group(const InitOptions& options = {});
+bool is_initialized();
+// Throws dtrain::Error when init_process_group has not been called.
+ProcessGroupPtr default_group();
+std::shared_ptr<Store> default_store();
+int get_rank();
+int get_world_size();
+// Finishes queued work and closes every group.
+void destroy_process_group();
+
+// A group of some ranks of the default group. Every rank of the default
+// group must call it, with the same ranks, in the same order; ranks not in
+// the group get nullptr.
+ProcessGroupPtr new_group(std::vector<int> ranks);
+
+// Blocking unless async_op; `group` nullptr means the default group.
+void send(const at::Tensor& tensor, int dst, const ProcessGroupPtr& group = nullptr, int tag = 0);
+void recv(at::Tensor& tensor, int src, const ProcessGroupPtr& group = nullptr, int tag = 0);
+WorkPtr isend(const at::Tensor& tensor, int dst, const ProcessGroupPtr& group = nullptr,
+              int tag = 0);
+WorkPtr irecv(at::Tensor& tensor, int src, const ProcessGroupPtr& group = nullptr, int tag = 0);
+WorkPtr broadcast(at::Tensor& tensor, int src, const ProcessGroupPtr& group = nullptr,
+                  bool async_op = false);
+WorkPtr all_reduce(at::Tensor& tensor, ReduceOp op = ReduceOp::kSum,
+                   const ProcessGroupPtr& group = nullptr, bool async_op = false);
+WorkPtr reduce(at::Tensor& tensor, int dst, ReduceOp op = ReduceOp::kSum,
+               const ProcessGroupPtr& group = nullptr, bool async_op = false);
+WorkPtr all_gather(std::vector<at::Tensor>& tensor_list, const at::Tensor& tensor,
+                   const ProcessGroupPtr& group = nullptr, bool async_op = false);
+WorkPtr gather(const at::Tensor& tensor, std::vector<at::Tensor>& gather_list, int dst,
+               const ProcessGroupPtr& group = nullptr, bool async_op = false);
+WorkPtr scatter(at::Tensor& tensor, const std::vector<at::Tensor>& scatter_list, int src,
+                const ProcessGroupPtr& group = nullptr, bool async_op = false);
+WorkPtr reduce_scatter(at::Tensor& output, const std::vector<at::Tensor>& input_list,
+                       ReduceOp op = ReduceOp::kSum, const ProcessGroupPtr& group = nullptr,
+                       bool async_op = false);
+WorkPtr all_to_all(std::vector<at::Tensor>& output_list, const std::vector<at::Tensor>& input_list,
+                   const ProcessGroupPtr& group = nullptr, bool async_op = false);
+WorkPtr barrier(const ProcessGroupPtr& group = nullptr, bool async_op = false);
+
+}  // namespace dtrain::dist

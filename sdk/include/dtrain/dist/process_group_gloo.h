@@ -1,0 +1,62 @@
+// ProcessGroupGloo: collectives on CPU tensors over Gloo's TCP transport.
+//
+// Operations run on one worker thread per group, in issue order; send and
+// recv go straight to the transport and may complete in any order. The
+// first construction loads libdtrain_gloo.so (see Note [Two Glooes in one
+// process] in src/dist/gloo/gloo_api.h). Every rank of the group must
+// construct its group with the same store (or store prefix) and size.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "dtrain/dist/process_group.h"
+#include "dtrain/dist/store.h"
+
+namespace dtrain::dist {
+
+struct GlooOptions {
+  // How long a collective may take before it fails (and connecting, too).
+  std::chrono::milliseconds timeout{std::chrono::minutes(30)};
+  // Network interface to use (GLOO_SOCKET_IFNAME); empty: by hostname.
+  std::string iface;
+  // Address other ranks reach this one at; empty: this host's name.
+  std::string hostname;
+  // Options from the environment: GLOO_SOCKET_IFNAME.
+  static GlooOptions from_env();
+};
+
+class ProcessGroupGloo : public ProcessGroup {
+ public:
+  // Connects to every other rank (blocks until all have joined or the
+  // timeout passes; then throws naming the ranks still missing).
+  ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int size,
+                   GlooOptions options = GlooOptions::from_env(), std::string name = "default");
+  ~ProcessGroupGloo() override;
+
+  std::string backend_name() const override { return "gloo"; }
+
+  WorkPtr send(const at::Tensor& tensor, int dst, int tag = 0) override;
+  WorkPtr recv(at::Tensor& tensor, int src, int tag = 0) override;
+  WorkPtr broadcast(at::Tensor& tensor, const BroadcastOptions& options = {}) override;
+  WorkPtr all_reduce(at::Tensor& tensor, const AllreduceOptions& options = {}) override;
+  WorkPtr reduce(at::Tensor& tensor, const ReduceOptions& options = {}) override;
+  WorkPtr all_gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
+                     const CollectiveOptions& options = {}) override;
+  WorkPtr gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
+                 const RootOptions& options = {}) override;
+  WorkPtr scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
+                  const RootOptions& options = {}) override;
+  WorkPtr reduce_scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
+                         const AllreduceOptions& options = {}) override;
+  WorkPtr all_to_all(std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs,
+                     const CollectiveOptions& options = {}) override;
+  WorkPtr barrier(const CollectiveOptions& options = {}) override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dtrain::dist

@@ -1,0 +1,152 @@
+// Element types and reduction functions for the Gloo backend. Half and
+// bfloat16 are reduced in float and rounded back (round to nearest even),
+// as torch does; Gloo's own helpers know no bfloat16.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+
+#include "gloo_api.h"
+
+namespace dtrain::dist::gloo_api {
+
+struct Half {
+  std::uint16_t bits;
+};
+struct BFloat16 {
+  std::uint16_t bits;
+};
+
+inline float to_float(Half h) {
+  const std::uint32_t sign = (h.bits & 0x8000u) << 16;
+  std::uint32_t exponent = (h.bits >> 10) & 0x1Fu;
+  std::uint32_t mantissa = h.bits & 0x3FFu;
+  std::uint32_t bits = 0;
+  if (exponent == 0x1F) {
+    bits = sign | 0x7F800000u | (mantissa << 13);  // inf, NaN
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa != 0) {  // subnormal: normalise
+    exponent = 113;
+    while ((mantissa & 0x400u) == 0) {
+      mantissa <<= 1;
+      --exponent;
+    }
+    bits = sign | (exponent << 23) | ((mantissa & 0x3FFu) << 13);
+  } else {
+    bits = sign;
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+inline Half to_half(float f) {
+  std::uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const std::uint32_t sign = (x >> 16) & 0x8000u;
+  const std::uint32_t abs = x & 0x7FFFFFFFu;
+  if (abs >= 0x7F800000u) {  // inf or NaN
+    return {static_cast<std::uint16_t>(sign | 0x7C00u | (abs > 0x7F800000u ? 0x200u : 0u))};
+  }
+  if (abs >= 0x477FF000u) {  // rounds to beyond the largest half
+    return {static_cast<std::uint16_t>(sign | 0x7C00u)};
+  }
+  if (abs < 0x38800000u) {  // subnormal half or zero
+    float magnitude;
+    std::memcpy(&magnitude, &abs, 4);
+    // Scale so the subnormal's units land on integers, then round to nearest even.
+    const float scaled = magnitude * 16777216.0f;  // 2^24
+    auto units = static_cast<std::uint32_t>(scaled);
+    const float remainder = scaled - static_cast<float>(units);
+    if (remainder > 0.5f || (remainder == 0.5f && (units & 1u))) {
+      ++units;
+    }
+    return {static_cast<std::uint16_t>(sign | units)};
+  }
+  std::uint32_t rounded = abs + 0xFFFu + ((abs >> 13) & 1u);  // round to nearest even
+  return {static_cast<std::uint16_t>(sign | ((rounded - 0x38000000u) >> 13))};
+}
+
+inline float to_float(BFloat16 b) {
+  const std::uint32_t bits = static_cast<std::uint32_t>(b.bits) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+inline BFloat16 to_bfloat16(float f) {
+  std::uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) {
+    return {static_cast<std::uint16_t>((x >> 16) | 0x40u)};  // quiet NaN
+  }
+  x += 0x7FFFu + ((x >> 16) & 1u);
+  return {static_cast<std::uint16_t>(x >> 16)};
+}
+
+template <typename T>
+struct Arithmetic {
+  static T apply(T a, T b, Reduce op) {
+    switch (op) {
+      case Reduce::kSum:
+        return a + b;
+      case Reduce::kProduct:
+        return a * b;
+      case Reduce::kMin:
+        return b < a ? b : a;
+      case Reduce::kMax:
+        return b > a ? b : a;
+    }
+    return a;
+  }
+};
+
+template <typename T>
+void reduce_loop(void* out, const void* a, const void* b, std::size_t n, Reduce op) {
+  auto* o = static_cast<T*>(out);
+  const auto* x = static_cast<const T*>(a);
+  const auto* y = static_cast<const T*>(b);
+  for (std::size_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<T, Half>) {
+      o[i] = to_half(Arithmetic<float>::apply(to_float(x[i]), to_float(y[i]), op));
+    } else if constexpr (std::is_same_v<T, BFloat16>) {
+      o[i] = to_bfloat16(Arithmetic<float>::apply(to_float(x[i]), to_float(y[i]), op));
+    } else {
+      o[i] = Arithmetic<T>::apply(x[i], y[i], op);
+    }
+  }
+}
+
+// The function Gloo calls to combine two buffers of n elements.
+template <typename T>
+std::function<void(void*, const void*, const void*, std::size_t)> reduce_function(Reduce op) {
+  return [op](void* out, const void* a, const void* b, std::size_t n) {
+    reduce_loop<T>(out, a, b, n, op);
+  };
+}
+
+// Calls body.template operator()<T>(T*) with the C++ type of dtype.
+template <typename Body>
+void visit_dtype(DType dtype, Body&& body) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return body(static_cast<float*>(nullptr));
+    case DType::kFloat64:
+      return body(static_cast<double*>(nullptr));
+    case DType::kFloat16:
+      return body(static_cast<Half*>(nullptr));
+    case DType::kBFloat16:
+      return body(static_cast<BFloat16*>(nullptr));
+    case DType::kInt32:
+      return body(static_cast<std::int32_t*>(nullptr));
+    case DType::kInt64:
+      return body(static_cast<std::int64_t*>(nullptr));
+    case DType::kUInt8:
+      return body(static_cast<std::uint8_t*>(nullptr));
+  }
+  throw std::invalid_argument("unknown dtype");
+}
+
+}  // namespace dtrain::dist::gloo_api

@@ -1,0 +1,334 @@
+// init_process_group and the module-level API around the default group.
+#include "dtrain/dist/init.h"
+
+#include <unistd.h>
+
+#include <ATen/Context.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <random>
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "dtrain/dist/file_store.h"
+#include "dtrain/dist/prefix_store.h"
+#include "dtrain/dist/process_group_gloo.h"
+#include "dtrain/dist/tcp_store.h"
+#include "dtrain/util/launch_env.h"
+#include "dtrain/util/logging.h"
+
+namespace dtrain::dist {
+
+namespace {
+
+struct DefaultState {
+  std::mutex mutex;
+  std::shared_ptr<Store> store;
+  ProcessGroupPtr group;
+  InitOptions options;
+  std::string backend;
+  int groups_created = 0;
+};
+
+DefaultState& state() {
+  static DefaultState s;
+  return s;
+}
+
+std::uint16_t parse_port(const std::string& text, const std::string& where) {
+  int port = -1;
+  try {
+    std::size_t used = 0;
+    port = std::stoi(text, &used);
+    DTRAIN_CHECK(used == text.size(), "");
+  } catch (...) {
+    port = -1;
+  }
+  DTRAIN_CHECK(port > 0 && port < 65536, where, ": port '", text, "' is not a number in 1..65535");
+  return static_cast<std::uint16_t>(port);
+}
+
+std::string required_env(const char* name, const std::string& why) {
+  const char* value = std::getenv(name);
+  DTRAIN_CHECK(value != nullptr && *value != '\0', "init_process_group: ", why, " needs ", name,
+               " to be set");
+  return value;
+}
+
+std::string resolve_backend(const std::string& requested) {
+  if (requested == "auto") {
+    return at::hasCUDA() ? "nccl" : "gloo";
+  }
+  DTRAIN_CHECK(requested == "gloo" || requested == "nccl" || requested == "mpi",
+               "init_process_group: backend '", requested, "' is not one of gloo, nccl, mpi, auto");
+  return requested;
+}
+
+// One id per process, to tell two processes claiming the same rank apart.
+std::string process_token() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::random_device seed;
+  return std::string(host) + ":" + std::to_string(getpid()) + ":" + std::to_string(seed());
+}
+
+std::string bytes_text(const Bytes& b) {
+  return std::string(b.begin(), b.end());
+}
+
+// Checks, through the store, that the world agrees: one world size, every
+// rank claimed exactly once, all ranks present within the timeout.
+void check_membership(Store& store, int rank, int world_size, std::chrono::milliseconds timeout) {
+  const std::string size_text = std::to_string(world_size);
+  const Bytes agreed =
+      store.compare_set("world_size", {}, Bytes(size_text.begin(), size_text.end()));
+  DTRAIN_CHECK(bytes_text(agreed) == size_text, "init_process_group: rank ", rank,
+               " was started with world size ", world_size, " but another rank with world size ",
+               bytes_text(agreed));
+  const std::string token = process_token();
+  const Bytes owner =
+      store.compare_set("rank/" + std::to_string(rank), {}, Bytes(token.begin(), token.end()));
+  DTRAIN_CHECK(bytes_text(owner) == token, "init_process_group: rank ", rank,
+               " was claimed twice: by process ", bytes_text(owner), " and by this one (", token,
+               "); every process needs its own rank");
+  std::vector<std::string> keys;
+  for (int r = 0; r < world_size; ++r) {
+    keys.push_back("rank/" + std::to_string(r));
+  }
+  try {
+    store.wait(keys, timeout);
+  } catch (const StoreTimeoutError&) {
+    std::string missing;
+    try {
+      for (int r = 0; r < world_size; ++r) {
+        if (!store.check({keys[r]})) {
+          missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        }
+      }
+    } catch (const StoreError& e) {
+      throw CollectiveTimeoutError("init_process_group: rank " + std::to_string(rank) + " waited " +
+                                   std::to_string(timeout.count()) + " ms for all " +
+                                   std::to_string(world_size) +
+                                   " ranks to join, then lost the store (" + e.what() + ")");
+    }
+    throw CollectiveTimeoutError("init_process_group: rank " + std::to_string(rank) + " waited " +
+                                 std::to_string(timeout.count()) + " ms, but rank(s) " + missing +
+                                 " of " + std::to_string(world_size) + " never joined");
+  } catch (const StoreError& e) {
+    // The store's host (rank 0) gave up first -- typically on the same missing ranks.
+    throw CollectiveError("init_process_group: rank " + std::to_string(rank) +
+                          " lost the store while waiting for all " + std::to_string(world_size) +
+                          " ranks to join (" + e.what() + ")");
+  }
+}
+
+ProcessGroupPtr make_group(const std::string& backend, std::shared_ptr<Store> store, int rank,
+                           int size, std::chrono::milliseconds timeout, const std::string& name) {
+  if (backend == "gloo") {
+    GlooOptions options = GlooOptions::from_env();
+    options.timeout = timeout;
+    return std::make_shared<ProcessGroupGloo>(std::move(store), rank, size, options, name);
+  }
+  throw Error("init_process_group: the " + backend +
+              " backend is not available in this build of dtrain yet");
+}
+
+const ProcessGroupPtr& group_or_default(const ProcessGroupPtr& group) {
+  if (group) {
+    return group;
+  }
+  DTRAIN_CHECK(state().group != nullptr, "dtrain::dist: call init_process_group() first");
+  return state().group;
+}
+
+WorkPtr finish(WorkPtr work, bool async_op) {
+  if (!async_op) {
+    work->wait();
+  }
+  return work;
+}
+
+}  // namespace
+
+Rendezvous resolve_rendezvous(const InitOptions& options) {
+  Rendezvous rdzv;
+  const util::LaunchEnv launch = util::read_launch_env();
+  rdzv.rank = options.rank >= 0 ? options.rank : launch.rank.value_or(-1);
+  rdzv.world_size = options.world_size >= 0 ? options.world_size : launch.world_size.value_or(-1);
+  DTRAIN_CHECK(rdzv.rank >= 0,
+               "init_process_group: no rank given and none in the environment (RANK, ",
+               "OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID)");
+  DTRAIN_CHECK(rdzv.world_size >= 1,
+               "init_process_group: no world size given and none in the environment ",
+               "(WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMI_SIZE or SLURM_NTASKS)");
+  DTRAIN_CHECK(rdzv.rank < rdzv.world_size, "init_process_group: rank ", rdzv.rank,
+               " is outside the world of size ", rdzv.world_size);
+
+  const std::string& method = options.init_method;
+  if (method == "env://") {
+    rdzv.host = required_env("MASTER_ADDR", "init_method env://");
+    rdzv.port = parse_port(required_env("MASTER_PORT", "init_method env://"), "MASTER_PORT");
+  } else if (method.rfind("tcp://", 0) == 0) {
+    const std::string address = method.substr(6);
+    const auto colon = address.rfind(':');
+    DTRAIN_CHECK(colon != std::string::npos && colon > 0, "init_method '", method,
+                 "' must look like tcp://host:port");
+    rdzv.host = address.substr(0, colon);
+    rdzv.port = parse_port(address.substr(colon + 1), "init_method '" + method + "'");
+  } else if (method.rfind("file://", 0) == 0) {
+    rdzv.kind = Rendezvous::Kind::kFile;
+    rdzv.path = method.substr(7);
+    DTRAIN_CHECK(!rdzv.path.empty() && rdzv.path[0] == '/', "init_method '", method,
+                 "' must name an absolute path: file:///path/to/file");
+  } else {
+    throw Error("init_method '" + method + "' is not env://, tcp://host:port or file:///path");
+  }
+  return rdzv;
+}
+
+ProcessGroupPtr init_process_group(const InitOptions& options) {
+  DefaultState& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  DTRAIN_CHECK(s.group == nullptr,
+               "init_process_group: already initialized; call destroy_process_group() first");
+  DTRAIN_CHECK(options.timeout.count() > 0, "init_process_group: timeout must be positive");
+  const std::string backend = resolve_backend(options.backend);
+  const Rendezvous rdzv = resolve_rendezvous(options);
+  util::set_log_rank(rdzv.rank, util::read_launch_env().local_rank);
+
+  std::shared_ptr<Store> store;
+  if (rdzv.kind == Rendezvous::Kind::kFile) {
+    store = std::make_shared<FileStore>(rdzv.path, options.timeout);
+  } else {
+    // A launcher that hosts the store itself says so (torchrun's variable, or ours).
+    const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+    const bool launcher_hosts = agent != nullptr && std::string(agent) == "True";
+    try {
+      store = std::make_shared<TcpStore>(TcpStoreOptions()
+                                             .host(rdzv.host)
+                                             .port(rdzv.port)
+                                             .is_server(rdzv.rank == 0 && !launcher_hosts)
+                                             .timeout(options.timeout));
+    } catch (const StoreTimeoutError& e) {
+      throw CollectiveTimeoutError("init_process_group: rank " + std::to_string(rdzv.rank) +
+                                   " could not reach the master: " + e.what());
+    }
+  }
+  // Keys of a restarted job must not meet the previous attempt's.
+  const char* restart = std::getenv("TORCHELASTIC_RESTART_COUNT");
+  auto job_store = std::make_shared<PrefixStore>(
+      "dtrain/" + std::string(restart && *restart ? restart : "0"), store);
+  check_membership(*std::make_shared<PrefixStore>("init", job_store), rdzv.rank, rdzv.world_size,
+                   options.timeout);
+
+  s.group = make_group(backend, job_store, rdzv.rank, rdzv.world_size, options.timeout, "default");
+  s.store = job_store;
+  s.options = options;
+  s.backend = backend;
+  s.groups_created = 0;
+  spdlog::info("process group ready: rank {} of {}, backend {}", rdzv.rank, rdzv.world_size,
+               backend);
+  return s.group;
+}
+
+bool is_initialized() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().group != nullptr;
+}
+
+ProcessGroupPtr default_group() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  DTRAIN_CHECK(state().group != nullptr, "dtrain::dist: call init_process_group() first");
+  return state().group;
+}
+
+std::shared_ptr<Store> default_store() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  DTRAIN_CHECK(state().store != nullptr, "dtrain::dist: call init_process_group() first");
+  return state().store;
+}
+
+int get_rank() {
+  return default_group()->rank();
+}
+int get_world_size() {
+  return default_group()->size();
+}
+
+void destroy_process_group() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().group.reset();
+  state().store.reset();
+}
+
+ProcessGroupPtr new_group(std::vector<int> ranks) {
+  DefaultState& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  DTRAIN_CHECK(s.group != nullptr, "new_group: call init_process_group() first");
+  std::sort(ranks.begin(), ranks.end());
+  DTRAIN_CHECK(!ranks.empty(), "new_group: the rank list is empty");
+  DTRAIN_CHECK(std::adjacent_find(ranks.begin(), ranks.end()) == ranks.end(), "new_group: rank ",
+               *std::adjacent_find(ranks.begin(), ranks.end()), " is listed twice");
+  DTRAIN_CHECK(ranks.front() >= 0 && ranks.back() < s.group->size(),
+               "new_group: ranks must be in 0..", s.group->size() - 1, ", got ",
+               ranks.front() < 0 ? ranks.front() : ranks.back());
+  // Every rank counts the groups it was asked for, so all agree on the name.
+  const std::string name = "group" + std::to_string(++s.groups_created);
+  const auto me = std::find(ranks.begin(), ranks.end(), s.group->rank());
+  if (me == ranks.end()) {
+    return nullptr;
+  }
+  return make_group(s.backend, s.store, static_cast<int>(me - ranks.begin()),
+                    static_cast<int>(ranks.size()), s.options.timeout, name);
+}
+
+void send(const at::Tensor& tensor, int dst, const ProcessGroupPtr& group, int tag) {
+  isend(tensor, dst, group, tag)->wait();
+}
+void recv(at::Tensor& tensor, int src, const ProcessGroupPtr& group, int tag) {
+  irecv(tensor, src, group, tag)->wait();
+}
+WorkPtr isend(const at::Tensor& tensor, int dst, const ProcessGroupPtr& group, int tag) {
+  return group_or_default(group)->send(tensor, dst, tag);
+}
+WorkPtr irecv(at::Tensor& tensor, int src, const ProcessGroupPtr& group, int tag) {
+  return group_or_default(group)->recv(tensor, src, tag);
+}
+WorkPtr broadcast(at::Tensor& tensor, int src, const ProcessGroupPtr& group, bool async_op) {
+  return finish(group_or_default(group)->broadcast(tensor, {.root = src}), async_op);
+}
+WorkPtr all_reduce(at::Tensor& tensor, ReduceOp op, const ProcessGroupPtr& group, bool async_op) {
+  return finish(group_or_default(group)->all_reduce(tensor, {.op = op}), async_op);
+}
+WorkPtr reduce(at::Tensor& tensor, int dst, ReduceOp op, const ProcessGroupPtr& group,
+               bool async_op) {
+  return finish(group_or_default(group)->reduce(tensor, {.root = dst, .op = op}), async_op);
+}
+WorkPtr all_gather(std::vector<at::Tensor>& tensor_list, const at::Tensor& tensor,
+                   const ProcessGroupPtr& group, bool async_op) {
+  return finish(group_or_default(group)->all_gather(tensor_list, tensor), async_op);
+}
+WorkPtr gather(const at::Tensor& tensor, std::vector<at::Tensor>& gather_list, int dst,
+               const ProcessGroupPtr& group, bool async_op) {
+  return finish(group_or_default(group)->gather(gather_list, tensor, {.root = dst}), async_op);
+}
+WorkPtr scatter(at::Tensor& tensor, const std::vector<at::Tensor>& scatter_list, int src,
+                const ProcessGroupPtr& group, bool async_op) {
+  return finish(group_or_default(group)->scatter(tensor, scatter_list, {.root = src}), async_op);
+}
+WorkPtr reduce_scatter(at::Tensor& output, const std::vector<at::Tensor>& input_list, ReduceOp op,
+                       const ProcessGroupPtr& group, bool async_op) {
+  return finish(group_or_default(group)->reduce_scatter(output, input_list, {.op = op}), async_op);
+}
+WorkPtr all_to_all(std::vector<at::Tensor>& output_list, const std::vector<at::Tensor>& input_list,
+                   const ProcessGroupPtr& group, bool async_op) {
+  return finish(group_or_default(group)->all_to_all(output_list, input_list), async_op);
+}
+WorkPtr barrier(const ProcessGroupPtr& group, bool async_op) {
+  return finish(group_or_default(group)->barrier(), async_op);
+}
+
+}  // namespace dtrain::dist

@@ -1,0 +1,74 @@
+#include "dtrain/dist/process_group.h"
+
+namespace dtrain::dist {
+
+std::string to_string(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return "SUM";
+    case ReduceOp::kProduct:
+      return "PRODUCT";
+    case ReduceOp::kMin:
+      return "MIN";
+    case ReduceOp::kMax:
+      return "MAX";
+    case ReduceOp::kAvg:
+      return "AVG";
+  }
+  return "UNKNOWN";
+}
+
+ProcessGroup::ProcessGroup(int rank, int size, std::string name)
+    : rank_(rank), size_(size), name_(std::move(name)) {
+  DTRAIN_CHECK(size >= 1, "process group '", name_, "': size must be >= 1, got ", size);
+  DTRAIN_CHECK(rank >= 0 && rank < size, "process group '", name_, "': rank ", rank,
+               " is outside the world of size ", size);
+}
+
+void ProcessGroup::unsupported(const std::string& op) const {
+  throw Error("backend " + backend_name() + " does not support " + op);
+}
+
+std::string ProcessGroup::describe(const std::string& op) const {
+  return op + " on group '" + name_ + "' (" + backend_name() + "), rank " + std::to_string(rank_) +
+         " of " + std::to_string(size_);
+}
+
+WorkPtr ProcessGroup::send(const at::Tensor&, int, int) {
+  unsupported("send");
+}
+WorkPtr ProcessGroup::recv(at::Tensor&, int, int) {
+  unsupported("recv");
+}
+WorkPtr ProcessGroup::broadcast(at::Tensor&, const BroadcastOptions&) {
+  unsupported("broadcast");
+}
+WorkPtr ProcessGroup::all_reduce(at::Tensor&, const AllreduceOptions&) {
+  unsupported("all_reduce");
+}
+WorkPtr ProcessGroup::reduce(at::Tensor&, const ReduceOptions&) {
+  unsupported("reduce");
+}
+WorkPtr ProcessGroup::all_gather(std::vector<at::Tensor>&, const at::Tensor&,
+                                 const CollectiveOptions&) {
+  unsupported("all_gather");
+}
+WorkPtr ProcessGroup::gather(std::vector<at::Tensor>&, const at::Tensor&, const RootOptions&) {
+  unsupported("gather");
+}
+WorkPtr ProcessGroup::scatter(at::Tensor&, const std::vector<at::Tensor>&, const RootOptions&) {
+  unsupported("scatter");
+}
+WorkPtr ProcessGroup::reduce_scatter(at::Tensor&, const std::vector<at::Tensor>&,
+                                     const AllreduceOptions&) {
+  unsupported("reduce_scatter");
+}
+WorkPtr ProcessGroup::all_to_all(std::vector<at::Tensor>&, const std::vector<at::Tensor>&,
+                                 const CollectiveOptions&) {
+  unsupported("all_to_all");
+}
+WorkPtr ProcessGroup::barrier(const CollectiveOptions&) {
+  unsupported("barrier");
+}
+
+}  // namespace dtrain::dist

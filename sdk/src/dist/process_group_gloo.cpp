@@ -1,0 +1,428 @@
+// ProcessGroupGloo: checks tensors, queues each collective on the group's
+// worker thread, and runs it on the Gloo communicator over flat buffers.
+#include "dtrain/dist/process_group_gloo.h"
+
+#include <ATen/ATen.h>
+
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "dtrain/dist/prefix_store.h"
+#include "gloo/gloo_api.h"
+#include "gloo/gloo_library.h"
+
+namespace dtrain::dist {
+
+namespace {
+
+gloo_api::DType to_gloo(at::ScalarType type) {
+  switch (type) {
+    case at::kFloat:
+      return gloo_api::DType::kFloat32;
+    case at::kDouble:
+      return gloo_api::DType::kFloat64;
+    case at::kHalf:
+      return gloo_api::DType::kFloat16;
+    case at::kBFloat16:
+      return gloo_api::DType::kBFloat16;
+    case at::kInt:
+      return gloo_api::DType::kInt32;
+    case at::kLong:
+      return gloo_api::DType::kInt64;
+    case at::kByte:
+      return gloo_api::DType::kUInt8;
+    default:
+      throw Error(std::string("gloo supports float32, float64, float16, bfloat16, int32, int64 "
+                              "and uint8 tensors, got ") +
+                  std::string(c10::toString(type)));
+  }
+}
+
+gloo_api::Reduce to_gloo(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg:  // summed, then divided by the group size
+      return gloo_api::Reduce::kSum;
+    case ReduceOp::kProduct:
+      return gloo_api::Reduce::kProduct;
+    case ReduceOp::kMin:
+      return gloo_api::Reduce::kMin;
+    case ReduceOp::kMax:
+      return gloo_api::Reduce::kMax;
+  }
+  throw Error("unknown ReduceOp");
+}
+
+bool looks_like_timeout(const std::string& message) {
+  return message.find("imed out") != std::string::npos ||
+         message.find("did not complete") != std::string::npos;
+}
+
+}  // namespace
+
+GlooOptions GlooOptions::from_env() {
+  GlooOptions options;
+  if (const char* iface = std::getenv("GLOO_SOCKET_IFNAME"); iface && *iface) {
+    options.iface = iface;
+  }
+  return options;
+}
+
+struct ProcessGroupGloo::Impl {
+  struct Task {
+    std::function<void()> run;
+    WorkPtr work;
+  };
+
+  std::unique_ptr<gloo_api::Communicator> comm;
+  GlooOptions options;
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::deque<Task> queue;
+  bool stopping = false;
+  std::thread worker;
+
+  void loop() {
+    while (true) {
+      Task task;
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        cv.wait(lock, [this] { return stopping || !queue.empty(); });
+        if (queue.empty()) {
+          return;
+        }
+        task = std::move(queue.front());
+        queue.pop_front();
+      }
+      try {
+        task.run();
+        task.work->finish();
+      } catch (const std::exception& e) {
+        const std::string message = task.work->description() + ": " + e.what();
+        task.work->finish(looks_like_timeout(message)
+                              ? std::make_exception_ptr(CollectiveTimeoutError(message))
+                              : std::make_exception_ptr(CollectiveError(message)));
+      }
+    }
+  }
+
+  WorkPtr enqueue(std::string description, std::function<void()> run) {
+    auto work = std::make_shared<Work>(std::move(description));
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      queue.push_back({std::move(run), work});
+    }
+    cv.notify_one();
+    return work;
+  }
+
+  std::chrono::milliseconds timeout_or_default(std::chrono::milliseconds timeout) const {
+    return timeout.count() > 0 ? timeout : options.timeout;
+  }
+};
+
+ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int size,
+                                   GlooOptions options, std::string name)
+    : ProcessGroup(rank, size, std::move(name)), impl_(std::make_unique<Impl>()) {
+  DTRAIN_CHECK(store != nullptr, "ProcessGroupGloo '", this->name(), "': the store is null");
+  impl_->options = options;
+  auto group_store = std::make_shared<PrefixStore>("gloo/" + this->name(), store);
+  gloo_api::StoreCallbacks callbacks;
+  callbacks.set = [group_store](const std::string& key, const std::vector<char>& value) {
+    group_store->set(key, Bytes(value.begin(), value.end()));
+  };
+  callbacks.get = [group_store, timeout = options.timeout](const std::string& key) {
+    group_store->wait({key}, timeout);
+    const Bytes value = group_store->get(key);
+    return std::vector<char>(value.begin(), value.end());
+  };
+  callbacks.wait = [group_store](const std::vector<std::string>& keys,
+                                 std::chrono::milliseconds timeout) {
+    group_store->wait(keys, timeout);
+  };
+  gloo_api::ConnectOptions connect;
+  connect.rank = rank;
+  connect.size = size;
+  connect.iface = options.iface;
+  connect.hostname = options.hostname;
+  connect.timeout = options.timeout;
+  try {
+    impl_->comm.reset(gloo_api::gloo_connect_function()(&connect, &callbacks));
+  } catch (const StoreTimeoutError& e) {
+    throw CollectiveTimeoutError(describe("connecting") +
+                                 ": not every rank joined in time: " + e.what());
+  } catch (const std::exception& e) {
+    throw CollectiveError(describe("connecting") + ": " + e.what());
+  }
+  impl_->worker = std::thread([impl = impl_.get()] { impl->loop(); });
+  spdlog::debug("{}: connected", describe("gloo group"));
+}
+
+ProcessGroupGloo::~ProcessGroupGloo() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->stopping = true;
+  }
+  impl_->cv.notify_one();
+  impl_->worker.join();  // finishes queued work first
+}
+
+namespace {
+
+void check_cpu(const at::Tensor& tensor, const std::string& what) {
+  DTRAIN_CHECK(tensor.defined(), what, ": the tensor is undefined");
+  DTRAIN_CHECK(tensor.device().is_cpu(), what, ": gloo takes CPU tensors, got one on ",
+               tensor.device().str(), " (use the nccl backend for CUDA tensors)");
+  to_gloo(tensor.scalar_type());
+}
+
+void check_same(const at::Tensor& a, const at::Tensor& b, const std::string& what) {
+  DTRAIN_CHECK(a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type(), what,
+               ": every tensor must match the input's shape ", a.sizes(), " and dtype ",
+               a.scalar_type(), ", got ", b.sizes(), " ", b.scalar_type());
+}
+
+void check_count(const std::vector<at::Tensor>& list, int size, const std::string& what,
+                 const char* name) {
+  DTRAIN_CHECK(static_cast<int>(list.size()) == size, what, ": ", name, " must hold ", size,
+               " tensors (one per rank), got ", list.size());
+}
+
+void check_root(int root, int size, const std::string& what) {
+  DTRAIN_CHECK(root >= 0 && root < size, what, ": root ", root, " is outside the group of size ",
+               size);
+}
+
+void check_peer(int peer, int rank, int size, const std::string& what) {
+  DTRAIN_CHECK(peer >= 0 && peer < size && peer != rank, what, ": peer rank ", peer,
+               " must be another rank of the group of size ", size);
+}
+
+void check_avg(ReduceOp op, const at::Tensor& tensor, const std::string& what) {
+  DTRAIN_CHECK(op != ReduceOp::kAvg || at::isFloatingType(tensor.scalar_type()), what,
+               ": AVG needs a floating-point tensor, got ", tensor.scalar_type());
+}
+
+// Runs `body` on a contiguous view of tensor, copying back when it had to copy.
+template <typename Body>
+void on_contiguous(at::Tensor& tensor, Body&& body) {
+  if (tensor.is_contiguous()) {
+    body(tensor);
+    return;
+  }
+  at::Tensor dense = tensor.contiguous();
+  body(dense);
+  tensor.copy_(dense);
+}
+
+at::Tensor flat_cat(const std::vector<at::Tensor>& tensors) {
+  std::vector<at::Tensor> flat;
+  flat.reserve(tensors.size());
+  for (const auto& t : tensors) {
+    flat.push_back(t.reshape({-1}));
+  }
+  return at::cat(flat);
+}
+
+void split_into(const at::Tensor& flat, std::vector<at::Tensor>& outputs) {
+  int64_t offset = 0;
+  for (auto& out : outputs) {
+    out.copy_(flat.narrow(0, offset, out.numel()).view(out.sizes()));
+    offset += out.numel();
+  }
+}
+
+}  // namespace
+
+WorkPtr ProcessGroupGloo::send(const at::Tensor& tensor, int dst, int tag) {
+  const std::string what = describe("send to rank " + std::to_string(dst));
+  check_cpu(tensor, what);
+  check_peer(dst, rank(), size(), what);
+  DTRAIN_CHECK(tensor.is_contiguous(), what, ": the tensor must be contiguous");
+  DTRAIN_CHECK(tag >= 0, what, ": tag must be >= 0, got ", tag);
+  auto transfer = std::shared_ptr<gloo_api::Transfer>(
+      impl_->comm->send(tensor.const_data_ptr(), tensor.nbytes(), dst, static_cast<uint64_t>(tag)));
+  return std::make_shared<DeferredWork>(
+      what,
+      [transfer, keep = tensor](std::chrono::milliseconds timeout) { transfer->wait(timeout); },
+      impl_->options.timeout);
+}
+
+WorkPtr ProcessGroupGloo::recv(at::Tensor& tensor, int src, int tag) {
+  const std::string what = describe("recv from rank " + std::to_string(src));
+  check_cpu(tensor, what);
+  check_peer(src, rank(), size(), what);
+  DTRAIN_CHECK(tensor.is_contiguous(), what, ": the tensor must be contiguous");
+  DTRAIN_CHECK(tag >= 0, what, ": tag must be >= 0, got ", tag);
+  auto transfer = std::shared_ptr<gloo_api::Transfer>(impl_->comm->recv(
+      tensor.mutable_data_ptr(), tensor.nbytes(), src, static_cast<uint64_t>(tag)));
+  return std::make_shared<DeferredWork>(
+      what,
+      [transfer, keep = tensor](std::chrono::milliseconds timeout) { transfer->wait(timeout); },
+      impl_->options.timeout);
+}
+
+WorkPtr ProcessGroupGloo::broadcast(at::Tensor& tensor, const BroadcastOptions& options) {
+  const std::string what = describe("broadcast from rank " + std::to_string(options.root));
+  check_cpu(tensor, what);
+  check_root(options.root, size(), what);
+  const auto timeout = impl_->timeout_or_default(options.timeout);
+  return impl_->enqueue(what, [this, tensor, options, timeout]() mutable {
+    on_contiguous(tensor, [&](at::Tensor& t) {
+      impl_->comm->broadcast(t.mutable_data_ptr(), t.numel(), to_gloo(t.scalar_type()),
+                             options.root, timeout);
+    });
+  });
+}
+
+WorkPtr ProcessGroupGloo::all_reduce(at::Tensor& tensor, const AllreduceOptions& options) {
+  const std::string what = describe("all_reduce(" + to_string(options.op) + ")");
+  check_cpu(tensor, what);
+  check_avg(options.op, tensor, what);
+  const auto timeout = impl_->timeout_or_default(options.timeout);
+  return impl_->enqueue(what, [this, tensor, options, timeout]() mutable {
+    on_contiguous(tensor, [&](at::Tensor& t) {
+      impl_->comm->all_reduce(t.mutable_data_ptr(), t.numel(), to_gloo(t.scalar_type()),
+                              to_gloo(options.op), timeout);
+      if (options.op == ReduceOp::kAvg) {
+        t.div_(size());
+      }
+    });
+  });
+}
+
+WorkPtr ProcessGroupGloo::reduce(at::Tensor& tensor, const ReduceOptions& options) {
+  const std::string what =
+      describe("reduce(" + to_string(options.op) + ") to rank " + std::to_string(options.root));
+  check_cpu(tensor, what);
+  check_root(options.root, size(), what);
+  check_avg(options.op, tensor, what);
+  const auto timeout = impl_->timeout_or_default(options.timeout);
+  return impl_->enqueue(what, [this, tensor, options, timeout]() mutable {
+    on_contiguous(tensor, [&](at::Tensor& t) {
+      impl_->comm->reduce(t.mutable_data_ptr(), t.numel(), to_gloo(t.scalar_type()),
+                          to_gloo(options.op), options.root, timeout);
+      if (options.op == ReduceOp::kAvg && rank() == options.root) {
+        t.div_(size());
+      }
+    });
+  });
+}
+
+WorkPtr ProcessGroupGloo::all_gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
+                                     const CollectiveOptions& options) {
+  const std::string what = describe("all_gather");
+  check_cpu(input, what);
+  check_count(outputs, size(), what, "outputs");
+  for (const auto& out : outputs) {
+    check_same(input, out, what);
+  }
+  const auto timeout = impl_->timeout_or_default(options.timeout);
+  return impl_->enqueue(what, [this, outputs, input = input.contiguous(), timeout]() mutable {
+    at::Tensor flat = at::empty({input.numel() * size()}, input.options());
+    impl_->comm->all_gather(input.const_data_ptr(), flat.mutable_data_ptr(), input.numel(),
+                            to_gloo(input.scalar_type()), timeout);
+    split_into(flat, outputs);
+  });
+}
+
+WorkPtr ProcessGroupGloo::gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
+                                 const RootOptions& options) {
+  const std::string what = describe("gather to rank " + std::to_string(options.root));
+  check_cpu(input, what);
+  check_root(options.root, size(), what);
+  const bool is_root = rank() == options.root;
+  if (is_root) {
+    check_count(outputs, size(), what, "outputs");
+    for (const auto& out : outputs) {
+      check_same(input, out, what);
+    }
+  }
+  const auto timeout = impl_->timeout_or_default(options.timeout);
+  return impl_->enqueue(what, [this, outputs, input = input.contiguous(), options, timeout,
+                               is_root]() mutable {
+    at::Tensor flat = is_root ? at::empty({input.numel() * size()}, input.options()) : at::Tensor();
+    impl_->comm->gather(input.const_data_ptr(), is_root ? flat.mutable_data_ptr() : nullptr,
+                        input.numel(), to_gloo(input.scalar_type()), options.root, timeout);
+    if (is_root) {
+      split_into(flat, outputs);
+    }
+  });
+}
+
+WorkPtr ProcessGroupGloo::scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
+                                  const RootOptions& options) {
+  const std::string what = describe("scatter from rank " + std::to_string(options.root));
+  check_cpu(output, what);
+  check_root(options.root, size(), what);
+  const bool is_root = rank() == options.root;
+  if (is_root) {
+    check_count(inputs, size(), what, "inputs");
+    for (const auto& in : inputs) {
+      check_same(output, in, what);
+    }
+  }
+  const auto timeout = impl_->timeout_or_default(options.timeout);
+  at::Tensor flat = is_root ? flat_cat(inputs) : at::Tensor();
+  return impl_->enqueue(what, [this, output, flat, options, timeout, is_root]() mutable {
+    on_contiguous(output, [&](at::Tensor& t) {
+      impl_->comm->scatter(is_root ? flat.const_data_ptr() : nullptr, t.mutable_data_ptr(),
+                           t.numel(), to_gloo(t.scalar_type()), options.root, timeout);
+    });
+  });
+}
+
+WorkPtr ProcessGroupGloo::reduce_scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
+                                         const AllreduceOptions& options) {
+  const std::string what = describe("reduce_scatter(" + to_string(options.op) + ")");
+  check_cpu(output, what);
+  check_avg(options.op, output, what);
+  check_count(inputs, size(), what, "inputs");
+  for (const auto& in : inputs) {
+    check_same(output, in, what);
+  }
+  const auto timeout = impl_->timeout_or_default(options.timeout);
+  // Gloo has no reduce-scatter for arbitrary sizes: reduce everything, keep our block.
+  at::Tensor flat = flat_cat(inputs);
+  return impl_->enqueue(what, [this, output, flat, options, timeout]() mutable {
+    impl_->comm->all_reduce(flat.mutable_data_ptr(), flat.numel(), to_gloo(flat.scalar_type()),
+                            to_gloo(options.op), timeout);
+    at::Tensor mine = flat.narrow(0, rank() * output.numel(), output.numel()).view(output.sizes());
+    if (options.op == ReduceOp::kAvg) {
+      mine = mine / size();
+    }
+    output.copy_(mine);
+  });
+}
+
+WorkPtr ProcessGroupGloo::all_to_all(std::vector<at::Tensor>& outputs,
+                                     const std::vector<at::Tensor>& inputs,
+                                     const CollectiveOptions& options) {
+  const std::string what = describe("all_to_all");
+  check_count(inputs, size(), what, "inputs");
+  check_count(outputs, size(), what, "outputs");
+  for (int i = 0; i < size(); ++i) {
+    check_cpu(inputs[i], what);
+    check_same(inputs[0], inputs[i], what);
+    check_same(inputs[0], outputs[i], what);
+  }
+  const auto timeout = impl_->timeout_or_default(options.timeout);
+  at::Tensor flat_in = flat_cat(inputs);
+  return impl_->enqueue(what, [this, outputs, flat_in, timeout]() mutable {
+    at::Tensor flat_out = at::empty_like(flat_in);
+    impl_->comm->all_to_all(flat_in.const_data_ptr(), flat_out.mutable_data_ptr(),
+                            flat_in.numel() / size(), to_gloo(flat_in.scalar_type()), timeout);
+    split_into(flat_out, outputs);
+  });
+}
+
+WorkPtr ProcessGroupGloo::barrier(const CollectiveOptions& options) {
+  const auto timeout = impl_->timeout_or_default(options.timeout);
+  return impl_->enqueue(describe("barrier"), [this, timeout] { impl_->comm->barrier(timeout); });
+}
+
+}  // namespace dtrain::dist

@@ -1,0 +1,287 @@
+// Conformance of the Gloo backend: every op, reduce op and dtype, world
+// sizes 2, 3 and 4, sub-groups, point-to-point in and out of order,
+// zero-element and non-contiguous tensors. Each rank is a real process.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <thread>
+
+#include "dtrain/dist/init.h"
+#include "multi_process.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+namespace dist = dtrain::dist;
+using dist::ReduceOp;
+
+// Starts the default group for `rank` through tcp:// on `port`.
+void init(int rank, int world, std::uint16_t port) {
+  at::set_num_threads(1);
+  dist::init_process_group({.backend = "gloo",
+                            .init_method = "tcp://127.0.0.1:" + std::to_string(port),
+                            .rank = rank,
+                            .world_size = world,
+                            .timeout = 30s});
+}
+
+void expect_all_ranks_pass(const std::vector<int>& codes) {
+  for (std::size_t r = 0; r < codes.size(); ++r) {
+    EXPECT_EQ(codes[r], 0) << "rank " << r << " failed (its output is above)";
+  }
+}
+
+const std::vector<at::ScalarType> kDtypes = {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16,
+                                             at::kInt,   at::kLong,   at::kByte};
+
+class GlooWorld : public ::testing::TestWithParam<int> {};
+
+TEST_P(GlooWorld, AllReduceEveryOpAndDtype) {
+  const int world = GetParam();
+  const auto port = dtrain::testing::free_port();
+  expect_all_ranks_pass(dtrain::testing::run_ranks(world, [&](int rank) {
+    init(rank, world, port);
+    for (auto dtype : kDtypes) {
+      const bool floating = at::isFloatingType(dtype);
+      std::vector<std::pair<ReduceOp, double>> cases = {
+          {ReduceOp::kSum, world * (world + 1) / 2.0},
+          {ReduceOp::kMin, 1.0},
+          {ReduceOp::kMax, static_cast<double>(world)}};
+      double factorial = 1;
+      for (int r = 1; r <= world; ++r) {
+        factorial *= r;
+      }
+      cases.push_back({ReduceOp::kProduct, factorial});
+      if (floating) {
+        cases.push_back({ReduceOp::kAvg, (world + 1) / 2.0});
+      }
+      for (const auto& [op, expected] : cases) {
+        at::Tensor t = at::full({7}, rank + 1, at::TensorOptions().dtype(dtype));
+        dist::all_reduce(t, op);
+        EXPECT_TRUE(at::allclose(t.to(at::kDouble), at::full({7}, expected, at::kDouble)))
+            << "dtype " << dtype << " op " << dist::to_string(op) << ": got " << t;
+      }
+    }
+    dist::destroy_process_group();
+  }));
+}
+
+TEST_P(GlooWorld, RootedCollectivesFromEveryRoot) {
+  const int world = GetParam();
+  const auto port = dtrain::testing::free_port();
+  expect_all_ranks_pass(dtrain::testing::run_ranks(world, [&](int rank) {
+    init(rank, world, port);
+    const auto f = at::TensorOptions().dtype(at::kFloat);
+    for (int root = 0; root < world; ++root) {
+      // broadcast
+      at::Tensor b = at::arange(5, f) + 10 * rank;
+      dist::broadcast(b, root);
+      EXPECT_TRUE(at::equal(b, at::arange(5, f) + 10 * root)) << "broadcast from " << root;
+      // reduce: the root gets the sum, the others keep their tensor
+      at::Tensor r = at::full({3}, rank + 1, f);
+      dist::reduce(r, root, ReduceOp::kSum);
+      EXPECT_TRUE(at::equal(r, at::full({3}, rank == root ? world * (world + 1) / 2 : rank + 1, f)))
+          << "reduce to " << root << ": " << r;
+      // gather
+      std::vector<at::Tensor> gathered;
+      if (rank == root) {
+        for (int i = 0; i < world; ++i) {
+          gathered.push_back(at::empty({2}, f));
+        }
+      }
+      dist::gather(at::full({2}, rank * 3, f), gathered, root);
+      for (int i = 0; rank == root && i < world; ++i) {
+        EXPECT_TRUE(at::equal(gathered[i], at::full({2}, i * 3, f))) << "gather to " << root;
+      }
+      // scatter
+      std::vector<at::Tensor> pieces;
+      if (rank == root) {
+        for (int i = 0; i < world; ++i) {
+          pieces.push_back(at::full({2, 2}, i * 2 + 1, f));
+        }
+      }
+      at::Tensor piece = at::empty({2, 2}, f);
+      dist::scatter(piece, pieces, root);
+      EXPECT_TRUE(at::equal(piece, at::full({2, 2}, rank * 2 + 1, f))) << "scatter from " << root;
+    }
+    dist::destroy_process_group();
+  }));
+}
+
+TEST_P(GlooWorld, GatherScatterAllToAll) {
+  const int world = GetParam();
+  const auto port = dtrain::testing::free_port();
+  expect_all_ranks_pass(dtrain::testing::run_ranks(world, [&](int rank) {
+    init(rank, world, port);
+    const auto f = at::TensorOptions().dtype(at::kDouble);
+    std::vector<at::Tensor> all(world);
+    for (auto& t : all) {
+      t = at::empty({3}, f);
+    }
+    dist::all_gather(all, at::full({3}, rank + 0.5, f));
+    for (int i = 0; i < world; ++i) {
+      EXPECT_TRUE(at::equal(all[i], at::full({3}, i + 0.5, f))) << "all_gather block " << i;
+    }
+    std::vector<at::Tensor> inputs;
+    for (int i = 0; i < world; ++i) {
+      inputs.push_back(at::full({2}, (rank + 1) * (i + 1), f));
+    }
+    at::Tensor mine = at::empty({2}, f);
+    dist::reduce_scatter(mine, inputs, ReduceOp::kSum);
+    EXPECT_TRUE(at::equal(mine, at::full({2}, (rank + 1) * world * (world + 1) / 2.0, f))) << mine;
+    dist::reduce_scatter(mine, inputs, ReduceOp::kAvg);
+    EXPECT_TRUE(at::allclose(mine, at::full({2}, (rank + 1) * (world + 1) / 2.0, f))) << mine;
+
+    std::vector<at::Tensor> sends;
+    std::vector<at::Tensor> receives;
+    for (int i = 0; i < world; ++i) {
+      sends.push_back(at::full({4}, rank * 100 + i, f));
+      receives.push_back(at::empty({4}, f));
+    }
+    dist::all_to_all(receives, sends);
+    for (int i = 0; i < world; ++i) {
+      EXPECT_TRUE(at::equal(receives[i], at::full({4}, i * 100 + rank, f)))
+          << "all_to_all from " << i;
+    }
+    dist::barrier();
+    dist::destroy_process_group();
+  }));
+}
+
+TEST_P(GlooWorld, PointToPointRingAndOutOfOrder) {
+  const int world = GetParam();
+  const auto port = dtrain::testing::free_port();
+  expect_all_ranks_pass(dtrain::testing::run_ranks(world, [&](int rank) {
+    init(rank, world, port);
+    const int next = (rank + 1) % world;
+    const int prev = (rank + world - 1) % world;
+    // Blocking ring: everyone posts its receive asynchronously, then sends.
+    at::Tensor in = at::empty({6}, at::kLong);
+    auto receiving = dist::irecv(in, prev);
+    dist::send(at::full({6}, rank, at::kLong), next);
+    receiving->wait();
+    EXPECT_TRUE(at::equal(in, at::full({6}, prev, at::kLong)));
+    // Out of order: two tagged messages, sent in one order, waited in the other.
+    if (rank == 0) {
+      auto late = dist::isend(at::full({2}, 2.0), 1, nullptr, /*tag=*/2);
+      auto early = dist::isend(at::full({2}, 1.0), 1, nullptr, /*tag=*/1);
+      early->wait();
+      late->wait();
+    } else if (rank == 1) {
+      at::Tensor one = at::empty({2});
+      at::Tensor two = at::empty({2});
+      auto w2 = dist::irecv(two, 0, nullptr, 2);
+      auto w1 = dist::irecv(one, 0, nullptr, 1);
+      w1->wait();
+      w2->wait();
+      EXPECT_TRUE(w1->is_completed() && w2->is_completed());
+      EXPECT_TRUE(at::equal(one, at::full({2}, 1.0)));
+      EXPECT_TRUE(at::equal(two, at::full({2}, 2.0)));
+    }
+    dist::barrier();
+    dist::destroy_process_group();
+  }));
+}
+
+TEST_P(GlooWorld, EmptyNonContiguousAndAsync) {
+  const int world = GetParam();
+  const auto port = dtrain::testing::free_port();
+  expect_all_ranks_pass(dtrain::testing::run_ranks(world, [&](int rank) {
+    init(rank, world, port);
+    at::Tensor empty = at::empty({0});
+    dist::all_reduce(empty);
+    dist::broadcast(empty, 0);
+    EXPECT_EQ(empty.numel(), 0);
+    // A transposed view: reduced in place through a contiguous copy.
+    at::Tensor base = at::arange(6, at::kFloat).view({2, 3}) * (rank + 1);
+    at::Tensor view = base.t();
+    dist::all_reduce(view);
+    EXPECT_TRUE(
+        at::equal(base, at::arange(6, at::kFloat).view({2, 3}) * (world * (world + 1) / 2)));
+    // Several async collectives in flight, waited in reverse order.
+    std::vector<at::Tensor> tensors;
+    std::vector<dist::WorkPtr> works;
+    for (int i = 0; i < 5; ++i) {
+      tensors.push_back(at::full({1000}, i + rank, at::kFloat));
+      works.push_back(dist::all_reduce(tensors.back(), ReduceOp::kMax, nullptr, /*async_op=*/true));
+    }
+    for (int i = 4; i >= 0; --i) {
+      works[i]->wait();
+      EXPECT_TRUE(works[i]->is_completed());
+      EXPECT_EQ(works[i]->exception(), nullptr);
+      EXPECT_TRUE(at::equal(tensors[i], at::full({1000}, i + world - 1, at::kFloat)));
+    }
+    dist::destroy_process_group();
+  }));
+}
+
+TEST_P(GlooWorld, SubGroups) {
+  const int world = GetParam();
+  const auto port = dtrain::testing::free_port();
+  expect_all_ranks_pass(dtrain::testing::run_ranks(world, [&](int rank) {
+    init(rank, world, port);
+    // The seed's example: all_reduce within the group of ranks 0 and 1.
+    auto pair = dist::new_group({0, 1});
+    // Every rank but 0 (group ranks are positions in the sorted list).
+    std::vector<int> tail;
+    for (int r = 1; r < world; ++r) {
+      tail.push_back(r);
+    }
+    auto rest = dist::new_group(tail);
+    EXPECT_EQ(pair != nullptr, rank <= 1);
+    EXPECT_EQ(rest != nullptr, rank >= 1);
+    if (pair) {
+      at::Tensor t = at::ones({1});
+      dist::all_reduce(t, ReduceOp::kSum, pair);
+      EXPECT_EQ(t.item<float>(), 2.0f);
+      EXPECT_EQ(pair->rank(), rank);
+      EXPECT_EQ(pair->size(), 2);
+    }
+    if (rest) {
+      at::Tensor t = at::full({1}, rank);
+      dist::all_reduce(t, ReduceOp::kSum, rest);
+      EXPECT_EQ(t.item<float>(), (world - 1) * world / 2.0f);
+      EXPECT_EQ(rest->rank(), rank - 1);
+      at::Tensor from_first = at::full({1}, rank);
+      dist::broadcast(from_first, 0, rest);  // group rank 0 is global rank 1
+      EXPECT_EQ(from_first.item<float>(), 1.0f);
+    }
+    dist::barrier();
+    dist::destroy_process_group();
+  }));
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, GlooWorld, ::testing::Values(2, 3, 4),
+                         [](const auto& info) { return "world" + std::to_string(info.param); });
+
+TEST(GlooInputs, BadInputsNameTheProblemWithoutTalkingToPeers) {
+  const auto port = dtrain::testing::free_port();
+  expect_all_ranks_pass(dtrain::testing::run_ranks(2, [&](int rank) {
+    init(rank, 2, port);
+    auto expect_error = [](const std::function<void()>& call, const std::string& fragment) {
+      try {
+        call();
+        ADD_FAILURE() << "accepted; expected an error containing: " << fragment;
+      } catch (const dtrain::Error& e) {
+        EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+      }
+    };
+    at::Tensor ints = at::ones({2}, at::kInt);
+    expect_error([&] { dist::all_reduce(ints, ReduceOp::kAvg); },
+                 "AVG needs a floating-point tensor");
+    at::Tensor f = at::ones({2});
+    expect_error([&] { dist::broadcast(f, 5); }, "root 5 is outside the group of size 2");
+    expect_error([&] { dist::send(f, rank); }, "must be another rank");
+    at::Tensor bools = at::ones({2}, at::kBool);
+    expect_error([&] { dist::all_reduce(bools); }, "gloo supports float32");
+    std::vector<at::Tensor> one = {at::empty({2})};
+    expect_error([&] { dist::all_gather(one, f); }, "outputs must hold 2 tensors");
+    // The group still works after rejected calls.
+    dist::all_reduce(f);
+    EXPECT_TRUE(at::equal(f, at::full({2}, 2.0)));
+    dist::destroy_process_group();
+  }));
+}
+
+}  // namespace

@@ -1,0 +1,200 @@
+// What goes wrong when a job starts or runs badly must end in a clear error
+// on the ranks concerned, within the timeout -- never a hang.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "dtrain/dist/init.h"
+#include "multi_process.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+namespace dist = dtrain::dist;
+using Clock = std::chrono::steady_clock;
+
+dist::InitOptions tcp(std::uint16_t port, int rank, int world, std::chrono::milliseconds timeout) {
+  return {.backend = "gloo",
+          .init_method = "tcp://127.0.0.1:" + std::to_string(port),
+          .rank = rank,
+          .world_size = world,
+          .timeout = timeout};
+}
+
+// Runs init and maps the outcome to an exit code the parent can count.
+enum Outcome {
+  kJoined = 0,
+  kClaimedTwice = 10,
+  kNeverJoined = 11,
+  kSizeMismatch = 12,
+  kOther = 13
+};
+
+int classify_init(const dist::InitOptions& options) {
+  try {
+    dist::init_process_group(options);
+    dist::destroy_process_group();
+    return kJoined;
+  } catch (const dtrain::Error& e) {
+    const std::string message = e.what();
+    std::fprintf(stderr, "rank %d: %s\n", options.rank, message.c_str());
+    if (message.find("was claimed twice") != std::string::npos) {
+      return kClaimedTwice;
+    }
+    if (message.find("never joined") != std::string::npos) {
+      return kNeverJoined;
+    }
+    if (message.find("was started with world size") != std::string::npos) {
+      return kSizeMismatch;
+    }
+    return kOther;
+  }
+}
+
+TEST(InitErrors, RankThatNeverJoinsMakesTheOthersRaise) {
+  const auto port = dtrain::testing::free_port();
+  const auto start = Clock::now();
+  // World of 3, but only ranks 0 and 1 start.
+  const auto codes = dtrain::testing::run_ranks(2, [&](int rank) {
+    try {
+      dist::init_process_group(tcp(port, rank, 3, 1500ms));
+      ADD_FAILURE() << "init succeeded without rank 2";
+    } catch (const dist::CollectiveError& e) {
+      // Rank 0 hosts the store and names the missing rank; another rank may
+      // instead see the store go away when rank 0 gives up first.
+      const std::string message = e.what();
+      const bool named = message.find("rank(s) 2 of 3 never joined") != std::string::npos;
+      EXPECT_TRUE(named ||
+                  (rank != 0 && message.find("for all 3 ranks to join") != std::string::npos))
+          << message;
+    }
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
+  EXPECT_LT(Clock::now() - start, 20s);
+}
+
+TEST(InitErrors, TwoProcessesClaimingOneRank) {
+  const auto port = dtrain::testing::free_port();
+  const auto codes = dtrain::testing::run_ranks(3, [&](int process) {
+    const int rank = std::min(process, 1);  // ranks 0, 1, 1
+    std::_Exit(classify_init(tcp(port, rank, 3, 2000ms)));
+  });
+  EXPECT_EQ(std::count(codes.begin(), codes.end(), kClaimedTwice), 1)
+      << ::testing::PrintToString(codes);
+  EXPECT_EQ(std::count(codes.begin(), codes.end(), kJoined), 0) << ::testing::PrintToString(codes);
+}
+
+TEST(InitErrors, RanksDisagreeingOnTheWorldSize) {
+  const auto port = dtrain::testing::free_port();
+  const auto codes = dtrain::testing::run_ranks(
+      2, [&](int rank) { std::_Exit(classify_init(tcp(port, rank, rank == 0 ? 2 : 3, 2000ms))); });
+  EXPECT_GE(std::count(codes.begin(), codes.end(), kSizeMismatch), 1)
+      << ::testing::PrintToString(codes);
+  EXPECT_EQ(std::count(codes.begin(), codes.end(), kJoined), 0) << ::testing::PrintToString(codes);
+}
+
+TEST(InitErrors, MasterThatNeverAnswers) {
+  const auto port = dtrain::testing::free_port();
+  const auto start = Clock::now();
+  const auto codes = dtrain::testing::run_ranks(1, [&](int) {
+    try {
+      dist::init_process_group(tcp(port, /*rank=*/1, /*world=*/2, 1000ms));
+      ADD_FAILURE() << "init succeeded without a master";
+    } catch (const dist::CollectiveTimeoutError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("could not reach the master"), std::string::npos) << message;
+      EXPECT_NE(message.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << message;
+    }
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0}));
+  EXPECT_LT(Clock::now() - start, 10s);
+}
+
+TEST(InitErrors, CollectiveThatAPeerNeverJoinsTimesOut) {
+  const auto port = dtrain::testing::free_port();
+  const auto codes = dtrain::testing::run_ranks(2, [&](int rank) {
+    dist::init_process_group(tcp(port, rank, 2, 1500ms));
+    if (rank == 1) {
+      std::this_thread::sleep_for(4s);  // never calls all_reduce
+      std::_Exit(0);
+    }
+    const auto start = Clock::now();
+    at::Tensor t = at::ones({4});
+    try {
+      dist::all_reduce(t);
+      ADD_FAILURE() << "all_reduce finished without its peer";
+    } catch (const dist::CollectiveTimeoutError& e) {
+      EXPECT_NE(
+          std::string(e.what()).find("all_reduce(SUM) on group 'default' (gloo), rank 0 of 2"),
+          std::string::npos)
+          << e.what();
+    }
+    EXPECT_LT(Clock::now() - start, 3500ms);
+    std::_Exit(::testing::Test::HasFailure() ? 1 : 0);
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
+}
+
+// Expects resolve_rendezvous to reject options, naming the problem.
+void expect_rejected(const dist::InitOptions& options, const std::string& fragment) {
+  try {
+    dist::resolve_rendezvous(options);
+    ADD_FAILURE() << "accepted " << options.init_method;
+  } catch (const dtrain::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(InitErrors, BadOptionsAreNamedBeforeAnyContact) {
+  expect_rejected({.init_method = "udp://x:1", .rank = 0, .world_size = 1},
+                  "is not env://, tcp://host:port");
+  expect_rejected({.init_method = "tcp://hostonly", .rank = 0, .world_size = 1},
+                  "must look like tcp://host:port");
+  expect_rejected({.init_method = "tcp://h:99999", .rank = 0, .world_size = 1}, "port '99999'");
+  expect_rejected({.init_method = "file://relative", .rank = 0, .world_size = 1}, "absolute path");
+  expect_rejected({.init_method = "tcp://h:1", .rank = 4, .world_size = 4},
+                  "rank 4 is outside the world of size 4");
+  unsetenv("MASTER_ADDR");
+  expect_rejected({.init_method = "env://", .rank = 0, .world_size = 2}, "needs MASTER_ADDR");
+}
+
+TEST(InitEnv, ReadsTheLaunchersVariables) {
+  setenv("MASTER_ADDR", "10.1.2.3", 1);
+  setenv("MASTER_PORT", "29511", 1);
+  setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+  setenv("OMPI_COMM_WORLD_SIZE", "8", 1);
+  unsetenv("RANK");
+  unsetenv("WORLD_SIZE");
+  const auto rdzv = dist::resolve_rendezvous({});
+  EXPECT_EQ(rdzv.host, "10.1.2.3");
+  EXPECT_EQ(rdzv.port, 29511);
+  EXPECT_EQ(rdzv.rank, 3);
+  EXPECT_EQ(rdzv.world_size, 8);
+  unsetenv("OMPI_COMM_WORLD_RANK");
+  unsetenv("OMPI_COMM_WORLD_SIZE");
+}
+
+TEST(InitFile, FileInitMethodJoinsTwoProcesses) {
+  char dir_template[] = "/tmp/dtrain-file-init-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const auto codes = dtrain::testing::run_ranks(2, [&](int rank) {
+    dist::init_process_group({.backend = "gloo",
+                              .init_method = "file://" + dir + "/rendezvous",
+                              .rank = rank,
+                              .world_size = 2,
+                              .timeout = 20s});
+    at::Tensor t = at::full({3}, rank + 1.0);
+    dist::all_reduce(t);
+    EXPECT_TRUE(at::equal(t, at::full({3}, 3.0)));
+    dist::destroy_process_group();
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
