@@ -28,6 +28,33 @@ if(NOT DTRAIN_MPI STREQUAL "OFF")
   endif()
 endif()
 
+# NCCL for the nccl backend, from the CUDA toolkit. At run time the process
+# uses whichever libnccl.so.2 loads first -- often the torch wheel's own
+# (docs/libtorch.md, "One libnccl.so.2 per process").
+if(DTRAIN_WITH_CUDA)
+  find_path(DTRAIN_NCCL_INCLUDE_DIR nccl.h
+    HINTS ${CUDAToolkit_INCLUDE_DIRS} "${CUDAToolkit_LIBRARY_ROOT}/include")
+  find_library(DTRAIN_NCCL_LIBRARY nccl
+    HINTS ${CUDAToolkit_LIBRARY_DIR} "${CUDAToolkit_LIBRARY_ROOT}/lib64" "${CUDAToolkit_LIBRARY_ROOT}/lib")
+  if(NOT DTRAIN_NCCL_INCLUDE_DIR OR NOT DTRAIN_NCCL_LIBRARY)
+    message(FATAL_ERROR "dtrain: CUDA is on but NCCL was not found beside the CUDA toolkit "
+      "(${CUDAToolkit_LIBRARY_ROOT}): nccl.h -> '${DTRAIN_NCCL_INCLUDE_DIR}', "
+      "libnccl.so -> '${DTRAIN_NCCL_LIBRARY}'; install NCCL or set DTRAIN_CUDA=OFF")
+  endif()
+  file(READ "${DTRAIN_NCCL_INCLUDE_DIR}/nccl.h" _dtrain_nccl_header LIMIT 4096)
+  set(_dtrain_nccl_version "")
+  foreach(part MAJOR MINOR PATCH)
+    string(REGEX MATCH "#define NCCL_${part} +([0-9]+)" _ "${_dtrain_nccl_header}")
+    list(APPEND _dtrain_nccl_version "${CMAKE_MATCH_1}")
+  endforeach()
+  string(JOIN "." _dtrain_nccl_version ${_dtrain_nccl_version})
+  add_library(dtrain::nccl UNKNOWN IMPORTED)
+  set_target_properties(dtrain::nccl PROPERTIES
+    IMPORTED_LOCATION "${DTRAIN_NCCL_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${DTRAIN_NCCL_INCLUDE_DIR}")
+  message(STATUS "dtrain: NCCL ${_dtrain_nccl_version} from ${DTRAIN_NCCL_LIBRARY}")
+endif()
+
 if(DTRAIN_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -13,9 +13,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include "dtrain/config.h"
+#include "dtrain/dist/debug_process_group.h"
 #include "dtrain/dist/file_store.h"
 #include "dtrain/dist/prefix_store.h"
 #include "dtrain/dist/process_group_gloo.h"
+#include "dtrain/dist/process_group_nccl.h"
 #include "dtrain/dist/tcp_store.h"
 #include "dtrain/util/launch_env.h"
 #include "dtrain/util/logging.h"
@@ -127,6 +130,15 @@ void check_membership(Store& store, int rank, int world_size, std::chrono::milli
 
 ProcessGroupPtr make_group(const std::string& backend, std::shared_ptr<Store> store, int rank,
                            int size, std::chrono::milliseconds timeout, const std::string& name) {
+  if (backend == "nccl") {
+#if DTRAIN_WITH_CUDA
+    NcclOptions options = NcclOptions::from_env();
+    options.timeout = timeout;
+    return std::make_shared<ProcessGroupNCCL>(std::move(store), rank, size, options, name);
+#else
+    throw Error("this build of dtrain has no NCCL backend (built without CUDA)");
+#endif
+  }
   if (backend == "gloo") {
     GlooOptions options = GlooOptions::from_env();
     options.timeout = timeout;
@@ -224,7 +236,9 @@ ProcessGroupPtr init_process_group(const InitOptions& options) {
   check_membership(*std::make_shared<PrefixStore>("init", job_store), rdzv.rank, rdzv.world_size,
                    options.timeout);
 
-  s.group = make_group(backend, job_store, rdzv.rank, rdzv.world_size, options.timeout, "default");
+  s.group = wrap_for_debug_if_enabled(
+      make_group(backend, job_store, rdzv.rank, rdzv.world_size, options.timeout, "default"),
+      job_store, options.timeout);
   s.store = job_store;
   s.options = options;
   s.backend = backend;
@@ -281,8 +295,10 @@ ProcessGroupPtr new_group(std::vector<int> ranks) {
   if (me == ranks.end()) {
     return nullptr;
   }
-  return make_group(s.backend, s.store, static_cast<int>(me - ranks.begin()),
-                    static_cast<int>(ranks.size()), s.options.timeout, name);
+  return wrap_for_debug_if_enabled(
+      make_group(s.backend, s.store, static_cast<int>(me - ranks.begin()),
+                 static_cast<int>(ranks.size()), s.options.timeout, name),
+      s.store, s.options.timeout);
 }
 
 void send(const at::Tensor& tensor, int dst, const ProcessGroupPtr& group, int tag) {
