@@ -22,6 +22,7 @@
 #include "dtrain/dist/tcp_store.h"
 #include "dtrain/util/launch_env.h"
 #include "dtrain/util/logging.h"
+#include "mpi_backend.h"
 
 namespace dtrain::dist {
 
@@ -144,6 +145,9 @@ ProcessGroupPtr make_group(const std::string& backend, std::shared_ptr<Store> st
     options.timeout = timeout;
     return std::make_shared<ProcessGroupGloo>(std::move(store), rank, size, options, name);
   }
+  if (backend == "mpi") {
+    return make_mpi_group(store, rank, size, timeout, name);
+  }
   throw Error("init_process_group: the " + backend +
               " backend is not available in this build of dtrain yet");
 }
@@ -209,6 +213,9 @@ ProcessGroupPtr init_process_group(const InitOptions& options) {
   DTRAIN_CHECK(options.timeout.count() > 0, "init_process_group: timeout must be positive");
   const std::string backend = resolve_backend(options.backend);
   const Rendezvous rdzv = resolve_rendezvous(options);
+  if (backend == "mpi") {
+    check_mpi_world(rdzv.rank, rdzv.world_size);  // before anyone waits in the store
+  }
   util::set_log_rank(rdzv.rank, util::read_launch_env().local_rank);
 
   std::shared_ptr<Store> store;

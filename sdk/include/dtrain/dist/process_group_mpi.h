@@ -1,0 +1,91 @@
+// ProcessGroupMPI: collectives on CPU tensors over MPI (OpenMPI), for jobs
+// started by mpirun.
+//
+//   mpirun -np 4 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=29500 ./train
+//   dtrain::dist::init_process_group({.backend = "mpi"});   // in ./train
+//
+// Only in builds with DTRAIN_WITH_MPI (dtrain/config.h); elsewhere backend
+// "mpi" raises "this build of dtrain has no MPI backend".
+//
+// Ranks and sizes come from MPI itself (MPI_COMM_WORLD). The first group a
+// process creates initialises MPI with MPI_Init_thread (at least
+// MPI_THREAD_SERIALIZED) unless the program already did; dtrain then
+// finalises it at exit. Every MPI call dtrain makes holds one process-wide
+// lock (see Note [One MPI call at a time] in process_group_mpi.cpp), so a
+// program that calls MPI itself must not do so concurrently with dtrain.
+//
+// Collectives run on one worker thread per group, in issue order, as MPI's
+// non-blocking collectives (MPI_Iallreduce, ...) polled against the op's
+// timeout; send and recv are MPI_Isend/MPI_Irecv whose Works complete
+// independently, waited in any order (they progress while some MPI call
+// runs in the process, as usual in MPI). A timeout raises
+// CollectiveTimeoutError naming the op, the group and the rank. MPI cannot
+// cancel a collective, so after a timed-out collective the group is broken:
+// later collectives on it fail at once. With MpiOptions::abort_on_timeout
+// the whole job is aborted (MPI_Abort) instead.
+//
+// Dtypes: float32, float64, float16, bfloat16 (reduced by dtrain's own
+// MPI_Op), int32, int64, uint8. Tensors of more than 2^31-1 elements are
+// rejected (MPI counts are int).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dtrain/dist/process_group.h"
+
+namespace dtrain::dist {
+
+struct MpiOptions {
+  // How long a collective or a send/recv may take before it fails.
+  std::chrono::milliseconds timeout{std::chrono::minutes(30)};
+  // On a timeout, MPI_Abort the job (every rank ends) rather than raising.
+  bool abort_on_timeout = false;
+  // Options from the environment: DTRAIN_MPI_ABORT_ON_TIMEOUT=1.
+  static MpiOptions from_env();
+};
+
+class ProcessGroupMPI : public ProcessGroup {
+ public:
+  // Every process of the MPI job, over a duplicate of MPI_COMM_WORLD.
+  // Collective: every process of the job must construct it.
+  explicit ProcessGroupMPI(MpiOptions options = MpiOptions::from_env(),
+                           std::string name = "default");
+  // The processes whose MPI_COMM_WORLD ranks are `world_ranks` (group rank i
+  // is world_ranks[i]), over MPI_Comm_create_group. Exactly those processes
+  // construct it, with the same list and name; throws dtrain::Error when this
+  // process is not listed or the list repeats a rank or leaves the world.
+  ProcessGroupMPI(std::vector<int> world_ranks, MpiOptions options, std::string name);
+  ~ProcessGroupMPI() override;
+
+  std::string backend_name() const override { return "mpi"; }
+
+  // This process's rank in MPI_COMM_WORLD and the job's size (initialise MPI when needed).
+  static int world_rank();
+  static int world_size();
+
+  WorkPtr send(const at::Tensor& tensor, int dst, int tag = 0) override;
+  WorkPtr recv(at::Tensor& tensor, int src, int tag = 0) override;
+  WorkPtr broadcast(at::Tensor& tensor, const BroadcastOptions& options = {}) override;
+  WorkPtr all_reduce(at::Tensor& tensor, const AllreduceOptions& options = {}) override;
+  WorkPtr reduce(at::Tensor& tensor, const ReduceOptions& options = {}) override;
+  WorkPtr all_gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
+                     const CollectiveOptions& options = {}) override;
+  WorkPtr gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
+                 const RootOptions& options = {}) override;
+  WorkPtr scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
+                  const RootOptions& options = {}) override;
+  WorkPtr reduce_scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
+                         const AllreduceOptions& options = {}) override;
+  WorkPtr all_to_all(std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs,
+                     const CollectiveOptions& options = {}) override;
+  WorkPtr barrier(const CollectiveOptions& options = {}) override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dtrain::dist
