@@ -21,6 +21,19 @@ using dist::ReduceOp;
 int g_rank = -1;
 int g_failures = 0;
 
+// A tensor on one line, so the ranks' messages do not interleave: "Float[3, 3]".
+struct Flat {
+  const at::Tensor& tensor;
+};
+std::ostream& operator<<(std::ostream& out, const Flat& flat) {
+  const at::Tensor values = flat.tensor.to(at::kDouble).reshape({-1});
+  out << flat.tensor.scalar_type() << "[";
+  for (int64_t i = 0; i < values.numel(); ++i) {
+    out << (i ? ", " : "") << values[i].item<double>();
+  }
+  return out << "]";
+}
+
 #define EXPECT_THAT(cond, ...)                                                              \
   do {                                                                                      \
     if (!(cond)) {                                                                          \
@@ -70,12 +83,12 @@ void all_reduce_every_op_and_dtype(int rank, int world) {
       at::Tensor t = at::full({7}, rank + 1, at::TensorOptions().dtype(dtype));
       dist::all_reduce(t, op);
       EXPECT_THAT(same(t, at::full({7}, expected, at::kDouble)), "all_reduce dtype ", dtype, " op ",
-                  dist::to_string(op), ": got ", t);
+                  dist::to_string(op), ": got ", Flat{t});
       // reduce with the same op, to the last rank; the others keep theirs.
       at::Tensor r = at::full({5}, rank + 1, at::TensorOptions().dtype(dtype));
       dist::reduce(r, world - 1, op);
       EXPECT_THAT(same(r, at::full({5}, rank == world - 1 ? expected : rank + 1, at::kDouble)),
-                  "reduce dtype ", dtype, " op ", dist::to_string(op), ": got ", r);
+                  "reduce dtype ", dtype, " op ", dist::to_string(op), ": got ", Flat{r});
     }
   }
 }
@@ -85,11 +98,11 @@ void rooted_collectives_from_every_root(int rank, int world) {
   for (int root = 0; root < world; ++root) {
     at::Tensor b = at::arange(5, f) + 10 * rank;
     dist::broadcast(b, root);
-    EXPECT_THAT(at::equal(b, at::arange(5, f) + 10 * root), "broadcast from ", root, ": ", b);
+    EXPECT_THAT(at::equal(b, at::arange(5, f) + 10 * root), "broadcast from ", root, ": ", Flat{b});
     at::Tensor r = at::full({3}, rank + 1, f);
     dist::reduce(r, root, ReduceOp::kSum);
     EXPECT_THAT(at::equal(r, at::full({3}, rank == root ? world * (world + 1) / 2 : rank + 1, f)),
-                "reduce to ", root, ": ", r);
+                "reduce to ", root, ": ", Flat{r});
     std::vector<at::Tensor> gathered;
     if (rank == root) {
       for (int i = 0; i < world; ++i) {
@@ -99,7 +112,7 @@ void rooted_collectives_from_every_root(int rank, int world) {
     dist::gather(at::full({2}, rank * 3, f), gathered, root);
     for (int i = 0; rank == root && i < world; ++i) {
       EXPECT_THAT(at::equal(gathered[i], at::full({2}, i * 3, f)), "gather to ", root, " block ", i,
-                  ": ", gathered[i]);
+                  ": ", Flat{gathered[i]});
     }
     std::vector<at::Tensor> pieces;
     if (rank == root) {
@@ -110,14 +123,15 @@ void rooted_collectives_from_every_root(int rank, int world) {
     at::Tensor piece = at::empty({2, 2}, f);
     dist::scatter(piece, pieces, root);
     EXPECT_THAT(at::equal(piece, at::full({2, 2}, rank * 2 + 1, f)), "scatter from ", root, ": ",
-                piece);
+                Flat{piece});
   }
   // Broadcast, gather and scatter move every dtype (float16/bfloat16 as dtrain's own type).
   for (auto dtype : kDtypes) {
     const auto o = at::TensorOptions().dtype(dtype);
     at::Tensor b = at::full({4}, rank + 2, o);
     dist::broadcast(b, world - 1);
-    EXPECT_THAT(same(b, at::full({4}, world + 1, at::kDouble)), "broadcast dtype ", dtype, ": ", b);
+    EXPECT_THAT(same(b, at::full({4}, world + 1, at::kDouble)), "broadcast dtype ", dtype, ": ",
+                Flat{b});
     std::vector<at::Tensor> gathered(world);
     for (auto& g : gathered) {
       g = at::empty({3}, o);
@@ -125,7 +139,7 @@ void rooted_collectives_from_every_root(int rank, int world) {
     dist::gather(at::full({3}, rank, o), gathered, 0);
     for (int i = 0; rank == 0 && i < world; ++i) {
       EXPECT_THAT(same(gathered[i], at::full({3}, i, at::kDouble)), "gather dtype ", dtype,
-                  " block ", i, ": ", gathered[i]);
+                  " block ", i, ": ", Flat{gathered[i]});
     }
     std::vector<at::Tensor> pieces;
     for (int i = 0; i < world; ++i) {
@@ -134,7 +148,7 @@ void rooted_collectives_from_every_root(int rank, int world) {
     at::Tensor piece = at::empty({3}, o);
     dist::scatter(piece, pieces, 0);
     EXPECT_THAT(same(piece, at::full({3}, rank + 1, at::kDouble)), "scatter dtype ", dtype, ": ",
-                piece);
+                Flat{piece});
   }
 }
 
@@ -148,7 +162,7 @@ void gather_scatter_all_to_all(int rank, int world) {
     dist::all_gather(all, at::full({3}, rank + 1, o));
     for (int i = 0; i < world; ++i) {
       EXPECT_THAT(same(all[i], at::full({3}, i + 1, at::kDouble)), "all_gather dtype ", dtype,
-                  " block ", i, ": ", all[i]);
+                  " block ", i, ": ", Flat{all[i]});
     }
     std::vector<at::Tensor> sends;
     std::vector<at::Tensor> receives;
@@ -159,7 +173,7 @@ void gather_scatter_all_to_all(int rank, int world) {
     dist::all_to_all(receives, sends);
     for (int i = 0; i < world; ++i) {
       EXPECT_THAT(same(receives[i], at::full({4}, i * 10 + rank, at::kDouble)), "all_to_all dtype ",
-                  dtype, " from ", i, ": ", receives[i]);
+                  dtype, " from ", i, ": ", Flat{receives[i]});
     }
     // reduce_scatter: block i of rank r holds (r + 1) * (i + 1).
     std::vector<at::Tensor> inputs;
@@ -177,7 +191,7 @@ void gather_scatter_all_to_all(int rank, int world) {
       at::Tensor mine = at::empty({2}, o);
       dist::reduce_scatter(mine, inputs, op);
       EXPECT_THAT(same(mine, at::full({2}, expected, at::kDouble)), "reduce_scatter dtype ", dtype,
-                  " op ", dist::to_string(op), ": ", mine);
+                  " op ", dist::to_string(op), ": ", Flat{mine});
     }
   }
   dist::barrier();
@@ -190,7 +204,7 @@ void point_to_point_ring_and_out_of_order(int rank, int world) {
   auto receiving = dist::irecv(in, prev);
   dist::send(at::full({6}, rank, at::kLong), next);
   receiving->wait();
-  EXPECT_THAT(at::equal(in, at::full({6}, prev, at::kLong)), "ring from ", prev, ": ", in);
+  EXPECT_THAT(at::equal(in, at::full({6}, prev, at::kLong)), "ring from ", prev, ": ", Flat{in});
   // Two tagged messages, sent in one order, waited in the other.
   if (rank == 0) {
     at::Tensor late_data = at::full({2}, 2.0);
@@ -207,8 +221,8 @@ void point_to_point_ring_and_out_of_order(int rank, int world) {
     w1->wait();
     w2->wait();
     EXPECT_THAT(w1->is_completed() && w2->is_completed(), "waited works not completed");
-    EXPECT_THAT(at::equal(one, at::full({2}, 1.0)), "tag 1: ", one);
-    EXPECT_THAT(at::equal(two, at::full({2}, 2.0)), "tag 2: ", two);
+    EXPECT_THAT(at::equal(one, at::full({2}, 1.0)), "tag 1: ", Flat{one});
+    EXPECT_THAT(at::equal(two, at::full({2}, 2.0)), "tag 2: ", Flat{two});
   }
   // A receive whose sender's tensor is smaller says so.
   if (rank == 0) {
@@ -240,7 +254,7 @@ void empty_non_contiguous_and_async(int rank, int world) {
   at::Tensor view = base.t();
   dist::all_reduce(view);
   EXPECT_THAT(at::equal(base, at::arange(6, at::kFloat).view({2, 3}) * (world * (world + 1) / 2)),
-              "non-contiguous all_reduce: ", base);
+              "non-contiguous all_reduce: ", Flat{base});
   std::vector<at::Tensor> tensors;
   std::vector<dist::WorkPtr> works;
   for (int i = 0; i < 5; ++i) {
@@ -266,7 +280,7 @@ void sub_groups(int rank, int world) {
   if (pair) {
     at::Tensor t = at::ones({1});
     dist::all_reduce(t, ReduceOp::kSum, pair);
-    EXPECT_THAT(t.item<float>() == 2.0f, "pair all_reduce: ", t);
+    EXPECT_THAT(t.item<float>() == 2.0f, "pair all_reduce: ", Flat{t});
     EXPECT_THAT(pair->rank() == rank && pair->size() == 2, "pair rank ", pair->rank(), " size ",
                 pair->size());
     EXPECT_THAT(pair->backend_name() == "mpi", "backend ", pair->backend_name());
@@ -274,11 +288,11 @@ void sub_groups(int rank, int world) {
   if (rest) {
     at::Tensor t = at::full({1}, rank);
     dist::all_reduce(t, ReduceOp::kSum, rest);
-    EXPECT_THAT(t.item<float>() == (world - 1) * world / 2.0f, "rest all_reduce: ", t);
+    EXPECT_THAT(t.item<float>() == (world - 1) * world / 2.0f, "rest all_reduce: ", Flat{t});
     EXPECT_THAT(rest->rank() == rank - 1, "rest rank ", rest->rank());
     at::Tensor from_first = at::full({1}, rank);
     dist::broadcast(from_first, 0, rest);  // group rank 0 is global rank 1
-    EXPECT_THAT(from_first.item<float>() == 1.0f, "rest broadcast: ", from_first);
+    EXPECT_THAT(from_first.item<float>() == 1.0f, "rest broadcast: ", Flat{from_first});
     // Point to point uses group ranks too.
     if (rest->size() >= 2 && rest->rank() < 2) {
       at::Tensor x = at::full({2}, rank, at::kInt);
@@ -286,7 +300,7 @@ void sub_groups(int rank, int world) {
         dist::send(x, 1, rest, 5);
       } else {
         dist::recv(x, 0, rest, 5);
-        EXPECT_THAT(at::equal(x, at::full({2}, 1, at::kInt)), "rest recv: ", x);
+        EXPECT_THAT(at::equal(x, at::full({2}, 1, at::kInt)), "rest recv: ", Flat{x});
       }
     }
   }
@@ -305,7 +319,7 @@ void sub_groups(int rank, int world) {
   for (int r = 1; r <= world; ++r) {
     factorial *= r;
   }
-  EXPECT_THAT(at::equal(t, at::full({2}, factorial)), "everyone product: ", t);
+  EXPECT_THAT(at::equal(t, at::full({2}, factorial)), "everyone product: ", Flat{t});
   dist::barrier();
 }
 
