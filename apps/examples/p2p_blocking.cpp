@@ -1,0 +1,39 @@
+// The seed's "Blocking point-to-point communication": rank 0 adds 1 to a
+// zero tensor and sends it; the other ranks receive it.
+//
+//   Rank 0 has data 1
+//   Rank 1 has data 1
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+#include "common/format.h"
+#include "common/spawn.h"
+#include "dtrain/dist/init.h"
+#include "dtrain/util/cli_app.h"
+
+namespace dist = dtrain::dist;
+using dtrain::examples::format_tensor;
+using dtrain::examples::print_line;
+
+void run(int rank, int size) {
+  at::Tensor tensor = at::zeros({1});
+  if (rank == 0) {
+    tensor += 1;
+    // Send the tensor to every other process (the seed: to process 1).
+    for (int dst = 1; dst < size; ++dst) {
+      dist::send(tensor, dst);
+    }
+  } else {
+    // Receive tensor from process 0
+    dist::recv(tensor, 0);
+  }
+  print_line(fmt::format("Rank {} has data {}", rank, format_tensor(tensor[0])));
+}
+
+int main(int argc, char** argv) {
+  CLI::App app{"Blocking point-to-point: rank 0 sends a tensor with send(), the others recv() it"};
+  dtrain::examples::SpawnOptions options;
+  dtrain::examples::add_flags(app, options);
+  return dtrain::util::run_cli_app(app, argc, argv,
+                                   [&] { return dtrain::examples::spawn_or_join(options, run); });
+}
