@@ -1,0 +1,205 @@
+// Note [Two Glooes in one process] (sdk/src/dist/gloo/gloo_api.h), checked
+// in a live process: after a 2-rank all_reduce on the Gloo backend, every
+// gloo function libdtrain_gloo.so calls is Debian's libgloo's, none is
+// LibTorch's copy, and Debian's libgloo adds nothing to the global scope.
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+
+#include <ATen/ATen.h>
+
+#include <string>
+#include <vector>
+
+#include "dtrain/dist/init.h"
+#include "multi_process.h"
+
+namespace {
+
+namespace dist = dtrain::dist;
+using namespace std::chrono_literals;
+
+// gloo::allreduce(gloo::AllreduceOptions const&): exported by both builds.
+constexpr const char* kAllreduce = "_ZN4gloo9allreduceERKNS_16AllreduceOptionsE";
+// gloo::Context::Context(int, int, int): exported by both builds.
+constexpr const char* kContextCtor = "_ZN4gloo7ContextC1Eiii";
+// gloo::transport::tcp::CreateDevice(attr const&): exported by both builds.
+constexpr const char* kCreateDevice = "_ZN4gloo9transport3tcp12CreateDeviceERKNS1_4attrE";
+// gloo::rendezvous::RedisStore::RedisStore(std::string const&, int): only Debian's.
+constexpr const char* kRedisStoreCtor =
+    "_ZN4gloo10rendezvous10RedisStoreC1ERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEEi";
+
+bool contains(const std::string& text, const char* part) {
+  return text.find(part) != std::string::npos;
+}
+
+// The file a code address lies in, or "" for none.
+std::string file_of(const void* address) {
+  Dl_info info{};
+  if (address == nullptr || dladdr(address, &info) == 0 || info.dli_fname == nullptr) {
+    return "";
+  }
+  return info.dli_fname;
+}
+
+struct Loaded {
+  std::string name;
+  ElfW(Addr) base = 0;
+  const ElfW(Dyn) * dynamic = nullptr;
+};
+
+// Every loaded object whose path contains `part`.
+std::vector<Loaded> loaded_matching(const char* part) {
+  struct Search {
+    const char* part;
+    std::vector<Loaded> found;
+  } search{part, {}};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* s = static_cast<Search*>(data);
+        if (info->dlpi_name != nullptr && contains(info->dlpi_name, s->part)) {
+          Loaded object{info->dlpi_name, info->dlpi_addr, nullptr};
+          for (int i = 0; i < info->dlpi_phnum; ++i) {
+            if (info->dlpi_phdr[i].p_type == PT_DYNAMIC) {
+              object.dynamic =
+                  reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+            }
+          }
+          s->found.push_back(object);
+        }
+        return 0;
+      },
+      &search);
+  return search.found;
+}
+
+struct BoundSymbol {
+  std::string name;
+  std::string resolved_in;  // the file its GOT slot points into
+};
+
+// The gloo symbols libdtrain_gloo.so imports (undefined there, bound through
+// its GOT: PLT slots and GLOB_DAT), with the file each slot now points into.
+// It was loaded with RTLD_NOW, so every slot is bound.
+std::vector<BoundSymbol> bound_gloo_imports(const Loaded& object) {
+  std::vector<BoundSymbol> bound;
+#if defined(__x86_64__)
+  // glibc relocates d_ptr in place on x86-64; an unrelocated (file) value is below the base.
+  auto address = [&](ElfW(Addr) value) {
+    return value < object.base ? value + object.base : value;
+  };
+  const ElfW(Sym)* symtab = nullptr;
+  const char* strtab = nullptr;
+  const ElfW(Rela)* rela = nullptr;
+  const ElfW(Rela)* jmprel = nullptr;
+  std::size_t rela_size = 0;
+  std::size_t jmprel_size = 0;
+  for (const ElfW(Dyn)* d = object.dynamic; d->d_tag != DT_NULL; ++d) {
+    switch (d->d_tag) {
+      case DT_SYMTAB:
+        symtab = reinterpret_cast<const ElfW(Sym)*>(address(d->d_un.d_ptr));
+        break;
+      case DT_STRTAB:
+        strtab = reinterpret_cast<const char*>(address(d->d_un.d_ptr));
+        break;
+      case DT_RELA:
+        rela = reinterpret_cast<const ElfW(Rela)*>(address(d->d_un.d_ptr));
+        break;
+      case DT_RELASZ:
+        rela_size = d->d_un.d_val;
+        break;
+      case DT_JMPREL:
+        jmprel = reinterpret_cast<const ElfW(Rela)*>(address(d->d_un.d_ptr));
+        break;
+      case DT_PLTRELSZ:
+        jmprel_size = d->d_un.d_val;
+        break;
+      default:
+        break;
+    }
+  }
+  if (symtab == nullptr || strtab == nullptr) {
+    return bound;
+  }
+  auto scan = [&](const ElfW(Rela) * table, std::size_t bytes) {
+    for (std::size_t i = 0; table != nullptr && i < bytes / sizeof(ElfW(Rela)); ++i) {
+      const auto type = ELF64_R_TYPE(table[i].r_info);
+      if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) {
+        continue;
+      }
+      const ElfW(Sym)& sym = symtab[ELF64_R_SYM(table[i].r_info)];
+      const std::string name = strtab + sym.st_name;
+      if (sym.st_shndx != SHN_UNDEF || name.rfind("_ZN4gloo", 0) != 0) {
+        continue;
+      }
+      const auto* slot = reinterpret_cast<void* const*>(object.base + table[i].r_offset);
+      bound.push_back({name, file_of(*slot)});
+    }
+  };
+  scan(rela, rela_size);
+  scan(jmprel, jmprel_size);
+#endif
+  return bound;
+}
+
+// What the checks need from the process, after the backend is in use.
+void check_isolation() {
+  const auto backend = loaded_matching("libdtrain_gloo.so");
+  ASSERT_EQ(backend.size(), 1u) << "libdtrain_gloo.so is not loaded once";
+  ASSERT_EQ(loaded_matching("libgloo.so").size(), 1u) << "Debian's libgloo is not loaded";
+  ASSERT_EQ(loaded_matching("libtorch_cpu.so").size(), 1u) << "LibTorch is not loaded";
+
+  // The backend's own scope: its dependencies, Debian's libgloo first for gloo names.
+  void* handle = dlopen(backend[0].name.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  for (const char* symbol : {kAllreduce, kContextCtor, kCreateDevice, kRedisStoreCtor}) {
+    const std::string local = file_of(dlsym(handle, symbol));
+    EXPECT_TRUE(contains(local, "libgloo.so")) << symbol << " in the backend's scope: " << local;
+    const std::string global = file_of(dlsym(RTLD_DEFAULT, symbol));
+    EXPECT_FALSE(contains(global, "libgloo.so")) << symbol << " leaked into the global scope";
+    EXPECT_TRUE(global.empty() || contains(global, "libtorch_cpu.so"))
+        << symbol << " in the global scope: " << global;
+  }
+  // Both builds are really present: LibTorch's gloo::allreduce is the global one.
+  EXPECT_TRUE(contains(file_of(dlsym(RTLD_DEFAULT, kAllreduce)), "libtorch_cpu.so"));
+  EXPECT_NE(dlsym(RTLD_DEFAULT, kAllreduce), dlsym(handle, kAllreduce));
+  // A name only Debian's libgloo defines is not visible globally at all.
+  EXPECT_EQ(dlsym(RTLD_DEFAULT, kRedisStoreCtor), nullptr);
+  dlclose(handle);
+
+#if defined(__x86_64__)
+  // What the backend actually calls: its bound GOT slots.
+  const auto imports = bound_gloo_imports(backend[0]);
+  EXPECT_GE(imports.size(), 3u) << "too few gloo imports found in libdtrain_gloo.so";
+  bool calls_allreduce = false;
+  for (const auto& [name, file] : imports) {
+    EXPECT_TRUE(contains(file, "libgloo.so")) << name << " is bound to '" << file << "'";
+    calls_allreduce = calls_allreduce || name == kAllreduce;
+  }
+  EXPECT_TRUE(calls_allreduce) << "libdtrain_gloo.so does not import " << kAllreduce;
+#endif
+}
+
+TEST(GlooIsolation, BackendBindsDebiansGlooAndLeaksNoSymbols) {
+  const auto port = dtrain::testing::free_port();
+  const auto codes = dtrain::testing::run_ranks(2, [&](int rank) {
+    at::set_num_threads(1);
+    dist::init_process_group({.backend = "gloo",
+                              .init_method = "tcp://127.0.0.1:" + std::to_string(port),
+                              .rank = rank,
+                              .world_size = 2,
+                              .timeout = 30s});
+    at::Tensor t = at::full({1000}, rank + 1.0);
+    dist::all_reduce(t);
+    EXPECT_TRUE(at::equal(t, at::full({1000}, 3.0))) << t;
+    check_isolation();
+    dist::destroy_process_group();
+  });
+  for (std::size_t r = 0; r < codes.size(); ++r) {
+    EXPECT_EQ(codes[r], 0) << "rank " << r << " failed (its output is above)";
+  }
+}
+
+}  // namespace

@@ -1,0 +1,167 @@
+// The seed tutorial's programs (apps/examples) as a user runs them: started
+// by hand they fork their own ranks; started as one rank each by a launcher
+// (RANK/WORLD_SIZE in the environment) they join. Each must print exactly
+// the seed's lines (in any interleaving across ranks) and exit 0.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "multi_process.h"
+#include "test_support.h"
+
+namespace {
+
+using dtrain::testing::non_empty_lines;
+using dtrain::testing::ProcessResult;
+using dtrain::testing::run_process;
+
+class Examples : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Only the examples' own lines: no log lines, and no launcher of ours.
+    ::setenv("DTRAIN_LOG_LEVEL", "warn", 1);
+    for (const char* name : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                             "SLURM_PROCID", "MASTER_ADDR", "MASTER_PORT"}) {
+      ::unsetenv(name);
+    }
+  }
+};
+
+std::vector<std::string> sorted(std::vector<std::string> lines) {
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+// Runs an example that spawns its own ranks, on a free port.
+ProcessResult spawn(const std::string& program, int world_size) {
+  return run_process({program, "--world-size", std::to_string(world_size), "--master-port",
+                      std::to_string(dtrain::testing::free_port())});
+}
+
+void expect_lines(const ProcessResult& result, std::vector<std::string> expected) {
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(sorted(non_empty_lines(result.output)), sorted(std::move(expected))) << result.output;
+}
+
+TEST_F(Examples, P2pBlocking) {
+  expect_lines(spawn(DTRAIN_EXAMPLE_P2P_BLOCKING, 2), {"Rank 0 has data 1", "Rank 1 has data 1"});
+}
+
+TEST_F(Examples, P2pNonBlocking) {
+  expect_lines(spawn(DTRAIN_EXAMPLE_P2P_NONBLOCKING, 2),
+               {"Rank 1 started receiving", "Rank 0 started sending", "Rank 0 has data 1",
+                "Rank 1 has data 1"});
+}
+
+TEST_F(Examples, P2pNonBlockingSendsBeforeRankZeroReadsItsData) {
+  // Rank 0 prints "started sending" before waiting, so that line comes
+  // before its "has data" line in the shared output.
+  const ProcessResult result = spawn(DTRAIN_EXAMPLE_P2P_NONBLOCKING, 3);
+  const auto lines = non_empty_lines(result.output);
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  const auto started = std::find(lines.begin(), lines.end(), "Rank 0 started sending");
+  const auto has = std::find(lines.begin(), lines.end(), "Rank 0 has data 1");
+  ASSERT_NE(started, lines.end()) << result.output;
+  ASSERT_NE(has, lines.end()) << result.output;
+  EXPECT_LT(started, has);
+  EXPECT_EQ(sorted(lines), sorted({"Rank 0 started sending", "Rank 1 started receiving",
+                                   "Rank 2 started receiving", "Rank 0 has data 1",
+                                   "Rank 1 has data 1", "Rank 2 has data 1"}));
+}
+
+TEST_F(Examples, AllReduceInANewGroup) {
+  expect_lines(spawn(DTRAIN_EXAMPLE_ALLREDUCE_GROUP, 2),
+               {"Rank 0 has data 2", "Rank 1 has data 2"});
+}
+
+TEST_F(Examples, AllReduceGroupLeavesOutRanksNotInIt) {
+  expect_lines(spawn(DTRAIN_EXAMPLE_ALLREDUCE_GROUP, 3),
+               {"Rank 0 has data 2", "Rank 1 has data 2", "Rank 2 is not in the group"});
+}
+
+TEST_F(Examples, EveryCollectiveOnTwoRanks) {
+  expect_lines(
+      spawn(DTRAIN_EXAMPLE_COLLECTIVES, 2),
+      {"broadcast: Rank 0 has data 1", "broadcast: Rank 1 has data 1", "reduce: Rank 0 has data 2",
+       "reduce: Rank 1 has data 1", "all_reduce: Rank 0 has data 2",
+       "all_reduce: Rank 1 has data 2", "all_gather: Rank 0 has data [1, 2]",
+       "all_gather: Rank 1 has data [1, 2]", "gather: Rank 0 has data [1, 2]",
+       "gather: Rank 1 has data []", "scatter: Rank 0 has data 1", "scatter: Rank 1 has data 2",
+       "reduce_scatter: Rank 0 has data 4", "reduce_scatter: Rank 1 has data 6",
+       "all_to_all: Rank 0 has data [0, 2]", "all_to_all: Rank 1 has data [1, 3]",
+       "barrier: Rank 0 has passed the barrier", "barrier: Rank 1 has passed the barrier"});
+}
+
+TEST_F(Examples, EveryCollectiveOnThreeRanks) {
+  expect_lines(spawn(DTRAIN_EXAMPLE_COLLECTIVES, 3), {"broadcast: Rank 0 has data 1",
+                                                      "broadcast: Rank 1 has data 1",
+                                                      "broadcast: Rank 2 has data 1",
+                                                      "reduce: Rank 0 has data 3",
+                                                      "reduce: Rank 1 has data 1",
+                                                      "reduce: Rank 2 has data 1",
+                                                      "all_reduce: Rank 0 has data 3",
+                                                      "all_reduce: Rank 1 has data 3",
+                                                      "all_reduce: Rank 2 has data 3",
+                                                      "all_gather: Rank 0 has data [1, 2, 3]",
+                                                      "all_gather: Rank 1 has data [1, 2, 3]",
+                                                      "all_gather: Rank 2 has data [1, 2, 3]",
+                                                      "gather: Rank 0 has data [1, 2, 3]",
+                                                      "gather: Rank 1 has data []",
+                                                      "gather: Rank 2 has data []",
+                                                      "scatter: Rank 0 has data 1",
+                                                      "scatter: Rank 1 has data 2",
+                                                      "scatter: Rank 2 has data 3",
+                                                      "reduce_scatter: Rank 0 has data 12",
+                                                      "reduce_scatter: Rank 1 has data 15",
+                                                      "reduce_scatter: Rank 2 has data 18",
+                                                      "all_to_all: Rank 0 has data [0, 3, 6]",
+                                                      "all_to_all: Rank 1 has data [1, 4, 7]",
+                                                      "all_to_all: Rank 2 has data [2, 5, 8]",
+                                                      "barrier: Rank 0 has passed the barrier",
+                                                      "barrier: Rank 1 has passed the barrier",
+                                                      "barrier: Rank 2 has passed the barrier"});
+}
+
+TEST_F(Examples, JoinsALauncherInsteadOfSpawning) {
+  // As dtrun/torchrun start it: one process per rank, RANK and WORLD_SIZE
+  // set. Each process prints only its own rank's line.
+  const std::string port = std::to_string(dtrain::testing::free_port());
+  std::vector<ProcessResult> results(2);
+  std::vector<std::thread> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    ranks.emplace_back([&, rank] {
+      results[rank] = run_process({"/usr/bin/env", "RANK=" + std::to_string(rank), "WORLD_SIZE=2",
+                                   "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port,
+                                   DTRAIN_EXAMPLE_P2P_BLOCKING});
+    });
+  }
+  for (auto& t : ranks) {
+    t.join();
+  }
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(results[rank].exit_code, 0) << results[rank].output;
+    EXPECT_EQ(non_empty_lines(results[rank].output),
+              std::vector<std::string>{"Rank " + std::to_string(rank) + " has data 1"})
+        << results[rank].output;
+  }
+}
+
+TEST_F(Examples, BadFlagIsOneLineAndExitTwo) {
+  const ProcessResult result = run_process({DTRAIN_EXAMPLE_COLLECTIVES, "--world-size", "0"});
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  const auto lines = non_empty_lines(result.output);
+  ASSERT_EQ(lines.size(), 1u) << result.output;
+  EXPECT_NE(lines[0].find("--world-size"), std::string::npos) << lines[0];
+}
+
+TEST_F(Examples, AllReduceGroupNeedsTwoRanks) {
+  const ProcessResult result = spawn(DTRAIN_EXAMPLE_ALLREDUCE_GROUP, 1);
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("at least 2 ranks"), std::string::npos) << result.output;
+}
+
+}  // namespace
