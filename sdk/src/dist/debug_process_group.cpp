@@ -99,6 +99,8 @@ void DebugProcessGroup::check(const std::string& fingerprint, std::chrono::milli
   for (int r = 0; r < size(); ++r) {
     keys.push_back(key(seq, r));
   }
+  std::vector<std::string> calls;
+  bool same = true;
   try {
     store_->set(keys[rank()], fingerprint);
     // Every rank published #seq-1 after finishing #seq-2, so nobody reads our #seq-2 any more.
@@ -106,32 +108,48 @@ void DebugProcessGroup::check(const std::string& fingerprint, std::chrono::milli
       store_->delete_key(key(seq - 2, rank()));
     }
     store_->wait(keys, wait_for);
-  } catch (const StoreTimeoutError&) {
-    std::string missing;
-    std::string arrived;
-    try {
-      for (int r = 0; r < size(); ++r) {
-        if (store_->check({keys[r]})) {
-          arrived += ", rank " + std::to_string(r) + " called " + store_->get_string(keys[r]);
-        } else {
-          missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-        }
-      }
-    } catch (const StoreError& e) {
-      missing = "? (the store failed: " + std::string(e.what()) + ")";
+    for (int r = 0; r < size(); ++r) {
+      calls.push_back(r == rank() ? fingerprint : store_->get_string(keys[r]));
+      same = same && calls[r] == calls[0];
     }
-    throw CollectiveTimeoutError(describe(fingerprint) + ": " + label + ": rank(s) " + missing +
-                                 " did not reach it within " + std::to_string(wait_for.count()) +
-                                 " ms" + arrived);
+    if (!same) {
+      // Note [Read before raising]: the store may live in rank 0, and a rank
+      // that raises may exit and take it along; so every rank first says it
+      // has read all the calls, and waits until all have, before raising.
+      std::vector<std::string> read_keys;
+      for (int r = 0; r < size(); ++r) {
+        read_keys.push_back(key(seq, r) + "/read");
+      }
+      store_->set(read_keys[rank()], std::string("1"));
+      store_->wait(read_keys, wait_for);
+    }
+  } catch (const StoreTimeoutError&) {
+    if (!calls.empty()) {
+      same = false;  // the mismatch was read; a slow peer must not hide it
+    } else {
+      std::string missing;
+      std::string arrived;
+      try {
+        for (int r = 0; r < size(); ++r) {
+          if (store_->check({keys[r]})) {
+            arrived += ", rank " + std::to_string(r) + " called " + store_->get_string(keys[r]);
+          } else {
+            missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+          }
+        }
+      } catch (const StoreError& e) {
+        missing = "? (the store failed: " + std::string(e.what()) + ")";
+      }
+      throw CollectiveTimeoutError(describe(fingerprint) + ": " + label + ": rank(s) " + missing +
+                                   " did not reach it within " + std::to_string(wait_for.count()) +
+                                   " ms" + arrived);
+    }
   } catch (const StoreError& e) {
-    throw CollectiveError(describe(fingerprint) + ": " + label +
-                          ": the store failed while comparing the ranks' calls (" + e.what() + ")");
-  }
-  std::vector<std::string> calls;
-  bool same = true;
-  for (int r = 0; r < size(); ++r) {
-    calls.push_back(r == rank() ? fingerprint : store_->get_string(keys[r]));
-    same = same && calls[r] == calls[0];
+    if (calls.size() != static_cast<std::size_t>(size())) {
+      throw CollectiveError(describe(fingerprint) + ": " + label +
+                            ": the store failed while comparing the ranks' calls (" + e.what() +
+                            ")");
+    }
   }
   if (!same) {
     std::string message = label + " mismatch: ";
