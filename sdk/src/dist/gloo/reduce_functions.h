@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
+#include <type_traits>
 
 #include "gloo_api.h"
 
@@ -86,35 +88,33 @@ inline BFloat16 to_bfloat16(float f) {
   return {static_cast<std::uint16_t>(x >> 16)};
 }
 
-template <typename T>
-struct Arithmetic {
-  static T apply(T a, T b, Reduce op) {
-    switch (op) {
-      case Reduce::kSum:
-        return a + b;
-      case Reduce::kProduct:
-        return a * b;
-      case Reduce::kMin:
-        return b < a ? b : a;
-      case Reduce::kMax:
-        return b > a ? b : a;
-    }
-    return a;
+template <Reduce op, typename T>
+inline T combine(T a, T b) {
+  if constexpr (op == Reduce::kSum) {
+    return a + b;
+  } else if constexpr (op == Reduce::kProduct) {
+    return a * b;
+  } else if constexpr (op == Reduce::kMin) {
+    return b < a ? b : a;
+  } else {
+    return b > a ? b : a;
   }
-};
+}
 
-template <typename T>
-void reduce_loop(void* out, const void* a, const void* b, std::size_t n, Reduce op) {
+// One loop per (type, op) with the op fixed at compile time, so the
+// compiler vectorises it: this is the inner loop of every Gloo reduction.
+template <typename T, Reduce op>
+void reduce_loop(void* out, const void* a, const void* b, std::size_t n) {
   auto* o = static_cast<T*>(out);
   const auto* x = static_cast<const T*>(a);
   const auto* y = static_cast<const T*>(b);
   for (std::size_t i = 0; i < n; ++i) {
     if constexpr (std::is_same_v<T, Half>) {
-      o[i] = to_half(Arithmetic<float>::apply(to_float(x[i]), to_float(y[i]), op));
+      o[i] = to_half(combine<op>(to_float(x[i]), to_float(y[i])));
     } else if constexpr (std::is_same_v<T, BFloat16>) {
-      o[i] = to_bfloat16(Arithmetic<float>::apply(to_float(x[i]), to_float(y[i]), op));
+      o[i] = to_bfloat16(combine<op>(to_float(x[i]), to_float(y[i])));
     } else {
-      o[i] = Arithmetic<T>::apply(x[i], y[i], op);
+      o[i] = combine<op>(x[i], y[i]);
     }
   }
 }
@@ -122,9 +122,17 @@ void reduce_loop(void* out, const void* a, const void* b, std::size_t n, Reduce 
 // The function Gloo calls to combine two buffers of n elements.
 template <typename T>
 std::function<void(void*, const void*, const void*, std::size_t)> reduce_function(Reduce op) {
-  return [op](void* out, const void* a, const void* b, std::size_t n) {
-    reduce_loop<T>(out, a, b, n, op);
-  };
+  switch (op) {
+    case Reduce::kSum:
+      return &reduce_loop<T, Reduce::kSum>;
+    case Reduce::kProduct:
+      return &reduce_loop<T, Reduce::kProduct>;
+    case Reduce::kMin:
+      return &reduce_loop<T, Reduce::kMin>;
+    case Reduce::kMax:
+      return &reduce_loop<T, Reduce::kMax>;
+  }
+  throw std::invalid_argument("unknown reduce op");
 }
 
 // Calls body.template operator()<T>(T*) with the C++ type of dtype.
