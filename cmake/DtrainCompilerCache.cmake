@@ -10,8 +10,20 @@ if(NOT DTRAIN_CCACHE_PROGRAM)
   message(STATUS "dtrain: ccache not found, compiling without it")
   return()
 endif()
+# One cache for every build of dtrain on the machine, whether started by
+# scripts/ or by hand, next to the LibTorch venv (DTRAIN_HOME).
+if(DEFINED ENV{CCACHE_DIR})
+  set(DTRAIN_CCACHE_DIR "$ENV{CCACHE_DIR}")
+elseif(DEFINED ENV{DTRAIN_HOME})
+  set(DTRAIN_CCACHE_DIR "$ENV{DTRAIN_HOME}/ccache")
+elseif(DEFINED ENV{XDG_CACHE_HOME})
+  set(DTRAIN_CCACHE_DIR "$ENV{XDG_CACHE_HOME}/dtrain/ccache")
+else()
+  set(DTRAIN_CCACHE_DIR "$ENV{HOME}/.cache/dtrain/ccache")
+endif()
 set(_dtrain_launcher
   "${CMAKE_COMMAND}" -E env
+  "CCACHE_DIR=${DTRAIN_CCACHE_DIR}"
   "CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime"
   "CCACHE_BASEDIR=${CMAKE_SOURCE_DIR}"
   "CCACHE_NOHASHDIR=true"
