@@ -11,11 +11,15 @@
 
 #include <spdlog/spdlog.h>
 
+#include "collective_args.h"
 #include "dtrain/dist/prefix_store.h"
 #include "gloo/gloo_api.h"
 #include "gloo/gloo_library.h"
 
 namespace dtrain::dist {
+
+// Argument checks and tensor plumbing shared by every backend.
+using namespace detail;
 
 namespace {
 
@@ -178,62 +182,6 @@ void check_cpu(const at::Tensor& tensor, const std::string& what) {
   DTRAIN_CHECK(tensor.device().is_cpu(), what, ": gloo takes CPU tensors, got one on ",
                tensor.device().str(), " (use the nccl backend for CUDA tensors)");
   to_gloo(tensor.scalar_type());
-}
-
-void check_same(const at::Tensor& a, const at::Tensor& b, const std::string& what) {
-  DTRAIN_CHECK(a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type(), what,
-               ": every tensor must match the input's shape ", a.sizes(), " and dtype ",
-               a.scalar_type(), ", got ", b.sizes(), " ", b.scalar_type());
-}
-
-void check_count(const std::vector<at::Tensor>& list, int size, const std::string& what,
-                 const char* name) {
-  DTRAIN_CHECK(static_cast<int>(list.size()) == size, what, ": ", name, " must hold ", size,
-               " tensors (one per rank), got ", list.size());
-}
-
-void check_root(int root, int size, const std::string& what) {
-  DTRAIN_CHECK(root >= 0 && root < size, what, ": root ", root, " is outside the group of size ",
-               size);
-}
-
-void check_peer(int peer, int rank, int size, const std::string& what) {
-  DTRAIN_CHECK(peer >= 0 && peer < size && peer != rank, what, ": peer rank ", peer,
-               " must be another rank of the group of size ", size);
-}
-
-void check_avg(ReduceOp op, const at::Tensor& tensor, const std::string& what) {
-  DTRAIN_CHECK(op != ReduceOp::kAvg || at::isFloatingType(tensor.scalar_type()), what,
-               ": AVG needs a floating-point tensor, got ", tensor.scalar_type());
-}
-
-// Runs `body` on a contiguous view of tensor, copying back when it had to copy.
-template <typename Body>
-void on_contiguous(at::Tensor& tensor, Body&& body) {
-  if (tensor.is_contiguous()) {
-    body(tensor);
-    return;
-  }
-  at::Tensor dense = tensor.contiguous();
-  body(dense);
-  tensor.copy_(dense);
-}
-
-at::Tensor flat_cat(const std::vector<at::Tensor>& tensors) {
-  std::vector<at::Tensor> flat;
-  flat.reserve(tensors.size());
-  for (const auto& t : tensors) {
-    flat.push_back(t.reshape({-1}));
-  }
-  return at::cat(flat);
-}
-
-void split_into(const at::Tensor& flat, std::vector<at::Tensor>& outputs) {
-  int64_t offset = 0;
-  for (auto& out : outputs) {
-    out.copy_(flat.narrow(0, offset, out.numel()).view(out.sizes()));
-    offset += out.numel();
-  }
 }
 
 }  // namespace

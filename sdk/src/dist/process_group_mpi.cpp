@@ -21,10 +21,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include "collective_args.h"
 #include "dtrain/dist/prefix_store.h"
 #include "mpi_backend.h"
 
 namespace dtrain::dist {
+
+// Argument checks and tensor plumbing shared by every backend.
+using namespace detail;
 
 namespace {
 
@@ -531,29 +535,6 @@ void check_cpu(const at::Tensor& tensor, const std::string& what) {
   mpi_count(tensor.numel() * tensor.element_size(), what);
 }
 
-void check_same(const at::Tensor& a, const at::Tensor& b, const std::string& what) {
-  DTRAIN_CHECK(b.defined() && a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type(), what,
-               ": every tensor must match the input's shape ", a.sizes(), " and dtype ",
-               a.scalar_type(), ", got ", b.defined() ? b.sizes() : at::IntArrayRef{}, " ",
-               b.defined() ? b.scalar_type() : at::ScalarType::Undefined);
-}
-
-void check_count(const std::vector<at::Tensor>& list, int size, const std::string& what,
-                 const char* name) {
-  DTRAIN_CHECK(static_cast<int>(list.size()) == size, what, ": ", name, " must hold ", size,
-               " tensors (one per rank), got ", list.size());
-}
-
-void check_root(int root, int size, const std::string& what) {
-  DTRAIN_CHECK(root >= 0 && root < size, what, ": root ", root, " is outside the group of size ",
-               size);
-}
-
-void check_peer(int peer, int rank, int size, const std::string& what) {
-  DTRAIN_CHECK(peer >= 0 && peer < size && peer != rank, what, ": peer rank ", peer,
-               " must be another rank of the group of size ", size);
-}
-
 void check_tag(int tag, const std::string& what) {
   int* upper = nullptr;
   int found = 0;
@@ -565,40 +546,6 @@ void check_tag(int tag, const std::string& what) {
   const int limit = found && upper ? *upper : 32767;
   DTRAIN_CHECK(tag >= 0 && tag <= limit, what, ": tag must be in 0..", limit, " (MPI_TAG_UB), got ",
                tag);
-}
-
-void check_avg(ReduceOp op, const at::Tensor& tensor, const std::string& what) {
-  DTRAIN_CHECK(op != ReduceOp::kAvg || at::isFloatingType(tensor.scalar_type()), what,
-               ": AVG needs a floating-point tensor, got ", tensor.scalar_type());
-}
-
-// Runs `body` on a contiguous view of tensor, copying back when it had to copy.
-template <typename Body>
-void on_contiguous(at::Tensor& tensor, Body&& body) {
-  if (tensor.is_contiguous()) {
-    body(tensor);
-    return;
-  }
-  at::Tensor dense = tensor.contiguous();
-  body(dense);
-  tensor.copy_(dense);
-}
-
-at::Tensor flat_cat(const std::vector<at::Tensor>& tensors) {
-  std::vector<at::Tensor> flat;
-  flat.reserve(tensors.size());
-  for (const auto& t : tensors) {
-    flat.push_back(t.reshape({-1}));
-  }
-  return at::cat(flat);
-}
-
-void split_into(const at::Tensor& flat, std::vector<at::Tensor>& outputs) {
-  int64_t offset = 0;
-  for (auto& out : outputs) {
-    out.copy_(flat.narrow(0, offset, out.numel()).view(out.sizes()));
-    offset += out.numel();
-  }
 }
 
 // MPI reads const input buffers through void*.

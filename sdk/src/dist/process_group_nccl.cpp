@@ -30,10 +30,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include "collective_args.h"
 #include "dtrain/dist/prefix_store.h"
 #include "nccl_utils.h"
 
 namespace dtrain::dist {
+
+// Argument checks and tensor plumbing shared by every backend.
+using namespace detail;
 
 namespace {
 
@@ -116,46 +120,7 @@ void check_cuda_tensor(const at::Tensor& tensor, const std::string& what) {
   nccl::to_nccl(tensor.scalar_type());
 }
 
-void check_same(const at::Tensor& a, const at::Tensor& b, const std::string& what) {
-  DTRAIN_CHECK(a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type(), what,
-               ": every tensor must match the input's shape ", a.sizes(), " and dtype ",
-               a.scalar_type(), ", got ", b.sizes(), " ", b.scalar_type());
-}
-
-void check_count(const std::vector<at::Tensor>& list, int size, const std::string& what,
-                 const char* name) {
-  DTRAIN_CHECK(static_cast<int>(list.size()) == size, what, ": ", name, " must hold ", size,
-               " tensors (one per rank), got ", list.size());
-}
-
-void check_root(int root, int size, const std::string& what) {
-  DTRAIN_CHECK(root >= 0 && root < size, what, ": root ", root, " is outside the group of size ",
-               size);
-}
-
-void check_peer(int peer, int rank, int size, const std::string& what) {
-  DTRAIN_CHECK(peer >= 0 && peer < size && peer != rank, what, ": peer rank ", peer,
-               " must be another rank of the group of size ", size);
-}
-
-void check_avg(ReduceOp op, const at::Tensor& tensor, const std::string& what) {
-  DTRAIN_CHECK(op != ReduceOp::kAvg || at::isFloatingType(tensor.scalar_type()), what,
-               ": AVG needs a floating-point tensor, got ", tensor.scalar_type());
-}
-
 // Runs `body` on a contiguous version of tensor (on the current stream),
-// copying back when it had to copy.
-template <typename Body>
-void on_contiguous(at::Tensor& tensor, Body&& body) {
-  if (tensor.is_contiguous()) {
-    body(tensor);
-    return;
-  }
-  at::Tensor dense = tensor.contiguous();
-  body(dense);
-  tensor.copy_(dense);
-}
-
 }  // namespace
 
 NcclOptions NcclOptions::from_env() {

@@ -1,0 +1,35 @@
+// Checks and tensor plumbing that every backend's collectives share. Each
+// check throws dtrain::Error prefixed with `what` (the op, group and rank,
+// from ProcessGroup::describe), naming the bad value and what was expected.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dtrain/dist/types.h"
+
+namespace dtrain::dist::detail {
+
+// b matches a's shape and dtype (and is defined).
+void check_same(const at::Tensor& a, const at::Tensor& b, const std::string& what);
+// A list holds exactly one tensor per rank.
+void check_count(const std::vector<at::Tensor>& list, int size, const std::string& what,
+                 const char* name);
+void check_root(int root, int size, const std::string& what);
+// A point-to-point peer is another rank of the group.
+void check_peer(int peer, int rank, int size, const std::string& what);
+// AVG divides, so it needs a floating-point tensor.
+void check_avg(ReduceOp op, const at::Tensor& tensor, const std::string& what);
+
+// Runs body on a contiguous tensor with tensor's contents, copying the
+// result back when tensor was not contiguous.
+void on_contiguous(at::Tensor& tensor, const std::function<void(at::Tensor&)>& body);
+// The tensors flattened and concatenated, in order.
+at::Tensor flat_cat(const std::vector<at::Tensor>& tensors);
+// Copies consecutive blocks of flat into outputs, each reshaped to its output.
+void split_into(const at::Tensor& flat, std::vector<at::Tensor>& outputs);
+
+}  // namespace dtrain::dist::detail
