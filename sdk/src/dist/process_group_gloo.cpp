@@ -15,6 +15,7 @@
 #include "dtrain/dist/prefix_store.h"
 #include "gloo/gloo_api.h"
 #include "gloo/gloo_library.h"
+#include "work_queue.h"
 
 namespace dtrain::dist {
 
@@ -61,11 +62,6 @@ gloo_api::Reduce to_gloo(ReduceOp op) {
   throw Error("unknown ReduceOp");
 }
 
-bool looks_like_timeout(const std::string& message) {
-  return message.find("imed out") != std::string::npos ||
-         message.find("did not complete") != std::string::npos;
-}
-
 }  // namespace
 
 GlooOptions GlooOptions::from_env() {
@@ -77,51 +73,13 @@ GlooOptions GlooOptions::from_env() {
 }
 
 struct ProcessGroupGloo::Impl {
-  struct Task {
-    std::function<void()> run;
-    WorkPtr work;
-  };
-
   std::unique_ptr<gloo_api::Communicator> comm;
   GlooOptions options;
-  std::mutex mutex;
-  std::condition_variable cv;
-  std::deque<Task> queue;
-  bool stopping = false;
-  std::thread worker;
-
-  void loop() {
-    while (true) {
-      Task task;
-      {
-        std::unique_lock<std::mutex> lock(mutex);
-        cv.wait(lock, [this] { return stopping || !queue.empty(); });
-        if (queue.empty()) {
-          return;
-        }
-        task = std::move(queue.front());
-        queue.pop_front();
-      }
-      try {
-        task.run();
-        task.work->finish();
-      } catch (const std::exception& e) {
-        const std::string message = task.work->description() + ": " + e.what();
-        task.work->finish(looks_like_timeout(message)
-                              ? std::make_exception_ptr(CollectiveTimeoutError(message))
-                              : std::make_exception_ptr(CollectiveError(message)));
-      }
-    }
-  }
+  // Declared after comm, so it stops (draining its tasks) before comm goes.
+  WorkQueue queue;
 
   WorkPtr enqueue(std::string description, std::function<void()> run) {
-    auto work = std::make_shared<Work>(std::move(description));
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      queue.push_back({std::move(run), work});
-    }
-    cv.notify_one();
-    return work;
+    return queue.enqueue(std::move(description), std::move(run));
   }
 
   std::chrono::milliseconds timeout_or_default(std::chrono::milliseconds timeout) const {
@@ -162,17 +120,12 @@ ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int s
   } catch (const std::exception& e) {
     throw CollectiveError(describe("connecting") + ": " + e.what());
   }
-  impl_->worker = std::thread([impl = impl_.get()] { impl->loop(); });
+  impl_->queue.start();
   spdlog::debug("{}: connected", describe("gloo group"));
 }
 
 ProcessGroupGloo::~ProcessGroupGloo() {
-  {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    impl_->stopping = true;
-  }
-  impl_->cv.notify_one();
-  impl_->worker.join();  // finishes queued work first
+  impl_->queue.stop();
 }
 
 namespace {

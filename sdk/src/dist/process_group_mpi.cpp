@@ -24,6 +24,7 @@
 #include "collective_args.h"
 #include "dtrain/dist/prefix_store.h"
 #include "mpi_backend.h"
+#include "work_queue.h"
 
 namespace dtrain::dist {
 
@@ -350,56 +351,19 @@ int ProcessGroupMPI::world_size() {
 }
 
 struct ProcessGroupMPI::Impl {
-  struct Task {
-    std::function<void()> run;
-    WorkPtr work;
-  };
-
   MPI_Comm comm = MPI_COMM_NULL;
   MpiOptions options;
   // The first collective that timed out; the group is unusable once set.
   std::string broken_by;
-  std::mutex mutex;
-  std::condition_variable cv;
-  std::deque<Task> queue;
-  bool stopping = false;
-  std::thread worker;
-
-  void loop() {
-    while (true) {
-      Task task;
-      {
-        std::unique_lock<std::mutex> lock(mutex);
-        cv.wait(lock, [this] { return stopping || !queue.empty(); });
-        if (queue.empty()) {
-          return;
-        }
-        task = std::move(queue.front());
-        queue.pop_front();
-      }
-      try {
-        DTRAIN_CHECK_AS(CollectiveError, broken_by.empty(), task.work->description(),
-                        ": the group is unusable since an earlier collective timed out (",
-                        broken_by, "); destroy it and end the job");
-        task.run();
-        task.work->finish();
-      } catch (const CollectiveError&) {
-        task.work->finish(std::current_exception());
-      } catch (const std::exception& e) {
-        task.work->finish(
-            std::make_exception_ptr(CollectiveError(task.work->description() + ": " + e.what())));
-      }
-    }
-  }
+  WorkQueue queue;
 
   WorkPtr enqueue(std::string description, std::function<void()> run) {
-    auto work = std::make_shared<Work>(std::move(description));
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      queue.push_back({std::move(run), work});
-    }
-    cv.notify_one();
-    return work;
+    return queue.enqueue(description, [this, description, run = std::move(run)] {
+      DTRAIN_CHECK_AS(CollectiveError, broken_by.empty(), description,
+                      ": the group is unusable since an earlier collective timed out (", broken_by,
+                      "); destroy it and end the job");
+      run();
+    });
   }
 
   std::chrono::milliseconds timeout_or_default(std::chrono::milliseconds timeout) const {
@@ -434,7 +398,7 @@ struct ProcessGroupMPI::Impl {
       std::lock_guard<std::mutex> lock(mpi_mutex());
       MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     }
-    worker = std::thread([this] { loop(); });
+    queue.start();
   }
 };
 
@@ -512,12 +476,7 @@ ProcessGroupMPI::ProcessGroupMPI(std::vector<int> world_ranks, MpiOptions option
 }
 
 ProcessGroupMPI::~ProcessGroupMPI() {
-  {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    impl_->stopping = true;
-  }
-  impl_->cv.notify_one();
-  impl_->worker.join();  // finishes queued work first
+  impl_->queue.stop();  // finishes queued work first
   std::lock_guard<std::mutex> lock(mpi_mutex());
   // A broken group still has a collective in flight: leave its communicator be.
   if (!g_finalized && impl_->broken_by.empty() && impl_->comm != MPI_COMM_NULL) {
