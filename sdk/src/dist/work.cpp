@@ -30,11 +30,20 @@ std::exception_ptr Work::exception() const {
   return error_;
 }
 
+std::optional<std::chrono::steady_clock::time_point> Work::finish_time() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!done_) {
+    return std::nullopt;
+  }
+  return finish_time_;
+}
+
 void Work::finish(std::exception_ptr error) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     done_ = true;
     error_ = error;
+    finish_time_ = std::chrono::steady_clock::now();
   }
   done_cv_.notify_all();
 }

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace dtrain::dist {
@@ -32,6 +33,8 @@ class Work {
   // The failure, or nullptr while running or after success.
   std::exception_ptr exception() const;
   const std::string& description() const { return description_; }
+  // When the operation finished (for timelines); nullopt while it runs.
+  std::optional<std::chrono::steady_clock::time_point> finish_time() const;
 
   // For backends: records the outcome and wakes waiters. Call once.
   void finish(std::exception_ptr error = nullptr);
@@ -40,6 +43,7 @@ class Work {
   mutable std::mutex mutex_;
   std::condition_variable done_cv_;
   bool done_ = false;
+  std::chrono::steady_clock::time_point finish_time_{};
   std::exception_ptr error_;
   std::string description_;
 };

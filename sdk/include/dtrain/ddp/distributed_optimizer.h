@@ -1,0 +1,66 @@
+// Horovod's DistributedOptimizer for LibTorch: wraps any
+// torch::optim::Optimizer; gradients are fused into buckets and averaged
+// over the group while backward runs, and step() applies them.
+//
+//   auto sgd = std::make_shared<torch::optim::SGD>(model->parameters(), 0.01);
+//   dtrain::ddp::DistributedOptimizer optimizer(sgd, {.backward_passes_per_step = 2});
+//   dtrain::ddp::broadcast_parameters(*model, 0);
+//   dtrain::ddp::broadcast_optimizer_state(*sgd, 0);
+//   for (...) {
+//     optimizer.zero_grad();
+//     for (int k = 0; k < 2; ++k) loss_of(batch[k]).backward();  // accumulate, then reduce
+//     optimizer.step();
+//   }
+//
+// Unlike DistributedDataParallel there is no forward hook: a reduction
+// starts at the first gradient of a backward pass and averages over the
+// world size. With backward_passes_per_step = k the first k-1 passes
+// accumulate locally and the k-th reduces the accumulated sum.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "dtrain/ddp/comm_hook.h"
+#include "dtrain/ddp/reducer.h"
+#include "dtrain/dist/process_group.h"
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace dtrain::ddp {
+
+struct DistributedOptimizerOptions {
+  int backward_passes_per_step = 1;
+  // Gradient compression (Horovod's Compression.fp16): compression_hook(at::kHalf).
+  std::shared_ptr<CommHook> compression;
+  // Fusion buffer size, in MiB (Horovod's HOROVOD_FUSION_THRESHOLD default, 64).
+  double fusion_mb = 64.0;
+};
+
+class DistributedOptimizer {
+ public:
+  // `group` nullptr: the default group. Every rank must wrap optimizers
+  // over the same parameters, in the same order.
+  explicit DistributedOptimizer(std::shared_ptr<torch::optim::Optimizer> optimizer,
+                                DistributedOptimizerOptions options = {},
+                                dist::ProcessGroupPtr group = nullptr);
+
+  // Applies the averaged gradients. Throws when the backward passes since
+  // the last step are not a whole multiple of backward_passes_per_step
+  // (the gradients would not have been reduced).
+  void step();
+  void zero_grad(bool set_to_none = true);
+
+  torch::optim::Optimizer& optimizer() { return *optimizer_; }
+  Reducer& reducer() { return *reducer_; }
+
+ private:
+  std::shared_ptr<torch::optim::Optimizer> optimizer_;
+  DistributedOptimizerOptions options_;
+  std::unique_ptr<Reducer> reducer_;
+  std::int64_t reductions_at_last_step_ = 0;
+};
+
+}  // namespace dtrain::ddp

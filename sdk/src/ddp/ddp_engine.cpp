@@ -1,0 +1,133 @@
+#include "dtrain/ddp/ddp_engine.h"
+
+#include <cmath>
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <torch/nn/module.h>
+
+#include "dtrain/ddp/broadcast.h"
+#include "dtrain/util/errors.h"
+
+namespace dtrain::ddp {
+namespace {
+
+std::size_t megabytes_to_bytes(double megabytes, const char* option) {
+  DTRAIN_CHECK(
+      std::isfinite(megabytes) && megabytes > 0,
+      fmt::format("DdpOptions::{} must be a positive number of MiB, got {}", option, megabytes));
+  return static_cast<std::size_t>(std::max(1.0, megabytes * 1024.0 * 1024.0));
+}
+
+}  // namespace
+
+DdpEngine::DdpEngine(std::shared_ptr<torch::nn::Module> module, DdpOptions options,
+                     dist::ProcessGroupPtr group)
+    : module_(std::move(module)), options_(std::move(options)), group_(std::move(group)) {
+  DTRAIN_CHECK(module_ != nullptr, "DistributedDataParallel: the module is empty");
+  DTRAIN_CHECK(group_ != nullptr, "DistributedDataParallel: process group is null");
+  std::vector<std::string> names;
+  std::vector<at::Tensor> parameters;
+  std::vector<std::string> all_names;
+  std::vector<at::Tensor> all_tensors;
+  for (const auto& item : module_->named_parameters()) {
+    all_names.push_back(item.key());
+    all_tensors.push_back(item.value());
+    if (item.value().requires_grad()) {
+      names.push_back(item.key());
+      parameters.push_back(item.value());
+    }
+  }
+  for (const auto& item : module_->named_buffers()) {
+    all_names.push_back(item.key());
+    all_tensors.push_back(item.value());
+    buffers_.push_back(item.value());
+  }
+  verify_same_shapes(all_names, all_tensors, group_);
+  broadcast_tensors(all_tensors, /*root=*/0, group_);
+
+  ReducerOptions reducer_options;
+  reducer_options.first_bucket_bytes =
+      megabytes_to_bytes(options_.first_bucket_mb, "first_bucket_mb");
+  reducer_options.bucket_bytes = megabytes_to_bytes(options_.bucket_cap_mb, "bucket_cap_mb");
+  reducer_options.gradient_as_bucket_view = options_.gradient_as_bucket_view;
+  reducer_options.averaging = options_.averaging;
+  reducer_options.comm_hook = options_.comm_hook;
+  reducer_options.record_timeline = options_.record_timeline;
+  reducer_ = std::make_unique<Reducer>(std::move(parameters), std::move(names), group_,
+                                       std::move(reducer_options));
+  reducer_->set_unused_parameter_search(options_.find_unused_parameters, options_.static_graph);
+  spdlog::debug("ddp: {} parameters in {} buckets, hook {}", reducer_->parameters().size(),
+                reducer_->buckets().size(),
+                options_.comm_hook ? options_.comm_hook->name() : "allreduce");
+}
+
+bool DdpEngine::training_forward() const {
+  return module_->is_training() && at::GradMode::is_enabled();
+}
+
+void DdpEngine::broadcast_buffers() {
+  if (options_.broadcast_buffers && !buffers_.empty()) {
+    broadcast_tensors(buffers_, /*root=*/0, group_);
+  }
+}
+
+void DdpEngine::pre_forward(std::optional<std::int64_t> samples) {
+  forward_prepared_ = false;
+  const std::optional<std::int64_t> override = std::exchange(next_samples_, std::nullopt);
+  if (!training_forward()) {
+    return;
+  }
+  if (join_active_) {
+    // This rank still trains: one vote in the join round (join()).
+    at::Tensor active = at::ones({1}, at::kLong);
+    group_->all_reduce(active)->wait();
+  }
+  broadcast_buffers();
+  const std::optional<std::int64_t> local = override ? override : samples;
+  DTRAIN_CHECK(local.has_value() || options_.averaging != GradientAveraging::kSampleCount,
+               "sample-count averaging: the forward's first argument is not a batch tensor; "
+               "call set_next_samples(n) before the forward");
+  reducer_->prepare_for_forward(local.value_or(0));
+  forward_prepared_ = reducer_->sync_enabled();
+}
+
+void DdpEngine::post_forward(const std::vector<at::Tensor>& outputs) {
+  if (forward_prepared_) {
+    reducer_->prepare_for_backward(outputs);
+  }
+}
+
+void DdpEngine::join(const std::function<void()>& train_loop) {
+  DTRAIN_CHECK(!join_active_, "DistributedDataParallel::join is not reentrant");
+  join_active_ = true;
+  try {
+    train_loop();
+  } catch (...) {
+    join_active_ = false;
+    throw;
+  }
+  join_active_ = false;
+  bool trained_to_the_end = false;
+  for (bool first_round = true;; first_round = false) {
+    at::Tensor active = at::zeros({1}, at::kLong);
+    group_->all_reduce(active)->wait();
+    const std::int64_t still_training = active.item<std::int64_t>();
+    if (first_round) {
+      trained_to_the_end = still_training == 0;
+    }
+    if (still_training == 0) {
+      break;
+    }
+    broadcast_buffers();
+    reducer_->run_shadow_iteration();
+  }
+  // Ranks that joined early missed the last updates: everyone takes the
+  // model of the highest rank that trained to the end.
+  at::Tensor source = at::full({1}, trained_to_the_end ? group_->rank() : -1, at::kLong);
+  group_->all_reduce(source, {.op = dist::ReduceOp::kMax})->wait();
+  broadcast_parameters(*module_, static_cast<int>(source.item<std::int64_t>()), group_);
+}
+
+}  // namespace dtrain::ddp

@@ -1,0 +1,57 @@
+#include "dtrain/ddp/distributed_optimizer.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+#include <torch/optim/optimizer.h>
+
+#include "dtrain/dist/init.h"
+#include "dtrain/util/errors.h"
+
+namespace dtrain::ddp {
+
+DistributedOptimizer::DistributedOptimizer(std::shared_ptr<torch::optim::Optimizer> optimizer,
+                                           DistributedOptimizerOptions options,
+                                           dist::ProcessGroupPtr group)
+    : optimizer_(std::move(optimizer)), options_(std::move(options)) {
+  DTRAIN_CHECK(optimizer_ != nullptr, "DistributedOptimizer: the optimizer is null");
+  DTRAIN_CHECK(
+      std::isfinite(options_.fusion_mb) && options_.fusion_mb > 0,
+      fmt::format("DistributedOptimizer: fusion_mb must be positive, got {}", options_.fusion_mb));
+  std::vector<at::Tensor> parameters;
+  std::vector<std::string> names;
+  const auto& groups = optimizer_->param_groups();
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    for (std::size_t p = 0; p < groups[g].params().size(); ++p) {
+      parameters.push_back(groups[g].params()[p]);
+      names.push_back(fmt::format("param_groups[{}].params[{}]", g, p));
+    }
+  }
+  ReducerOptions reducer_options;
+  // Horovod fuses whatever is ready into one buffer; one cap for all buckets.
+  reducer_options.bucket_bytes =
+      static_cast<std::size_t>(std::max(1.0, options_.fusion_mb * 1024.0 * 1024.0));
+  reducer_options.first_bucket_bytes = reducer_options.bucket_bytes;
+  reducer_options.backward_passes_per_step = options_.backward_passes_per_step;
+  reducer_options.comm_hook = options_.compression;
+  reducer_ = std::make_unique<Reducer>(std::move(parameters), std::move(names),
+                                       group ? std::move(group) : dist::default_group(),
+                                       std::move(reducer_options));
+}
+
+void DistributedOptimizer::step() {
+  const std::int64_t reductions = reducer_->iterations();
+  DTRAIN_CHECK(reductions > reductions_at_last_step_,
+               fmt::format("DistributedOptimizer::step: no gradient reduction since the last "
+                           "step; call step() after every {} backward pass(es) "
+                           "(backward_passes_per_step)",
+                           options_.backward_passes_per_step));
+  reductions_at_last_step_ = reductions;
+  optimizer_->step();
+}
+
+void DistributedOptimizer::zero_grad(bool set_to_none) {
+  optimizer_->zero_grad(set_to_none);
+}
+
+}  // namespace dtrain::ddp
