@@ -1,0 +1,312 @@
+// DDP behaviour beyond equivalence: errors that name what is wrong,
+// gradients as bucket views, the bucket rebuild, the timeline's overlap,
+// join with uneven data, and the Horovod-style broadcasts.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <ATen/ATen.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/sgd.h>
+
+#include "ddp_test_models.h"
+#include "dtrain/ddp/broadcast.h"
+#include "dtrain/ddp/distributed_data_parallel.h"
+#include "dtrain/util/errors.h"
+#include "multi_process.h"
+#include "test_support.h"
+
+namespace {
+
+namespace ddp = dtrain::ddp;
+namespace dist = dtrain::dist;
+namespace F = torch::nn::functional;
+using dtrain::testing::ManySizes;
+using dtrain::testing::max_abs_difference;
+
+void expect_all_ranks_pass(const std::vector<int>& codes) {
+  for (std::size_t r = 0; r < codes.size(); ++r) {
+    EXPECT_EQ(codes[r], 0) << "rank " << r << " failed (its output is above)";
+  }
+}
+
+template <typename Body>
+void on_ranks(int world, Body body) {
+  const auto port = dtrain::testing::free_port();
+  expect_all_ranks_pass(dtrain::testing::run_ranks(world, [&](int rank) {
+    dtrain::testing::init_gloo(rank, world, port);
+    body(rank, world);
+    dist::destroy_process_group();
+  }));
+}
+
+// The message of the dtrain::Error `fn` throws ("" when it does not throw).
+template <typename Fn>
+std::string error_of(Fn fn) {
+  try {
+    fn();
+  } catch (const dtrain::Error& e) {
+    return e.what();
+  } catch (const c10::Error& e) {
+    return e.what_without_backtrace();
+  }
+  return "";
+}
+
+// True when `value` is the same on every rank of the default group.
+bool same_on_all_ranks(const at::Tensor& value) {
+  at::Tensor low = value.clone();
+  at::Tensor high = value.clone();
+  dist::all_reduce(low, dist::ReduceOp::kMin);
+  dist::all_reduce(high, dist::ReduceOp::kMax);
+  return at::equal(low, high);
+}
+
+at::Tensor flat_parameters(const std::vector<at::Tensor>& parameters) {
+  std::vector<at::Tensor> flat;
+  for (const auto& p : parameters) {
+    flat.push_back(p.detach().reshape({-1}));
+  }
+  return at::cat(flat);
+}
+
+TEST(DdpErrors, ParameterShapeMismatchNamesTheParameter) {
+  on_ranks(2, [](int rank, int) {
+    torch::nn::Linear layer(4, 3 + rank);  // rank 1 built a different model
+    const std::string message =
+        error_of([&] { ddp::DistributedDataParallel<torch::nn::Linear> model(layer); });
+    EXPECT_NE(message.find("'weight'"), std::string::npos) << message;
+    EXPECT_NE(message.find("rank 1 has Float [4, 4]"), std::string::npos) << message;
+  });
+}
+
+TEST(DdpErrors, MissingGradientNamesParameterAndRank) {
+  on_ranks(2, [](int rank, int) {
+    ddp::DistributedDataParallel<ManySizes> model(ManySizes(/*with_unused_layers=*/true));
+    const at::Tensor x = at::randn({4, 16});
+    const std::string message =
+        error_of([&] { model(x).sum().backward(); });  // 'skip' and 'never' get nothing
+    EXPECT_NE(message.find("rank " + std::to_string(rank)), std::string::npos) << message;
+    EXPECT_NE(message.find("'never.weight'"), std::string::npos) << message;
+    EXPECT_NE(message.find("'skip.bias'"), std::string::npos) << message;
+    EXPECT_NE(message.find("find_unused_parameters"), std::string::npos) << message;
+  });
+}
+
+TEST(DdpErrors, BadOptionsAreRejected) {
+  on_ranks(1, [](int, int) {
+    EXPECT_NE(error_of([] {
+                ddp::DistributedDataParallel<ManySizes> model(ManySizes(), {.bucket_cap_mb = -1});
+              }).find("bucket_cap_mb"),
+              std::string::npos);
+  });
+}
+
+TEST(DdpBuckets, GradientsAreViewsIntoBuckets) {
+  on_ranks(2, [](int, int) {
+    ddp::DdpOptions options;
+    options.gradient_as_bucket_view = true;
+    options.first_bucket_mb = 0.002;
+    options.bucket_cap_mb = 0.004;
+    ddp::DistributedDataParallel<ManySizes> model(ManySizes(), options);
+    torch::optim::SGD optimizer(model->parameters(), 0.1);
+    for (int step = 0; step < 3; ++step) {
+      optimizer.zero_grad();  // sets .grad to undefined; the hooks re-point them
+      model(at::randn({4, 16})).sum().backward();
+      optimizer.step();
+    }
+    const auto parameters = model->parameters();
+    for (const auto& bucket : model.reducer().buckets()) {
+      // Members of one bucket are consecutive slices of one buffer.
+      const at::Tensor& first = parameters[bucket.parameters.front()].grad();
+      std::int64_t expected_offset = first.storage_offset();
+      for (std::size_t index : bucket.parameters) {
+        const at::Tensor& grad = parameters[index].grad();
+        ASSERT_TRUE(grad.defined());
+        EXPECT_TRUE(grad.is_alias_of(first));
+        EXPECT_EQ(grad.storage_offset(), expected_offset);
+        expected_offset += grad.numel();
+      }
+    }
+    // zero_grad without set_to_none must work on views (detach_ on a view fails).
+    optimizer.zero_grad(/*set_to_none=*/false);
+    EXPECT_EQ(parameters[0].grad().abs().sum().item<double>(), 0.0);
+  });
+}
+
+TEST(DdpBuckets, RebuiltOnceInGradientReadyOrderAndAgreedByAllRanks) {
+  on_ranks(3, [](int, int) {
+    ddp::DdpOptions options;
+    options.first_bucket_mb = 0.002;
+    options.bucket_cap_mb = 0.004;
+    ddp::DistributedDataParallel<ManySizes> model(ManySizes(), options);
+    EXPECT_FALSE(model.reducer().buckets_rebuilt());
+    for (int step = 0; step < 3; ++step) {
+      model(at::randn({4, 16})).sum().backward();
+    }
+    EXPECT_TRUE(model.reducer().buckets_rebuilt());
+    std::vector<std::int64_t> layout;
+    for (const auto& bucket : model.reducer().buckets()) {
+      layout.push_back(-1);
+      for (auto p : bucket.parameters) {
+        layout.push_back(static_cast<std::int64_t>(p));
+      }
+    }
+    EXPECT_GE(model.reducer().buckets().size(), 3u);
+    EXPECT_TRUE(same_on_all_ranks(at::tensor(layout, at::kLong)));
+    EXPECT_EQ(model.reducer().iterations(), 3);
+  });
+}
+
+// A model whose backward takes tens of milliseconds, one bucket per layer.
+torch::nn::Sequential deep_model() {
+  torch::nn::Sequential model;
+  for (int i = 0; i < 6; ++i) {
+    model->push_back(torch::nn::Linear(384, 384));
+  }
+  return model;
+}
+
+TEST(DdpTimeline, BucketAllReducesStartBeforeBackwardEnds) {
+  const dtrain::testing::TempDir trace;
+  on_ranks(2, [&](int rank, int) {
+    ddp::DdpOptions options;
+    options.record_timeline = true;
+    options.first_bucket_mb = 0.5;
+    options.bucket_cap_mb = 0.5;  // each 384x384 layer (0.56 MiB) closes a bucket
+    ddp::DistributedDataParallel<torch::nn::Sequential> model(deep_model(), options);
+    const at::Tensor x = at::randn({256, 384});
+    for (int step = 0; step < 4; ++step) {
+      model(x).square().mean().backward();
+    }
+    const auto steps = model.timeline().steps();
+    ASSERT_EQ(steps.size(), 4u);
+    for (const auto& step : steps) {
+      ASSERT_GE(step.buckets.size(), 5u);
+      // The last layers' bucket is launched while earlier layers' gradients
+      // are still being computed: the overlap is real.
+      EXPECT_LT(step.buckets.front().start, step.backward_end) << "step " << step.step;
+      EXPECT_LT(step.backward_start, step.buckets.front().start);
+      for (const auto& bucket : step.buckets) {
+        EXPECT_LE(bucket.start, bucket.end);
+      }
+    }
+    EXPECT_GT(model.timeline().hidden_fraction(), 0.0);
+    const std::string path = trace.file("rank" + std::to_string(rank) + ".json");
+    model.timeline().write_chrome_trace(path);
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_NE(text.str().find("\"name\":\"bucket 0\""), std::string::npos);
+    EXPECT_NE(text.str().find("\"name\":\"backward step 3\""), std::string::npos);
+    EXPECT_NE(model.timeline().summary().find("communication hidden behind backward"),
+              std::string::npos);
+  });
+}
+
+// Ranks with different numbers of batches: rank r has 2 + r. Every step
+// the ranks still training average over the samples they hold, so the
+// result equals one process training on whatever data exists at each step.
+TEST(DdpJoin, UnevenInputsMatchTheGlobalBatchAndEndInSync) {
+  for (int world : {2, 3}) {
+    on_ranks(world, [](int rank, int world) {
+      const std::int64_t rows = 3;
+      const int most_steps = 2 + world - 1;
+      auto generator = at::make_generator<at::CPUGeneratorImpl>(7);
+      std::vector<std::vector<at::Tensor>> xs(world), ys(world);
+      for (int r = 0; r < world; ++r) {
+        for (int step = 0; step < 2 + r; ++step) {
+          xs[r].push_back(at::randn({rows, 16}, generator));
+          ys[r].push_back(at::randint(10, {rows}, generator));
+        }
+      }
+      at::manual_seed(3);
+      ManySizes reference;
+      torch::optim::SGD reference_optimizer(reference->parameters(), 0.1);
+      for (int step = 0; step < most_steps; ++step) {
+        std::vector<at::Tensor> x, y;
+        for (int r = 0; r < world; ++r) {
+          if (step < 2 + r) {
+            x.push_back(xs[r][step]);
+            y.push_back(ys[r][step]);
+          }
+        }
+        reference_optimizer.zero_grad();
+        F::cross_entropy(reference->forward(at::cat(x)), at::cat(y)).backward();
+        reference_optimizer.step();
+      }
+
+      at::manual_seed(3);
+      ddp::DdpOptions options;
+      options.averaging = ddp::GradientAveraging::kSampleCount;
+      ddp::DistributedDataParallel<ManySizes> model(ManySizes(), options);
+      torch::optim::SGD optimizer(model->parameters(), 0.1);
+      model.join([&] {
+        for (int step = 0; step < 2 + rank; ++step) {
+          optimizer.zero_grad();
+          F::cross_entropy(model(xs[rank][step]), ys[rank][step]).backward();
+          optimizer.step();
+        }
+      });
+      EXPECT_LT(max_abs_difference(reference->parameters(), model->parameters()), 1e-5)
+          << "rank " << rank << " of " << world;
+      EXPECT_TRUE(same_on_all_ranks(flat_parameters(model->parameters())));
+    });
+  }
+}
+
+TEST(DdpBroadcast, OptimizerStateFollowsRoot) {
+  on_ranks(3, [](int rank, int) {
+    at::manual_seed(20 + rank);
+    ManySizes model;
+    torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-2));
+    for (int step = 0; step < 1 + rank; ++step) {  // different moments and step counts
+      optimizer.zero_grad();
+      model->forward(at::randn({4, 16})).sum().backward();
+      optimizer.step();
+    }
+    ddp::broadcast_parameters(*model, /*root=*/2);
+    ddp::broadcast_optimizer_state(optimizer, /*root=*/2);
+    EXPECT_TRUE(same_on_all_ranks(flat_parameters(model->parameters())));
+    // Identical gradients from here on: identical updates only if the
+    // moments and step counts were copied too.
+    at::manual_seed(99);
+    optimizer.zero_grad();
+    model->forward(at::randn({4, 16})).sum().backward();
+    optimizer.step();
+    EXPECT_TRUE(same_on_all_ranks(flat_parameters(model->parameters())));
+  });
+}
+
+TEST(DdpForward, EvalForwardRunsNoCollectives) {
+  on_ranks(2, [](int rank, int) {
+    ddp::DistributedDataParallel<ManySizes> model{ManySizes()};
+    if (rank == 0) {  // only rank 0 evaluates; rank 1 would hang on any collective
+      at::NoGradGuard no_grad;
+      model->eval();
+      (void)model(at::randn({2, 16}));
+      model->train();
+    }
+    model(at::randn({2, 16})).sum().backward();
+    EXPECT_TRUE(same_on_all_ranks(model->parameters()[0].grad()));
+  });
+}
+
+TEST(DdpForward, ConstructionBroadcastsRankZerosWeights) {
+  on_ranks(3, [](int rank, int) {
+    at::manual_seed(rank);
+    ManySizes replica;
+    ddp::DistributedDataParallel<ManySizes> model(replica);
+    EXPECT_TRUE(same_on_all_ranks(flat_parameters(model->parameters())));
+    at::manual_seed(0);
+    ManySizes rank_zero;
+    EXPECT_EQ(max_abs_difference(rank_zero->parameters(), model->parameters()), 0.0);
+  });
+}
+
+}  // namespace
