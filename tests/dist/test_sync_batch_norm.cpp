@@ -1,0 +1,204 @@
+// SyncBatchNorm on 2 and 3 Gloo ranks against a plain BatchNorm applied to
+// the concatenated global batch in one process: outputs, input gradients,
+// summed weight/bias gradients and running statistics, over several
+// training steps, with different (and empty) batches per rank.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <torch/nn/modules/batchnorm.h>
+
+#include <numeric>
+#include <optional>
+#include <vector>
+
+#include "dtrain/ddp/sync_batch_norm.h"
+#include "dtrain/dist/init.h"
+#include "multi_process.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+namespace dist = dtrain::dist;
+using dtrain::ddp::SyncBatchNorm;
+using dtrain::ddp::SyncBatchNormOptions;
+
+struct Case {
+  std::string name;
+  std::vector<int64_t> batch_sizes;  // one per rank
+  std::vector<int64_t> spatial;      // sizes after (N, C)
+  bool affine = true;
+  std::optional<double> momentum = 0.1;
+  bool track_running_stats = true;
+};
+
+// Test names and failure messages show the case's name, not its bytes.
+void PrintTo(const Case& c, std::ostream* out) { *out << c.name; }
+
+constexpr int64_t kChannels = 3;
+constexpr int kSteps = 3;
+
+void init(int rank, int world, std::uint16_t port) {
+  at::set_num_threads(1);
+  dist::init_process_group({.backend = "gloo",
+                            .init_method = "tcp://127.0.0.1:" + std::to_string(port),
+                            .rank = rank,
+                            .world_size = world,
+                            .timeout = 30s});
+}
+
+// torch::nn::BatchNorm1d/2d/3d for the input's rank, as one interface.
+struct ReferenceBatchNorm {
+  explicit ReferenceBatchNorm(const Case& c) {
+    auto options = torch::nn::BatchNormOptions(kChannels)
+                       .affine(c.affine)
+                       .momentum(c.momentum)
+                       .track_running_stats(c.track_running_stats);
+    switch (c.spatial.size()) {
+      case 0:
+      case 1:
+        module = torch::nn::BatchNorm1d(options).ptr();
+        forward = [m = std::dynamic_pointer_cast<torch::nn::BatchNorm1dImpl>(module)](
+                      const at::Tensor& x) { return m->forward(x); };
+        break;
+      case 2:
+        module = torch::nn::BatchNorm2d(options).ptr();
+        forward = [m = std::dynamic_pointer_cast<torch::nn::BatchNorm2dImpl>(module)](
+                      const at::Tensor& x) { return m->forward(x); };
+        break;
+      default:
+        module = torch::nn::BatchNorm3d(options).ptr();
+        forward = [m = std::dynamic_pointer_cast<torch::nn::BatchNorm3dImpl>(module)](
+                      const at::Tensor& x) { return m->forward(x); };
+    }
+  }
+  at::Tensor param(const std::string& name) { return module->named_parameters()[name]; }
+  at::Tensor buffer(const std::string& name) { return module->named_buffers()[name]; }
+
+  std::shared_ptr<torch::nn::Module> module;
+  std::function<at::Tensor(const at::Tensor&)> forward;
+};
+
+void expect_close(const at::Tensor& got, const at::Tensor& want, const std::string& what) {
+  ASSERT_EQ(got.sizes(), want.sizes()) << what;
+  if (want.numel() == 0) {
+    return;
+  }
+  const double diff = (got - want).abs().max().item<double>();
+  EXPECT_LT(diff, 1e-5) << what << ": max abs difference " << diff;
+}
+
+void run_case(const Case& c, int rank) {
+  const int64_t total = std::accumulate(c.batch_sizes.begin(), c.batch_sizes.end(), int64_t{0});
+  const int64_t offset =
+      std::accumulate(c.batch_sizes.begin(), c.batch_sizes.begin() + rank, int64_t{0});
+  const int64_t mine = c.batch_sizes[static_cast<std::size_t>(rank)];
+  std::vector<int64_t> shape = {total, kChannels};
+  shape.insert(shape.end(), c.spatial.begin(), c.spatial.end());
+
+  // Every rank draws the same global data and parameters.
+  at::manual_seed(1234);
+  ReferenceBatchNorm reference(c);
+  SyncBatchNorm sync(SyncBatchNormOptions(kChannels)
+                         .affine(c.affine)
+                         .momentum(c.momentum)
+                         .track_running_stats(c.track_running_stats));
+  if (c.affine) {
+    at::NoGradGuard no_grad;
+    const at::Tensor w = at::randn({kChannels}) + 1;
+    const at::Tensor b = at::randn({kChannels});
+    reference.param("weight").copy_(w);
+    reference.param("bias").copy_(b);
+    sync->weight.copy_(w);
+    sync->bias.copy_(b);
+  }
+
+  for (int step = 0; step < kSteps; ++step) {
+    const std::string where = "step " + std::to_string(step) + ", rank " + std::to_string(rank);
+    // A large mean against a small spread stresses the variance formula.
+    const at::Tensor global = at::randn(shape) * (step + 1) + 5 * (step - 1);
+    const at::Tensor upstream = at::randn(shape);  // d loss / d output
+
+    at::Tensor x_ref = global.clone().requires_grad_(true);
+    const at::Tensor y_ref = reference.forward(x_ref);
+    (y_ref * upstream).sum().backward();
+
+    at::Tensor x = global.narrow(0, offset, mine).clone().requires_grad_(true);
+    const at::Tensor y = sync(x);
+    (y * upstream.narrow(0, offset, mine)).sum().backward();
+
+    expect_close(y, y_ref.narrow(0, offset, mine), "output, " + where);
+    expect_close(x.grad(), x_ref.grad().narrow(0, offset, mine), "input gradient, " + where);
+    if (c.affine) {
+      // Each rank holds its part; their sum is the global batch's gradient.
+      for (const char* name : {"weight", "bias"}) {
+        at::Tensor summed = sync->named_parameters()[name].grad().clone();
+        dist::all_reduce(summed);
+        expect_close(summed, reference.param(name).grad(),
+                     std::string(name) + " gradient, " + where);
+      }
+      for (auto& p : sync->parameters()) {
+        p.mutable_grad().reset();
+      }
+      for (auto& p : reference.module->parameters()) {
+        p.mutable_grad().reset();
+      }
+    }
+    if (c.track_running_stats) {
+      expect_close(sync->running_mean, reference.buffer("running_mean"), "running_mean, " + where);
+      expect_close(sync->running_var, reference.buffer("running_var"), "running_var, " + where);
+      EXPECT_EQ(sync->num_batches_tracked.item<int64_t>(),
+                reference.buffer("num_batches_tracked").item<int64_t>());
+    }
+  }
+
+  // Eval mode: running statistics (or, without them, the local batch's).
+  sync->eval();
+  reference.module->eval();
+  const at::Tensor global = at::randn(shape) + 2;
+  if (c.track_running_stats) {
+    at::NoGradGuard no_grad;
+    expect_close(sync(global.narrow(0, offset, mine)),
+                 reference.forward(global).narrow(0, offset, mine),
+                 "eval output, rank " + std::to_string(rank));
+  }
+}
+
+class SyncBatchNormGloo : public ::testing::TestWithParam<Case> {};
+
+TEST_P(SyncBatchNormGloo, EqualsBatchNormOnTheGlobalBatch) {
+  const Case c = GetParam();
+  const int world = static_cast<int>(c.batch_sizes.size());
+  const auto port = dtrain::testing::free_port();
+  const auto codes = dtrain::testing::run_ranks(world, [&](int rank) {
+    init(rank, world, port);
+    run_case(c, rank);
+    dist::destroy_process_group();
+  });
+  for (std::size_t r = 0; r < codes.size(); ++r) {
+    EXPECT_EQ(codes[r], 0) << "rank " << r << " failed (its output is above)";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, SyncBatchNormGloo,
+    ::testing::Values(
+        // 2 ranks, images, different batch sizes.
+        Case{.name = "TwoRanksImages", .batch_sizes = {3, 5}, .spatial = {4, 2}},
+        // 3 ranks, (N, C) features, one rank with a single sample, cumulative average.
+        Case{.name = "ThreeRanksFeaturesCumulativeAverage",
+             .batch_sizes = {4, 1, 6},
+             .spatial = {},
+             .momentum = std::nullopt},
+        // 3 ranks, volumes, an empty rank, no affine parameters.
+        Case{.name = "ThreeRanksVolumesEmptyRankNoAffine",
+             .batch_sizes = {2, 0, 3},
+             .spatial = {2, 3, 2},
+             .affine = false},
+        // 2 ranks, sequences, no running statistics.
+        Case{.name = "TwoRanksSequencesNoRunningStats",
+             .batch_sizes = {2, 3},
+             .spatial = {5},
+             .track_running_stats = false}),
+    [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+}  // namespace
