@@ -68,6 +68,47 @@ TEST(SamplersInAGroup, DistributedSamplerTakesWorldAndRankFromTheDefaultGroup) {
   }));
 }
 
+// Runs check_agreement and returns its error message ("" for none).
+std::string agreement_error(const data::DistributedSampler& sampler) {
+  try {
+    sampler.check_agreement();
+  } catch (const dtrain::Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(SamplersInAGroup, CheckAgreementNamesTheRankThatDiffers) {
+  constexpr int kWorld = 3;
+  const auto port = dtrain::testing::free_port();
+  expect_all_ranks_pass(dtrain::testing::run_ranks(kWorld, [&](int rank) {
+    init(rank, kWorld, port);
+    data::DistributedSampler good(50, data::DistributedSamplerOptions().seed(1));
+    good.set_epoch(4);
+    EXPECT_EQ(agreement_error(good), "");
+    // Rank 2 read a dataset of another size: every rank hears of it.
+    data::DistributedSampler sizes(rank == 2 ? 49 : 50);
+    EXPECT_EQ(agreement_error(sizes),
+              "DistributedSampler: ranks disagree on dataset_size: rank 0 has 50, rank 2 has 49");
+    // Rank 1 forgot set_epoch.
+    data::DistributedSampler epochs(50);
+    if (rank != 1) {
+      epochs.set_epoch(3);
+    }
+    EXPECT_EQ(agreement_error(epochs),
+              "DistributedSampler: ranks disagree on epoch: rank 0 has 3, rank 1 has 0");
+    // Two processes computed the same shard.
+    data::DistributedSampler ranks(50,
+                                   data::DistributedSamplerOptions(kWorld, rank == 2 ? 0 : rank));
+    EXPECT_EQ(agreement_error(ranks),
+              "DistributedSampler: processes of group ranks 0 and 2 both use sampler rank 0");
+    data::DistributedSampler world(50, data::DistributedSamplerOptions(2, rank % 2));
+    EXPECT_EQ(agreement_error(world),
+              "DistributedSampler: num_replicas is 2 but group 'default' has 3 ranks");
+    dist::destroy_process_group();
+  }));
+}
+
 TEST(SamplersInAGroup, FromThroughputAgreesOnTheWeightsAndPartitions) {
   constexpr int kWorld = 3;
   const std::vector<double> throughput = {120.0, 360.0, 40.0};

@@ -1,11 +1,16 @@
 // SyncBatchNorm on 2 and 3 Gloo ranks against a plain BatchNorm applied to
 // the concatenated global batch in one process: outputs, input gradients,
 // summed weight/bias gradients and running statistics, over several
-// training steps, with different (and empty) batches per rank.
+// training steps, with different (and empty) batches per rank; and a
+// model converted by convert_sync_batchnorm against the unconverted one.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
 
 #include <numeric>
 #include <optional>
@@ -32,7 +37,9 @@ struct Case {
 };
 
 // Test names and failure messages show the case's name, not its bytes.
-void PrintTo(const Case& c, std::ostream* out) { *out << c.name; }
+void PrintTo(const Case& c, std::ostream* out) {
+  *out << c.name;
+}
 
 constexpr int64_t kChannels = 3;
 constexpr int kSteps = 3;
@@ -200,5 +207,49 @@ INSTANTIATE_TEST_SUITE_P(
              .spatial = {5},
              .track_running_stats = false}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+// A converted model on 2 ranks equals the unconverted one on the global
+// batch: the Sequential's forward really goes through SyncBatchNorm.
+TEST(ConvertSyncBatchNormGloo, ConvertedModelEqualsTheModelOnTheGlobalBatch) {
+  constexpr int kWorld = 2;
+  const std::vector<int64_t> batch_sizes = {2, 4};
+  const auto port = dtrain::testing::free_port();
+  const auto codes = dtrain::testing::run_ranks(kWorld, [&](int rank) {
+    init(rank, kWorld, port);
+    at::manual_seed(77);
+    torch::nn::Sequential reference(torch::nn::Conv2d(torch::nn::Conv2dOptions(2, 4, 3)),
+                                    torch::nn::BatchNorm2d(4), torch::nn::ReLU(),
+                                    torch::nn::Flatten(), torch::nn::Linear(4 * 2 * 2, 3));
+    auto model = std::dynamic_pointer_cast<torch::nn::SequentialImpl>(reference->clone());
+    ASSERT_EQ(dtrain::ddp::convert_sync_batchnorm(model), 1);
+
+    const at::Tensor global = at::randn({6, 2, 4, 4}) * 2 + 1;
+    const at::Tensor upstream = at::randn({6, 3});
+    const int64_t offset = rank == 0 ? 0 : batch_sizes[0];
+    const int64_t mine = batch_sizes[static_cast<std::size_t>(rank)];
+    const at::Tensor y_ref = reference->forward(global);
+    (y_ref * upstream).sum().backward();
+    const at::Tensor y = model->forward(global.narrow(0, offset, mine));
+    (y * upstream.narrow(0, offset, mine)).sum().backward();
+
+    expect_close(y, y_ref.narrow(0, offset, mine), "output, rank " + std::to_string(rank));
+    const auto got = model->named_parameters();
+    const auto want = reference->named_parameters();
+    for (const auto& item : want) {
+      at::Tensor summed = got[item.key()].grad().clone();
+      dist::all_reduce(summed);
+      expect_close(summed, item.value().grad(), item.key() + " gradient");
+    }
+    for (const auto& item : reference->named_buffers()) {
+      if (item.value().is_floating_point()) {
+        expect_close(model->named_buffers()[item.key()], item.value(), item.key());
+      }
+    }
+    dist::destroy_process_group();
+  });
+  for (std::size_t r = 0; r < codes.size(); ++r) {
+    EXPECT_EQ(codes[r], 0) << "rank " << r << " failed (its output is above)";
+  }
+}
 
 }  // namespace

@@ -1,9 +1,10 @@
 #include "dtrain/data/distributed_sampler.h"
 
+#include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
-#include <ATen/ops/randperm.h>
 
 #include <numeric>
+#include <string>
 
 #include "dtrain/dist/init.h"
 #include "dtrain/util/errors.h"
@@ -62,6 +63,47 @@ std::vector<int64_t> DistributedSampler::indices() const {
   DTRAIN_INTERNAL_ASSERT(static_cast<int64_t>(mine.size()) == num_samples_, "rank ", rank_, " got ",
                          mine.size(), " indices instead of ", num_samples_);
   return mine;
+}
+
+void DistributedSampler::check_agreement(const dist::ProcessGroupPtr& group) const {
+  const dist::ProcessGroupPtr pg = group ? group : dist::default_group();
+  // One row per rank, gathered everywhere, so every rank raises the same error.
+  const std::vector<std::pair<const char*, int64_t>> fields = {
+      {"dataset_size", dataset_size_},
+      {"seed", options_.seed()},
+      {"epoch", epoch_},
+      {"shuffle", options_.shuffle() ? 1 : 0},
+      {"drop_last", options_.drop_last() ? 1 : 0},
+      {"num_replicas", num_replicas_},
+      {"rank", rank_}};
+  std::vector<int64_t> values;
+  for (const auto& field : fields) {
+    values.push_back(field.second);
+  }
+  const at::Tensor mine = at::tensor(values, at::kLong);
+  std::vector<at::Tensor> rows;
+  for (int r = 0; r < pg->size(); ++r) {
+    rows.push_back(at::empty_like(mine));
+  }
+  pg->all_gather(rows, mine)->wait();
+  const auto value = [&](int r, std::size_t field) { return rows[r][field].item<int64_t>(); };
+  for (std::size_t f = 0; f + 1 < fields.size(); ++f) {
+    for (int r = 1; r < pg->size(); ++r) {
+      DTRAIN_CHECK(value(r, f) == value(0, f), "DistributedSampler: ranks disagree on ",
+                   fields[f].first, ": rank 0 has ", value(0, f), ", rank ", r, " has ",
+                   value(r, f));
+    }
+  }
+  const std::size_t replicas = fields.size() - 2;
+  DTRAIN_CHECK(value(0, replicas) == pg->size(), "DistributedSampler: num_replicas is ",
+               value(0, replicas), " but group '", pg->name(), "' has ", pg->size(), " ranks");
+  std::vector<int> owner(static_cast<std::size_t>(pg->size()), -1);
+  for (int r = 0; r < pg->size(); ++r) {
+    const auto claimed = static_cast<std::size_t>(value(r, fields.size() - 1));
+    DTRAIN_CHECK(owner[claimed] == -1, "DistributedSampler: processes of group ranks ",
+                 owner[claimed], " and ", r, " both use sampler rank ", claimed);
+    owner[claimed] = r;
+  }
 }
 
 }  // namespace dtrain::data

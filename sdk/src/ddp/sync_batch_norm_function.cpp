@@ -153,7 +153,7 @@ class SyncBatchNormBackward : public torch::autograd::Node {
   }
 
  private:
-  std::mutex mutex_;
+  // Locked with Node::mutex_, as ATen's generated backward nodes do.
   torch::autograd::SavedVariable input_;
   torch::autograd::SavedVariable weight_;
   at::Tensor mean_;

@@ -30,6 +30,8 @@
 
 #include <torch/arg.h>
 
+#include "dtrain/dist/process_group.h"
+
 namespace dtrain::data {
 
 struct DistributedSamplerOptions {
@@ -57,6 +59,13 @@ class DistributedSampler {
 
   // This rank's indices for the current epoch: num_samples() of them.
   std::vector<int64_t> indices() const;
+
+  // Collective over `group` (nullptr: the default group): throws
+  // dtrain::Error on every rank, naming the ranks and values, unless all
+  // samplers have the same dataset size, seed, epoch, shuffle, drop_last
+  // and num_replicas (the group's size) and their ranks are 0 .. size-1
+  // once each -- the mistakes that silently give overlapping shards.
+  void check_agreement(const dist::ProcessGroupPtr& group = nullptr) const;
 
   // Indices per rank: ceil(size / replicas), or floor with drop_last.
   int64_t num_samples() const { return num_samples_; }
