@@ -198,7 +198,8 @@ bool GradScaler::step(torch::optim::Optimizer& optimizer) {
   const bool stepped = found == 0;
   if (stepped) {
     optimizer.step();
-  } else {
+  } else if (spdlog::should_log(spdlog::level::debug)) {
+    // Guarded: reading the scale would be another device synchronisation.
     spdlog::debug("GradScaler: inf/NaN gradients at scale {}; optimizer step skipped",
                   scale_.item<float>());
   }
