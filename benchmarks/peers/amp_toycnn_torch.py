@@ -77,7 +77,8 @@ def main():
             logits = model(x)
             expected = torch.bfloat16 if bf16 else torch.float32
             if logits.dtype != expected:
-                raise RuntimeError(f"logits came out in {logits.dtype} with --precision {args.precision}")
+                raise RuntimeError(
+                    f"logits came out in {logits.dtype} with --precision {args.precision}")
             loss = F.cross_entropy(logits, y)
         loss.backward()
         optimizer.step()
