@@ -10,6 +10,7 @@
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/sgd.h>
 
+#include "dtrain/amp/autocast.h"
 #include "dtrain/datasets/fashion_mnist.h"
 #include "dtrain/kernels/metrics.h"
 #include "dtrain/models/toy_cnn.h"
@@ -21,6 +22,8 @@
 
 namespace {
 
+using dtrain::amp::AutocastGuard;
+using dtrain::amp::AutocastOptions;
 using dtrain::apps::TrainOptions;
 using dtrain::datasets::LabeledImages;
 namespace F = torch::nn::functional;
@@ -55,7 +58,11 @@ EpochStats train_epoch(dtrain::models::ToyCnn& model, torch::optim::SGD& optimiz
     const at::Tensor images = train.images.index_select(0, index);
     const at::Tensor labels = train.labels.index_select(0, index);
     optimizer.zero_grad();
-    at::Tensor loss = F::cross_entropy(model(images), labels);
+    at::Tensor loss;
+    {
+      AutocastGuard autocast(AutocastOptions(at::kCPU).enabled(options.amp == "bf16"));
+      loss = F::cross_entropy(model(images), labels);
+    }
     loss.backward();
     optimizer.step();
     const double batch_loss = loss.item<double>();
@@ -116,12 +123,16 @@ int train(const TrainOptions& options) {
   dtrain::models::ToyCnn model(dtrain::models::ToyCnnOptions().in_channels(1));
   torch::optim::SGD optimizer(model->parameters(),
                               torch::optim::SGDOptions(options.lr).momentum(options.momentum));
+  spdlog::info("precision: {}", options.amp == "bf16" ? "bf16 autocast (CPU)" : "fp32");
   const auto job_start = std::chrono::steady_clock::now();
   EvalStats eval;
   for (int epoch = 1; epoch <= options.epochs; ++epoch) {
     const EpochStats stats =
         train_epoch(model, optimizer, train, options, epoch, shuffle_generator);
-    eval = evaluate(model, test);
+    {
+      AutocastGuard autocast(AutocastOptions(at::kCPU).enabled(options.amp == "bf16"));
+      eval = evaluate(model, test);
+    }
     const double samples_per_s = static_cast<double>(stats.samples) / stats.seconds;
     const double peak_rss_mb = static_cast<double>(dtrain::util::peak_rss_bytes()) / (1 << 20);
     spdlog::info(

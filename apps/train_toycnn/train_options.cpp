@@ -34,6 +34,9 @@ void add_train_flags(CLI::App& app, TrainOptions& options) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--csv", options.csv, "Per-epoch report (CSV)")->capture_default_str();
+  app.add_option("--amp", options.amp, "Mixed precision: bf16 (CPU autocast) or off")
+      ->check(CLI::IsMember({"off", "bf16"}))
+      ->capture_default_str();
 }
 
 }  // namespace dtrain::apps

@@ -19,6 +19,7 @@ struct TrainOptions {
   int64_t train_limit = 0;  // 0: the whole split
   int64_t test_limit = 0;
   std::string csv = "out/train_toycnn.csv";
+  std::string amp = "off";  // "bf16": forward passes under CPU bf16 autocast
 };
 
 // Registers every flag on `app`, with ranges checked by CLI11 at parse time.

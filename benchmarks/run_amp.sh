@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Toy CNN training steps on CPU with and without bf16 autocast: dtrain's
+# bench_amp_toycnn and torch.autocast (benchmarks/peers/amp_toycnn_torch.py)
+# in the same run, one process per configuration, merged into
+# benchmarks/results/amp_toycnn_cpu.csv.
+#
+#   bash benchmarks/run_amp.sh [extra flags for both, e.g. --steps 100 --threads 2]
+#
+# Environment: DTRAIN_BUILD_DIR (default build) holds bench_amp_toycnn;
+# DTRAIN_PYTHON, else $DTRAIN_HOME/venv/bin/python (DTRAIN_HOME default
+# ~/.cache/dtrain), is the python with the same torch wheel; BATCH_SIZES
+# (default "64 256 1024").
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${DTRAIN_BUILD_DIR:-$root/build}"
+python="${DTRAIN_PYTHON:-${DTRAIN_HOME:-$HOME/.cache/dtrain}/venv/bin/python}"
+bench="$build/benchmarks/bench_amp_toycnn"
+results="$root/benchmarks/results"
+out="$results/amp_toycnn_cpu.csv"
+
+[[ -x "$bench" ]] || { echo "run_amp.sh: $bench is not built (ninja -C $build bench_amp_toycnn)" >&2; exit 1; }
+[[ -x "$python" ]] || { echo "run_amp.sh: no python at $python (set DTRAIN_PYTHON)" >&2; exit 1; }
+
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+mkdir -p "$results"
+
+n=0
+for batch in ${BATCH_SIZES:-64 256 1024}; do
+  for precision in off bf16; do
+    # Interleaved, so drifting machine load hits both implementations alike.
+    n=$((n + 1))
+    "$bench" --precision "$precision" --batch-size "$batch" --csv "$scratch/$n.csv" "$@"
+    n=$((n + 1))
+    "$python" "$root/benchmarks/peers/amp_toycnn_torch.py" --precision "$precision" \
+      --batch-size "$batch" --csv "$scratch/$n.csv" "$@"
+  done
+done
+
+head -n 1 "$scratch/1.csv" > "$out"
+for i in $(seq 1 "$n"); do tail -n +2 "$scratch/$i.csv" >> "$out"; done
+echo "== $out"
+column -s, -t < "$out" 2>/dev/null || cat "$out"
