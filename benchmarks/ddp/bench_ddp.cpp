@@ -1,0 +1,181 @@
+// DDP step time: one training step (zero_grad, forward, cross-entropy,
+// backward with the gradient all-reduce, SGD step) of the toy CNN or of a
+// PointNet-style MLP with PointNet++'s parameter count (1.46 M), timed per
+// step. benchmarks/peers/ddp_torch.py is the same under PyTorch's own
+// DistributedDataParallel; benchmarks/run_ddp.sh runs both side by side.
+//
+//   RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 bench_ddp --model toycnn ...
+//
+// --mode local trains without any process group (the overhead baseline);
+// --mode ddp wraps the model in DistributedDataParallel over Gloo.
+// Rank 0 appends one CSV row: impl,model,mode,world,batch_per_rank,
+// parameters,step_ms_median,step_ms_p10,step_ms_p90,samples_per_s,hidden_pct.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include <ATen/ATen.h>
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/sgd.h>
+
+#include "dtrain/ddp/distributed_data_parallel.h"
+#include "dtrain/dist/init.h"
+#include "dtrain/models/toy_cnn.h"
+#include "dtrain/util/cli_app.h"
+
+namespace {
+
+namespace F = torch::nn::functional;
+
+// PointNet's shape with PointNet++ (SSG classification)'s parameter count:
+// a shared per-point MLP 3 -> ... -> 1024, max-pool over points, head -> 40.
+class PointMlpImpl : public torch::nn::Module {
+ public:
+  PointMlpImpl() {
+    const std::vector<std::int64_t> point = {3, 64, 64, 128, 128, 128, 256, 256, 512, 1024};
+    for (std::size_t i = 0; i + 1 < point.size(); ++i) {
+      point_mlp_->push_back(torch::nn::Linear(point[i], point[i + 1]));
+      point_mlp_->push_back(torch::nn::ReLU());
+    }
+    const std::vector<std::int64_t> head = {1024, 512, 256, 40};
+    for (std::size_t i = 0; i + 1 < head.size(); ++i) {
+      head_->push_back(torch::nn::Linear(head[i], head[i + 1]));
+      if (i + 2 < head.size()) {
+        head_->push_back(torch::nn::ReLU());
+      }
+    }
+    register_module("point_mlp", point_mlp_);
+    register_module("head", head_);
+  }
+  // points: (B, N, 3) -> logits (B, 40)
+  at::Tensor forward(const at::Tensor& points) {
+    return head_->forward(std::get<0>(point_mlp_->forward(points).max(1)));
+  }
+
+ private:
+  torch::nn::Sequential point_mlp_;
+  torch::nn::Sequential head_;
+};
+TORCH_MODULE(PointMlp);
+
+struct Options {
+  std::string model = "toycnn";
+  std::string mode = "ddp";
+  std::int64_t batch = 32;
+  int steps = 50;
+  int warmup = 5;
+  int points = 512;
+  int threads = 1;
+  double bucket_cap_mb = 25;
+  std::string csv;
+};
+
+double percentile(std::vector<double> values, double q) {
+  std::sort(values.begin(), values.end());
+  const auto index = static_cast<std::size_t>(q * static_cast<double>(values.size() - 1) + 0.5);
+  return values[index];
+}
+
+template <typename Holder>
+int run(Holder model, const at::Tensor& inputs, const at::Tensor& labels, const Options& options) {
+  const bool ddp_mode = options.mode == "ddp";
+  std::optional<dtrain::ddp::DistributedDataParallel<Holder>> ddp;
+  if (ddp_mode) {
+    dtrain::ddp::DdpOptions ddp_options;
+    ddp_options.bucket_cap_mb = options.bucket_cap_mb;
+    ddp_options.record_timeline = true;
+    ddp.emplace(model, ddp_options);
+  }
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+  std::vector<double> step_ms;
+  for (int step = 0; step < options.warmup + options.steps; ++step) {
+    if (step == options.warmup && ddp) {
+      ddp->timeline().clear();
+    }
+    const auto start = std::chrono::steady_clock::now();
+    optimizer.zero_grad();
+    const at::Tensor logits = ddp ? (*ddp)(inputs) : model(inputs);
+    F::cross_entropy(logits, labels).backward();
+    optimizer.step();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count();
+    if (step >= options.warmup) {
+      step_ms.push_back(ms);
+    }
+  }
+  const int world = ddp_mode ? dtrain::dist::get_world_size() : 1;
+  const int rank = ddp_mode ? dtrain::dist::get_rank() : 0;
+  std::int64_t parameters = 0;
+  for (const auto& p : model->parameters()) {
+    parameters += p.numel();
+  }
+  const double median = percentile(step_ms, 0.5);
+  const double samples_per_s = 1000.0 * static_cast<double>(options.batch * world) / median;
+  const double hidden = ddp ? 100.0 * ddp->timeline().hidden_fraction() : 0.0;
+  spdlog::info("{} {} world {} batch {}/rank: {:.2f} ms/step median, {:.0f} samples/s{}",
+               options.model, options.mode, world, options.batch, median, samples_per_s,
+               ddp ? ", " + ddp->timeline().summary() : std::string());
+  if (rank == 0 && !options.csv.empty()) {
+    const bool fresh = !std::filesystem::exists(options.csv);
+    std::ofstream out(options.csv, std::ios::app);
+    if (!out) {
+      throw dtrain::IOError("cannot append to '" + options.csv + "'");
+    }
+    if (fresh) {
+      out << "impl,model,mode,world,batch_per_rank,parameters,step_ms_median,step_ms_p10,"
+             "step_ms_p90,samples_per_s,hidden_pct\n";
+    }
+    out << fmt::format("dtrain,{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.2f},{:.1f}\n",
+                       options.model, options.mode, world, options.batch, parameters, median,
+                       percentile(step_ms, 0.1), percentile(step_ms, 0.9), samples_per_s, hidden);
+  }
+  return 0;
+}
+
+int bench(const Options& options) {
+  at::set_num_threads(options.threads);
+  if (options.mode == "ddp") {
+    dtrain::dist::init_process_group({.backend = "gloo"});
+  }
+  const int rank = options.mode == "ddp" ? dtrain::dist::get_rank() : 0;
+  // Every rank sees its own data; the model starts equal (DDP broadcasts).
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(1000 + rank);
+  at::manual_seed(0);
+  if (options.model == "toycnn") {
+    const at::Tensor inputs = at::randn({options.batch, 1, 32, 32}, generator);
+    const at::Tensor labels = at::randint(10, {options.batch}, generator);
+    return run(dtrain::models::ToyCnn(dtrain::models::ToyCnnOptions().in_channels(1)), inputs,
+               labels, options);
+  }
+  const at::Tensor inputs = at::randn({options.batch, options.points, 3}, generator);
+  const at::Tensor labels = at::randint(40, {options.batch}, generator);
+  return run(PointMlp(), inputs, labels, options);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"DDP step time of the toy CNN or a PointNet++-sized MLP (CPU, Gloo)", "bench_ddp"};
+  Options options;
+  app.add_option("--model", options.model)->check(CLI::IsMember({"toycnn", "pointmlp"}));
+  app.add_option("--mode", options.mode)->check(CLI::IsMember({"local", "ddp"}));
+  app.add_option("--batch", options.batch, "Samples per rank and step")->check(CLI::PositiveNumber);
+  app.add_option("--steps", options.steps, "Timed steps")->check(CLI::PositiveNumber);
+  app.add_option("--warmup", options.warmup, "Untimed first steps")->check(CLI::NonNegativeNumber);
+  app.add_option("--points", options.points, "Points per cloud (pointmlp)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--threads", options.threads, "Intra-op threads per process")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--bucket-cap-mb", options.bucket_cap_mb)->check(CLI::PositiveNumber);
+  app.add_option("--csv", options.csv, "Append the result row here (rank 0)");
+  return dtrain::util::run_cli_app(app, argc, argv, [&] { return bench(options); });
+}

@@ -1,0 +1,130 @@
+"""PyTorch's DistributedDataParallel counterpart of benchmarks/ddp/bench_ddp.cpp:
+the same models, data shapes, optimizer, thread count and CSV row, with
+torch.nn.parallel.DistributedDataParallel over Gloo from the same wheel.
+
+  RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 \
+      python ddp_torch.py --model toycnn --mode ddp --batch 32 --csv out.csv
+"""
+
+import argparse
+import os
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class ToyCnn(nn.Module):
+    """dtrain::models::ToyCnn with in_channels 1."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 6, 5)
+        self.pool = nn.MaxPool2d(2, 2)
+        self.conv2 = nn.Conv2d(6, 16, 5)
+        self.fc1 = nn.Linear(16 * 5 * 5, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, 10)
+
+    def forward(self, x):
+        h = self.pool(F.relu(self.conv1(x)))
+        h = self.pool(F.relu(self.conv2(h)))
+        h = h.flatten(1)
+        h = F.relu(self.fc1(h))
+        h = F.relu(self.fc2(h))
+        return self.fc3(h)
+
+
+class PointMlp(nn.Module):
+    """bench_ddp.cpp's PointMlp: shared MLP to 1024, max over points, head to 40."""
+
+    def __init__(self):
+        super().__init__()
+        point = [3, 64, 64, 128, 128, 128, 256, 256, 512, 1024]
+        layers = []
+        for a, b in zip(point, point[1:]):
+            layers += [nn.Linear(a, b), nn.ReLU()]
+        self.point_mlp = nn.Sequential(*layers)
+        head = [1024, 512, 256, 40]
+        layers = []
+        for i, (a, b) in enumerate(zip(head, head[1:])):
+            layers.append(nn.Linear(a, b))
+            if i + 2 < len(head):
+                layers.append(nn.ReLU())
+        self.head = nn.Sequential(*layers)
+
+    def forward(self, points):
+        return self.head(self.point_mlp(points).max(dim=1).values)
+
+
+def percentile(values, q):
+    values = sorted(values)
+    return values[int(q * (len(values) - 1) + 0.5)]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", choices=["toycnn", "pointmlp"], default="toycnn")
+    p.add_argument("--mode", choices=["local", "ddp"], default="ddp")
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--steps", type=int, default=50)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--points", type=int, default=512)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--bucket-cap-mb", type=float, default=25)
+    p.add_argument("--csv", default="")
+    args = p.parse_args()
+
+    torch.set_num_threads(args.threads)
+    ddp_mode = args.mode == "ddp"
+    if ddp_mode:
+        dist.init_process_group("gloo")
+    rank = dist.get_rank() if ddp_mode else 0
+    world = dist.get_world_size() if ddp_mode else 1
+    generator = torch.Generator().manual_seed(1000 + rank)
+    torch.manual_seed(0)
+    if args.model == "toycnn":
+        model = ToyCnn()
+        inputs = torch.randn(args.batch, 1, 32, 32, generator=generator)
+        labels = torch.randint(10, (args.batch,), generator=generator)
+    else:
+        model = PointMlp()
+        inputs = torch.randn(args.batch, args.points, 3, generator=generator)
+        labels = torch.randint(40, (args.batch,), generator=generator)
+    parameters = sum(p.numel() for p in model.parameters())
+    if ddp_mode:
+        model = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+    step_ms = []
+    for step in range(args.warmup + args.steps):
+        start = time.perf_counter()
+        optimizer.zero_grad()
+        F.cross_entropy(model(inputs), labels).backward()
+        optimizer.step()
+        ms = 1000.0 * (time.perf_counter() - start)
+        if step >= args.warmup:
+            step_ms.append(ms)
+
+    median = statistics.median(step_ms)
+    samples_per_s = 1000.0 * args.batch * world / median
+    print(f"[torch rank {rank}] {args.model} {args.mode} world {world} batch {args.batch}/rank: "
+          f"{median:.2f} ms/step median, {samples_per_s:.0f} samples/s", flush=True)
+    if rank == 0 and args.csv:
+        fresh = not os.path.exists(args.csv)
+        with open(args.csv, "a") as f:
+            if fresh:
+                f.write("impl,model,mode,world,batch_per_rank,parameters,step_ms_median,"
+                        "step_ms_p10,step_ms_p90,samples_per_s,hidden_pct\n")
+            f.write(f"torch,{args.model},{args.mode},{world},{args.batch},{parameters},"
+                    f"{median:.4f},{percentile(step_ms, 0.1):.4f},{percentile(step_ms, 0.9):.4f},"
+                    f"{samples_per_s:.2f},\n")
+    if ddp_mode:
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
