@@ -179,7 +179,6 @@ launch::LaunchOptions to_launch_options(const CLI::App& app, const DtrunFlags& f
   }
   launch::apply_rendezvous_conf(options, launch::parse_key_values(f.rdzv_conf, "--rdzv-conf"));
   launch::validate(options);
-  // Before anything starts, so a typo in the program name fails at once.
   return options;
 }
 

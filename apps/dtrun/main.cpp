@@ -3,6 +3,7 @@
 // environment, restart the group after failures. See docs/dtrun.md.
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -21,11 +22,21 @@ void setup_logging() {
       "dtrun", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
   logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [dtrun] [%^%l%$] %v");
   spdlog::level::level_enum level = spdlog::level::info;
-  if (const char* requested = std::getenv("DTRUN_LOG_LEVEL"); requested && *requested) {
+  const char* requested = std::getenv("DTRUN_LOG_LEVEL");
+  const bool bad = requested && *requested &&
+                   spdlog::level::from_str(requested) == spdlog::level::off &&
+                   std::string(requested) != "off";
+  if (requested && *requested && !bad) {
     level = spdlog::level::from_str(requested);
   }
   logger->set_level(level);
   spdlog::set_default_logger(logger);
+  if (bad) {
+    spdlog::warn(
+        "DTRUN_LOG_LEVEL='{}' is not one of trace, debug, info, warn, error, critical, "
+        "off; using info",
+        requested);
+  }
 }
 
 }  // namespace
