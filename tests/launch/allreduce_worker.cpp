@@ -2,7 +2,7 @@
 // init_process_group (gloo, env:// from dtrun's variables), then all-reduces
 // (rank + 1) for --steps steps, checking each sum against the world size.
 //
-// It appends "started rank R world W restart C pid P" to OUT_DIR/started when it
+// It appends "started rank R world W restart C pid P master ADDR" to OUT_DIR/started when it
 // has joined, and rank 0 appends "world=W restart=C sum=S ok" to
 // OUT_DIR/result at the end. Any wrong sum or failed collective exits 1.
 #include <unistd.h>
@@ -50,8 +50,9 @@ int main(int argc, char** argv) {
     const char* restart = std::getenv("TORCHELASTIC_RESTART_COUNT");
     const std::string restarts = restart ? restart : "?";
     append_line(out_dir + "/started", "started rank " + std::to_string(rank) + " world " +
-                                          std::to_string(world) + " restart " + restarts +
-                                          " pid " + std::to_string(::getpid()));
+                                          std::to_string(world) + " restart " + restarts + " pid " +
+                                          std::to_string(::getpid()) + " master " +
+                                          std::getenv("MASTER_ADDR"));
     const double expected = world * (world + 1) / 2.0;
     double sum = 0;
     for (int step = 0; step < steps; ++step) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "dtrun_test_util.h"
 #include "multi_process.h"
@@ -196,6 +197,23 @@ TEST_F(Dtrun, SigtermToDtrunLeavesNoWorkerBehind) {
   for (pid_t pid : pids) {
     EXPECT_TRUE(eventually([&] { return !process_alive(pid); }, 2s)) << "pid " << pid;
   }
+}
+
+// Like Ctrl-C twice: the first SIGINT is passed on, the second ends the
+// grace period at once (SIGKILL) instead of after --stop-timeout.
+TEST_F(Dtrun, ASecondSigintKillsWorkersWithoutWaiting) {
+  auto dtrun = start_dtrun(
+      kDtrun, {"--standalone", "--stop-timeout", "60"},
+      "trap '' INT; echo $$ > \"$OUT/worker.pid\"; while true; do sleep 0.1; done", dir());
+  ASSERT_TRUE(eventually([&] { return !read_text(file("worker.pid")).empty(); }, 20s));
+  const auto start = std::chrono::steady_clock::now();
+  dtrun->signal(SIGINT);
+  std::this_thread::sleep_for(300ms);
+  dtrun->signal(SIGINT);
+  EXPECT_EQ(dtrun->wait(20s), 128 + SIGINT) << dtrun->output();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  const pid_t pid = read_pid("worker.pid");
+  EXPECT_TRUE(eventually([&] { return !process_alive(pid); }, 2s));
 }
 
 TEST_F(Dtrun, WorkersDieWithAKilledDtrun) {

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <regex>
 #include <string>
+#include <thread>
 
 #include "background_process.h"
 #include "test_support.h"
@@ -105,17 +106,22 @@ class TwoNodes : public ::testing::Test {
 
   // dtrun inside `node`'s namespace; Gloo binds the namespace's own interface.
   std::unique_ptr<BackgroundProcess> agent(const Node& node, const std::vector<std::string>& flags,
-                                           int steps, const std::string& name) {
-    std::vector<std::string> argv{ip_, "netns", "exec", node.netns, "/usr/bin/env",
-                                  "GLOO_SOCKET_IFNAME=" + node.veth, kDtrun};
+                                           int steps, const std::string& name,
+                                           const std::string& endpoint_host = "") {
+    std::vector<std::string> argv{ip_,        "netns",        "exec",
+                                  node.netns, "/usr/bin/env", "GLOO_SOCKET_IFNAME=" + node.veth,
+                                  kDtrun};
     argv.insert(argv.end(), flags.begin(), flags.end());
-    argv.insert(argv.end(), {"--rdzv-backend", "c10d", "--rdzv-endpoint", a_.addr + ":29477",
+    argv.insert(argv.end(), {"--rdzv-backend", "c10d", "--rdzv-endpoint",
+                             (endpoint_host.empty() ? a_.addr : endpoint_host) + ":29477",
                              "--rdzv-id", "two-nodes", "--monitor-interval", "0.05", kWorker,
                              "--out", dir_.path().string(), "--steps", std::to_string(steps)});
     return std::make_unique<BackgroundProcess>(argv, dir_.file(name + ".out"));
   }
 
-  std::vector<std::string> started() const { return non_empty_lines(read_text(dir_.file("started"))); }
+  std::vector<std::string> started() const {
+    return non_empty_lines(read_text(dir_.file("started")));
+  }
   int started_with_world(int world) const {
     int count = 0;
     for (const auto& line : started()) {
@@ -131,32 +137,48 @@ class TwoNodes : public ::testing::Test {
   TempDir dir_;
 };
 
+// As in the seed's command lines, the first node names the endpoint
+// "localhost" and the second names its address. The first node joins first
+// (group rank 0); its workers' MASTER_ADDR is loopback, the second's is the
+// address they reached the store at.
 TEST_F(TwoNodes, WorkersOnBothNodesAllReduceTogether) {
   const std::vector<std::string> flags{"--nnodes", "2", "--nproc-per-node", "2"};
-  auto node_a = agent(a_, flags, 5, "a");
+  auto node_a = agent(a_, flags, 5, "a", "localhost");
+  ASSERT_TRUE(eventually(
+      [&] {
+        return node_a->output().find("started ranks") != std::string::npos ||
+               node_a->output().find("hosted by this agent") != std::string::npos;
+      },
+      20s))
+      << node_a->output();
+  std::this_thread::sleep_for(300ms);  // let it take the first ticket
   auto node_b = agent(b_, flags, 5, "b");
   EXPECT_EQ(node_a->wait(60s), 0) << node_a->output();
   EXPECT_EQ(node_b->wait(60s), 0) << node_b->output();
   // Ranks 0..3 over two nodes: 1 + 2 + 3 + 4.
   EXPECT_EQ(result(), "world=4 restart=0 sum=10 ok\n") << node_a->output() << node_b->output();
   EXPECT_EQ(started_with_world(4), 4) << read_text(dir_.file("started"));
+  for (const auto& line : started()) {
+    const bool on_a = line.find("started rank 0 ") == 0 || line.find("started rank 1 ") == 0;
+    EXPECT_NE(line.find(on_a ? "master 127.0.0.1" : "master 10.77.0.1"), std::string::npos) << line;
+  }
 }
 
 TEST_F(TwoNodes, ASurvivorReformsTheGroupWhenTheOtherNodeIsKilled) {
   const std::vector<std::string> flags{
-      "--nnodes", "1:2", "--nproc-per-node", "1", "--max-restarts", "2", "--rdzv-conf",
-      "last_call_timeout=2,heartbeat_timeout=2,join_timeout=30"};
+      "--nnodes",         "1:2",
+      "--nproc-per-node", "1",
+      "--max-restarts",   "2",
+      "--rdzv-conf",      "last_call_timeout=2,heartbeat_timeout=2,join_timeout=30"};
   auto node_a = agent(a_, flags, 40, "a");
   auto node_b = agent(b_, flags, 40, "b");
   ASSERT_TRUE(eventually([&] { return started_with_world(2) == 2; }, 60s))
       << node_a->output() << node_b->output();
   // B's worker, to check it does not outlive its agent.
   pid_t b_worker = -1;
-  const std::regex line("started rank (\\d) world 2 restart 0 pid (\\d+)");
-  const std::string b_rank = read_text(dir_.file("b.out")).find("started ranks 1..1") !=
-                                     std::string::npos
-                                 ? "1"
-                                 : "0";
+  const std::regex line("started rank (\\d) world 2 restart 0 pid (\\d+) ");
+  const std::string b_rank =
+      read_text(dir_.file("b.out")).find("started ranks 1..1") != std::string::npos ? "1" : "0";
   for (const auto& text : started()) {
     std::smatch match;
     if (std::regex_search(text, match, line) && match[1] == b_rank) {
@@ -172,9 +194,9 @@ TEST_F(TwoNodes, ASurvivorReformsTheGroupWhenTheOtherNodeIsKilled) {
 }
 
 TEST_F(TwoNodes, ANodeStartedLateIsAdmittedAtTheNextRound) {
-  const std::vector<std::string> flags{"--nnodes", "1:2", "--nproc-per-node", "1",
-                                       "--max-restarts", "0", "--rdzv-conf",
-                                       "last_call_timeout=1,join_timeout=30"};
+  const std::vector<std::string> flags{
+      "--nnodes",       "1:2", "--nproc-per-node", "1",
+      "--max-restarts", "0",   "--rdzv-conf",      "last_call_timeout=1,join_timeout=30"};
   auto node_a = agent(a_, flags, 40, "a");
   ASSERT_TRUE(eventually([&] { return started_with_world(1) == 1; }, 60s)) << node_a->output();
   auto node_b = agent(b_, flags, 40, "b");

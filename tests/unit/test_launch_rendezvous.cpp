@@ -141,8 +141,9 @@ TEST_F(RendezvousTest, TooFewNodesTimeOutNamingTheCount) {
 }
 
 TEST_F(RendezvousTest, EncodingsRoundTrip) {
-  NodeInfo info{"10.1.2.3", 555, 4, 2, "host-a"};
+  NodeInfo info{"10.1.2.3", 555, 4, 2, "host-a", true};
   const NodeInfo back = decode_node_info(encode(info));
+  EXPECT_TRUE(back.store_host);
   EXPECT_EQ(back.addr, "10.1.2.3");
   EXPECT_EQ(back.master_port, 555);
   EXPECT_EQ(back.nproc, 4);

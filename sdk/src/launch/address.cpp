@@ -109,4 +109,8 @@ std::string host_name() {
   return name;
 }
 
+bool is_loopback(const std::string& address) {
+  return address.rfind("127.", 0) == 0 || address == "::1" || address == "localhost";
+}
+
 }  // namespace dtrain::launch::address

@@ -18,4 +18,7 @@ std::uint16_t free_tcp_port();
 
 std::string host_name();
 
+// True for 127.0.0.0/8, ::1 and "localhost".
+bool is_loopback(const std::string& address);
+
 }  // namespace dtrain::launch::address

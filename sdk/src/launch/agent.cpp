@@ -36,14 +36,23 @@ constexpr milliseconds kExitBarrierTimeout{std::chrono::seconds(30)};
 
 // Signals reach the agent through a self-pipe, so a pump() in progress wakes at once.
 volatile sig_atomic_t g_signal = 0;
+volatile sig_atomic_t g_signal_count = 0;
 int g_signal_pipe[2] = {-1, -1};
 
 void on_signal(int sig) {
   if (g_signal == 0) {
     g_signal = sig;
   }
+  g_signal_count = g_signal_count + 1;
   const char byte = 1;
   [[maybe_unused]] ssize_t ignored = ::write(g_signal_pipe[1], &byte, 1);
+}
+
+// Empties the self-pipe, so that polls wait again instead of spinning on it.
+void drain_signal_pipe() {
+  char bytes[64];
+  while (::read(g_signal_pipe[0], bytes, sizeof(bytes)) > 0) {
+  }
 }
 
 void install_signal_handlers() {
@@ -180,12 +189,19 @@ NodeInfo Agent::make_info() {
   info.nproc = options_.nproc_per_node;
   info.node_rank = options_.node_rank;
   info.host = host_name_;
+  info.store_host = is_host_;
   return info;
 }
 
 void Agent::start_workers(const Membership& m) {
   RoundFacts facts;
   facts.master_addr = m.nodes.front().addr;
+  // Group rank 0 may host the store and know itself only as a loopback
+  // address (--rdzv-endpoint localhost:PORT, as the seed's first node
+  // does); the others then reach that machine where they reached the store.
+  if (m.group_rank != 0 && m.nodes.front().store_host && address::is_loopback(facts.master_addr)) {
+    facts.master_addr = options_.endpoint.host;
+  }
   facts.master_port = m.nodes.front().master_port;
   facts.restart_count = m.restarts;
   facts.max_restarts = options_.max_restarts;
@@ -351,21 +367,25 @@ void Agent::stop_workers(int sig) {
     }
     return ended;
   };
+  // A second signal (a second Ctrl-C) cuts the grace period short.
+  const int signals_before = g_signal_count;
   const auto deadline = Clock::now() + options_.stop_timeout;
-  while (!all_ended() && Clock::now() < deadline) {
+  while (!all_ended() && Clock::now() < deadline && g_signal_count <= signals_before) {
+    drain_signal_pipe();
     output_.pump(milliseconds(20));
   }
   if (!all_ended()) {
-    spdlog::warn("workers still running {} s after signal {}; sending SIGKILL",
-                 options_.stop_timeout.count() / 1000.0, sig);
+    spdlog::warn("workers still running after signal {}; sending SIGKILL", sig);
     for (auto& worker : workers_) {
       worker->signal_group(SIGKILL);
     }
     const auto kill_deadline = Clock::now() + std::chrono::seconds(10);
     while (!all_ended() && Clock::now() < kill_deadline) {
+      drain_signal_pipe();
       output_.pump(milliseconds(20));
     }
   }
+  drain_signal_pipe();
   output_.drain(milliseconds(500));
   output_.clear();
   workers_.clear();  // kills and reaps anything left

@@ -50,17 +50,19 @@ int to_int(const std::string& text, const std::string& what) {
 
 std::string encode(const NodeInfo& info) {
   return info.addr + "\n" + std::to_string(info.master_port) + "\n" + std::to_string(info.nproc) +
-         "\n" + std::to_string(info.node_rank) + "\n" + info.host;
+         "\n" + std::to_string(info.node_rank) + "\n" + (info.store_host ? "1" : "0") + "\n" +
+         info.host;
 }
 
 NodeInfo decode_node_info(const std::string& text) {
-  const auto fields = lines_of(text, 5);
+  const auto fields = lines_of(text, 6);
   NodeInfo info;
   info.addr = fields[0];
   info.master_port = static_cast<std::uint16_t>(to_int(fields[1], "node port"));
   info.nproc = to_int(fields[2], "node worker count");
   info.node_rank = to_int(fields[3], "node rank");
-  info.host = fields[4];
+  info.store_host = to_int(fields[4], "store host flag") != 0;
+  info.host = fields[5];
   return info;
 }
 

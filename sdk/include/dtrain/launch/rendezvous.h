@@ -38,8 +38,9 @@ struct NodeInfo {
   std::string addr;               // where other nodes reach it
   std::uint16_t master_port = 0;  // a free port, used when this node is group rank 0
   int nproc = 1;
-  int node_rank = 0;  // --node-rank, orders nodes in a static rendezvous
-  std::string host;   // host name, for messages
+  int node_rank = 0;        // --node-rank, orders nodes in a static rendezvous
+  std::string host;         // host name, for messages
+  bool store_host = false;  // this agent hosts the rendezvous store
 };
 std::string encode(const NodeInfo& info);
 NodeInfo decode_node_info(const std::string& text);
