@@ -9,6 +9,7 @@
 #include "dtrain/dist/tcp_store.h"
 #include "dtrain/launch/rendezvous.h"
 #include "dtrain/util/errors.h"
+#include "heartbeats.h"
 
 namespace {
 
@@ -155,6 +156,35 @@ TEST_F(RendezvousTest, EncodingsRoundTrip) {
   EXPECT_EQ(outcome.next_restarts, 3);
   EXPECT_EQ(outcome.text, "node 1\nsilent");
   EXPECT_THROW(decode_outcome("bogus\n1\nx"), dtrain::Error);
+}
+
+}  // namespace
+
+namespace {
+
+TEST_F(RendezvousTest, HeartbeatsNameAPeerThatWentSilent) {
+  RendezvousSettings settings;
+  auto a = agent(settings);
+  auto b = agent(settings);
+  Heartbeats watch_a(*a, 0, 0, 2, 0ms, 150ms);
+  Heartbeats watch_b(*b, 0, 1, 2, 0ms, 150ms);
+  // Both beat: nobody is silent, however long it runs.
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_FALSE(watch_a.beat_and_check(Heartbeats::Clock::now()).has_value());
+    EXPECT_FALSE(watch_b.beat_and_check(Heartbeats::Clock::now()).has_value());
+    std::this_thread::sleep_for(15ms);
+  }
+  // b stops: a names it once the timeout has passed, not before.
+  EXPECT_FALSE(watch_a.beat_and_check(Heartbeats::Clock::now()).has_value());
+  const auto stopped = Heartbeats::Clock::now();
+  std::optional<int> silent;
+  while (!silent && Heartbeats::Clock::now() - stopped < 2s) {
+    std::this_thread::sleep_for(10ms);
+    silent = watch_a.beat_and_check(Heartbeats::Clock::now());
+  }
+  ASSERT_TRUE(silent.has_value());
+  EXPECT_EQ(*silent, 1);
+  EXPECT_GE(Heartbeats::Clock::now() - stopped, 150ms);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "address.h"
+#include "agent_signals.h"
 #include "dtrain/dist/prefix_store.h"
 #include "dtrain/dist/tcp_store.h"
 #include "dtrain/launch/failure.h"
@@ -21,6 +22,7 @@
 #include "dtrain/launch/worker_output.h"
 #include "dtrain/launch/worker_process.h"
 #include "dtrain/util/errors.h"
+#include "heartbeats.h"
 
 namespace dtrain::launch {
 
@@ -33,41 +35,6 @@ using std::chrono::milliseconds;
 constexpr int kTailLines = 20;
 // How long the store's host waits for the other agents to read the job's end.
 constexpr milliseconds kExitBarrierTimeout{std::chrono::seconds(30)};
-
-// Signals reach the agent through a self-pipe, so a pump() in progress wakes at once.
-volatile sig_atomic_t g_signal = 0;
-volatile sig_atomic_t g_signal_count = 0;
-int g_signal_pipe[2] = {-1, -1};
-
-void on_signal(int sig) {
-  if (g_signal == 0) {
-    g_signal = sig;
-  }
-  g_signal_count = g_signal_count + 1;
-  const char byte = 1;
-  [[maybe_unused]] ssize_t ignored = ::write(g_signal_pipe[1], &byte, 1);
-}
-
-// Empties the self-pipe, so that polls wait again instead of spinning on it.
-void drain_signal_pipe() {
-  char bytes[64];
-  while (::read(g_signal_pipe[0], bytes, sizeof(bytes)) > 0) {
-  }
-}
-
-void install_signal_handlers() {
-  if (g_signal_pipe[0] < 0) {
-    DTRAIN_CHECK(::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) == 0, "dtrun: pipe failed");
-  }
-  struct sigaction action {};
-  action.sa_handler = on_signal;
-  sigemptyset(&action.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
-    ::sigaction(sig, &action, nullptr);
-  }
-  // A console that went away must not kill the agent (and orphan nothing: see worker_process).
-  ::signal(SIGPIPE, SIG_IGN);
-}
 
 struct Signalled {
   int sig;
@@ -86,7 +53,7 @@ class Agent {
       : options_(options),
         program_path_(resolve_program(options.program.front())),
         host_name_(address::host_name()),
-        output_(g_signal_pipe[0]) {}
+        output_(signals::wake_fd()) {}
 
   int run();
 
@@ -101,8 +68,8 @@ class Agent {
   int finish(int round, int members, const Outcome& outcome);
   void exit_barrier(int round);
   void check_signal() {
-    if (g_signal != 0) {
-      throw Signalled{g_signal};
+    if (signals::first() != 0) {
+      throw Signalled{signals::first()};
     }
   }
 
@@ -283,13 +250,10 @@ void Agent::record_failure(const Membership& m, int local_rank, const ExitStatus
 
 Outcome Agent::supervise(const Membership& m) {
   const int members = static_cast<int>(m.nodes.size());
-  const milliseconds beat_every =
-      std::clamp(options_.heartbeat_timeout / 5, options_.monitor_interval, milliseconds(1000));
-  auto next_beat = Clock::now();
-  std::map<int, std::pair<std::int64_t, Clock::time_point>> peers;  // last beat seen, when
-  for (int g = 0; g < members; ++g) {
-    peers[g] = {-1, Clock::now()};
-  }
+  Heartbeats heartbeats(
+      *rdzv_, m.round, m.group_rank, members,
+      std::clamp(options_.heartbeat_timeout / 5, options_.monitor_interval, milliseconds(1000)),
+      options_.heartbeat_timeout);
   bool marked_success = false;
   local_failure_ = false;
   while (true) {
@@ -326,27 +290,17 @@ Outcome Agent::supervise(const Membership& m) {
     }
 
     const auto now = Clock::now();
-    if (now >= next_beat) {
-      next_beat = now + beat_every;
-      rdzv_->add(m.round, "hb/" + std::to_string(m.group_rank), 1);
-      for (auto& [group, seen] : peers) {
-        if (group == m.group_rank) {
-          continue;
-        }
-        const std::int64_t beats = rdzv_->add(m.round, "hb/" + std::to_string(group), 0);
-        if (beats != seen.first) {
-          seen = {beats, now};
-        } else if (now - seen.second > options_.heartbeat_timeout) {
-          const NodeInfo& node = m.nodes[static_cast<std::size_t>(group)];
-          const int next = m.restarts + 1;
-          Outcome lost;
-          lost.kind = next > options_.max_restarts ? Outcome::Kind::kFatal : Outcome::Kind::kLost;
-          lost.next_restarts = next;
-          lost.text = "node " + std::to_string(group) + " (" + node.host + ", " + node.addr +
-                      ") sent no heartbeat for " +
-                      std::to_string(options_.heartbeat_timeout.count() / 1000.0) + " s";
-          return rdzv_->settle(m.round, lost);
-        }
+    if (heartbeats.due(now)) {
+      if (const auto silent = heartbeats.beat_and_check(now)) {
+        const NodeInfo& node = m.nodes[static_cast<std::size_t>(*silent)];
+        const int next = m.restarts + 1;
+        Outcome lost;
+        lost.kind = next > options_.max_restarts ? Outcome::Kind::kFatal : Outcome::Kind::kLost;
+        lost.next_restarts = next;
+        lost.text = "node " + std::to_string(*silent) + " (" + node.host + ", " + node.addr +
+                    ") sent no heartbeat for " +
+                    std::to_string(options_.heartbeat_timeout.count() / 1000.0) + " s";
+        return rdzv_->settle(m.round, lost);
       }
       if (members < options_.nnodes.max && rdzv_->waiting(m.round, members) > 0) {
         return rdzv_->settle(m.round,
@@ -368,10 +322,10 @@ void Agent::stop_workers(int sig) {
     return ended;
   };
   // A second signal (a second Ctrl-C) cuts the grace period short.
-  const int signals_before = g_signal_count;
+  const int signals_before = signals::count();
   const auto deadline = Clock::now() + options_.stop_timeout;
-  while (!all_ended() && Clock::now() < deadline && g_signal_count <= signals_before) {
-    drain_signal_pipe();
+  while (!all_ended() && Clock::now() < deadline && signals::count() <= signals_before) {
+    signals::drain();
     output_.pump(milliseconds(20));
   }
   if (!all_ended()) {
@@ -381,11 +335,11 @@ void Agent::stop_workers(int sig) {
     }
     const auto kill_deadline = Clock::now() + std::chrono::seconds(10);
     while (!all_ended() && Clock::now() < kill_deadline) {
-      drain_signal_pipe();
+      signals::drain();
       output_.pump(milliseconds(20));
     }
   }
-  drain_signal_pipe();
+  signals::drain();
   output_.drain(milliseconds(500));
   output_.clear();
   workers_.clear();  // kills and reaps anything left
@@ -399,7 +353,7 @@ void Agent::exit_barrier(int round) {
   }
   // Every agent that joined the round, admitted or waiting, reads the end first.
   const auto deadline = Clock::now() + kExitBarrierTimeout;
-  while (Clock::now() < deadline && g_signal == 0) {
+  while (Clock::now() < deadline && signals::first() == 0) {
     if (rdzv_->add(round, "acked", 0) >= rdzv_->add(round, "joined", 0)) {
       return;
     }
@@ -438,7 +392,7 @@ int Agent::finish(int round, int members, const Outcome& outcome) {
 int Agent::run() {
   prepare_log_dir();
   connect_store();
-  const auto interrupted = [] { return g_signal != 0; };
+  const auto interrupted = [] { return signals::first() != 0; };
   try {
     while (true) {
       const JoinResult joined = rdzv_->join([this] { return make_info(); }, interrupted);
@@ -460,8 +414,8 @@ int Agent::run() {
       }
     }
   } catch (const Rendezvous::Interrupted&) {
-    spdlog::warn("got signal {} while waiting to join; exiting", static_cast<int>(g_signal));
-    return 128 + g_signal;
+    spdlog::warn("got signal {} while waiting to join; exiting", signals::first());
+    return 128 + signals::first();
   } catch (const Signalled& s) {
     spdlog::warn("got signal {}; passing it on to the workers", s.sig);
     stop_workers(s.sig);
@@ -481,7 +435,7 @@ int Agent::run() {
 
 int run_agent(const LaunchOptions& options) {
   validate(options);
-  install_signal_handlers();
+  signals::install();
   Agent agent(options);
   return agent.run();
 }
