@@ -256,9 +256,17 @@ Outcome Agent::supervise(const Membership& m) {
       options_.heartbeat_timeout);
   bool marked_success = false;
   local_failure_ = false;
+  // Output is passed on as it arrives; the checks below run once per
+  // monitor interval however chatty the workers are, so the store is not flooded.
+  auto next_check = Clock::now();
   while (true) {
-    output_.pump(options_.monitor_interval);
+    const auto wait = std::chrono::duration_cast<milliseconds>(next_check - Clock::now());
+    output_.pump(std::max(wait, milliseconds(0)));
     check_signal();
+    if (Clock::now() < next_check) {
+      continue;
+    }
+    next_check = Clock::now() + options_.monitor_interval;
 
     bool all_succeeded = true;
     for (std::size_t i = 0; i < workers_.size(); ++i) {
