@@ -71,6 +71,7 @@ class TwoNodes : public ::testing::Test {
     if (ip_.empty()) {
       GTEST_SKIP() << "iproute2's ip is not installed";
     }
+    remove_stale_namespaces();
     const std::string id = std::to_string(::getpid());
     a_ = {"dtrun" + id + "a", "dtv" + id + "a", "10.77.0.1"};
     b_ = {"dtrun" + id + "b", "dtv" + id + "b", "10.77.0.2"};
@@ -92,6 +93,20 @@ class TwoNodes : public ::testing::Test {
     for (const std::string& command : setup) {
       if (sh(command, &log) != 0) {
         GTEST_SKIP() << "cannot make two network namespaces here:\n" << log;
+      }
+    }
+  }
+
+  // Namespaces of an earlier run of this test that was killed before its
+  // TearDown (they are named after its pid, so a dead pid marks them).
+  void remove_stale_namespaces() {
+    std::string list;
+    sh(ip_ + " netns list", &list);
+    const std::regex name("^(dtrun(\\d+)[ab])\\b");
+    for (const std::string& line : non_empty_lines(list)) {
+      std::smatch match;
+      if (std::regex_search(line, match, name) && !process_alive(std::stoi(match[2]))) {
+        sh(ip_ + " netns del " + match[1].str());
       }
     }
   }
