@@ -161,6 +161,38 @@ TEST_F(Dtrun, WithoutRestartsTheFirstFailureEndsTheJobWithASummary) {
   EXPECT_NE(output_.find("| boom: the data file is corrupt"), std::string::npos) << output_;
 }
 
+// Rank 0 (node 0) fails; rank 1 (node 1) fails because of it about 50 ms
+// later -- or is stopped first. Every node's summary names rank 0 as the
+// first failure (agents wake on worker exits and time-stamp them, rather
+// than noticing at their next tick), and lists rank 1 when it failed on its own.
+TEST_F(Dtrun, TheSummaryNamesTheRootCauseNotItsVictims) {
+  const std::string port = std::to_string(dtrain::testing::free_port());
+  const std::string script = R"(
+    if [ "$RANK" = 0 ]; then echo "root cause here"; touch "$OUT/marker"; exit 7; fi
+    while [ ! -f "$OUT/marker" ]; do sleep 0.01; done
+    sleep 0.05
+    echo "victim"
+    exit 9)";
+  std::vector<std::unique_ptr<BackgroundProcess>> nodes;
+  for (const char* rank : {"1", "0"}) {
+    nodes.push_back(start_dtrun(kDtrun,
+                                {"--nnodes", "2", "--node-rank", rank, "--master-port", port},
+                                script, dir(), std::string("node") + rank));
+  }
+  for (auto& node : nodes) {
+    EXPECT_EQ(node->wait(30s), 1) << node->output();
+    const std::string out = node->output();
+    EXPECT_NE(out.find("first failure: rank 0 (local rank 0 on node 0"), std::string::npos) << out;
+    EXPECT_NE(out.find("ended with exit code 7"), std::string::npos) << out;
+    EXPECT_NE(out.find("    | root cause here"), std::string::npos) << out;
+    const auto also = out.find("also failed:");
+    if (also != std::string::npos) {
+      EXPECT_NE(out.find("also failed: rank 1 (local rank 0 on node 1", also), std::string::npos)
+          << out;
+    }
+  }
+}
+
 TEST_F(Dtrun, TheSummaryNamesTheSignalThatKilledAWorker) {
   EXPECT_EQ(run({"--standalone", "--max-restarts", "1"}, "kill -SEGV $$"), 1);
   EXPECT_NE(output_.find("job failed after 1 restart (--max-restarts 1)"), std::string::npos)

@@ -160,15 +160,29 @@ TEST(Failure, RecordsSurviveTheStoreAndNameTheRank) {
   failure.host = "node-b";
   failure.status.signal = 9;
   failure.log_tail = "step 10\nKilled\n";
+  failure.time_ms = 1764400000123;
   const auto decoded = decode_failure(encode(failure));
   ASSERT_TRUE(decoded.has_value());
   EXPECT_EQ(decoded->rank, 3);
   EXPECT_EQ(decoded->host, "node-b");
   EXPECT_EQ(decoded->status.signal, 9);
+  EXPECT_EQ(decoded->time_ms, 1764400000123);
   EXPECT_EQ(decoded->log_tail, "step 10\nKilled\n");
   EXPECT_FALSE(decode_failure("garbage").has_value());
 
-  const std::string summary = format_failure_summary(*decoded, 2, 3);
+  WorkerFailure victim = failure;
+  victim.rank = 0;
+  victim.group_rank = 0;
+  victim.host = "node-a";
+  victim.status = {};
+  victim.status.code = 1;
+  victim.time_ms = decoded->time_ms + 5;  // failed after the root cause
+  const std::string summary = format_failure_summary({victim, *decoded}, 2, 3);
+  EXPECT_NE(summary.find("  also failed: rank 0 (local rank 1 on node 0, host node-a) with exit "
+                         "code 1\n"),
+            std::string::npos)
+      << summary;
+  EXPECT_EQ(summary.find("also failed: rank 3"), std::string::npos) << summary;
   EXPECT_NE(summary.find("after 2 restarts (--max-restarts 3)"), std::string::npos) << summary;
   EXPECT_NE(summary.find("rank 3 (local rank 1 on node 1, host node-b) ended with signal 9 "
                          "(SIGKILL)"),

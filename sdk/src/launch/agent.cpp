@@ -226,19 +226,19 @@ void Agent::record_failure(const Membership& m, int local_rank, const ExitStatus
     return;
   }
   local_failure_ = true;
-  // Its pipe is at end of file now; read what is left so the tail is complete.
-  const auto until = Clock::now() + milliseconds(200);
-  while (Clock::now() < until) {
-    output_.pump(milliseconds(20));
-  }
+  const auto seen_at = std::chrono::system_clock::now();
+  // Its pipes are at end of file now; read what is left so the tail is complete.
+  output_.drain_rank(rank, milliseconds(500));
   WorkerFailure failure;
   failure.rank = rank;
   failure.local_rank = local_rank;
   failure.group_rank = m.group_rank;
   failure.host = host_name_;
   failure.status = status;
+  failure.time_ms = std::chrono::duration_cast<milliseconds>(seen_at.time_since_epoch()).count();
   failure.log_tail = output_.tail(rank, kTailLines);
   rdzv_->first(m.round, "failure", encode(failure));
+  rdzv_->first(m.round, "failure/" + std::to_string(m.group_rank), encode(failure));
   const int next = m.restarts + 1;
   Outcome outcome;
   outcome.kind = next > options_.max_restarts ? Outcome::Kind::kFatal : Outcome::Kind::kFailed;
@@ -259,11 +259,20 @@ Outcome Agent::supervise(const Membership& m) {
   // Output is passed on as it arrives; the checks below run once per
   // monitor interval however chatty the workers are, so the store is not flooded.
   auto next_check = Clock::now();
+  std::vector<int> exit_fds;
   while (true) {
+    exit_fds.clear();
+    for (const auto& worker : workers_) {
+      if (worker->running()) {
+        exit_fds.push_back(worker->exit_fd());
+      }
+    }
     const auto wait = std::chrono::duration_cast<milliseconds>(next_check - Clock::now());
-    output_.pump(std::max(wait, milliseconds(0)));
+    // A worker's exit wakes the loop at once, so failures are seen (and
+    // time-stamped) in the order they happen, not at the next tick.
+    const bool exited = output_.pump(std::max(wait, milliseconds(0)), exit_fds);
     check_signal();
-    if (Clock::now() < next_check) {
+    if (!exited && Clock::now() < next_check) {
       continue;
     }
     next_check = Clock::now() + options_.monitor_interval;
@@ -379,13 +388,28 @@ int Agent::finish(int round, int members, const Outcome& outcome) {
                  members > 0 ? ", " + std::to_string(members) + " node(s)" : "");
     return 0;
   }
-  const auto record = rdzv_->read(round, "failure");
-  const auto failure = record ? decode_failure(*record) : std::nullopt;
+  // Each node's first failure; an agent admitted to no round knows only the
+  // one that settled the round.
+  std::vector<WorkerFailure> failures;
+  for (int group = 0; group < members; ++group) {
+    if (const auto text = rdzv_->read(round, "failure/" + std::to_string(group))) {
+      if (auto failure = decode_failure(*text)) {
+        failures.push_back(*failure);
+      }
+    }
+  }
+  if (failures.empty()) {
+    if (const auto text = rdzv_->read(round, "failure")) {
+      if (auto failure = decode_failure(*text)) {
+        failures.push_back(*failure);
+      }
+    }
+  }
   exit_barrier(round);
   const int restarts = outcome.next_restarts - 1;
   std::string summary;
-  if (failure) {
-    summary = format_failure_summary(*failure, restarts, options_.max_restarts);
+  if (!failures.empty()) {
+    summary = format_failure_summary(failures, restarts, options_.max_restarts);
   } else {
     summary = "dtrun: job failed after " + std::to_string(restarts) +
               " restart(s) (--max-restarts " + std::to_string(options_.max_restarts) +

@@ -2,6 +2,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 #include <vector>
@@ -36,6 +37,7 @@ std::string encode(const WorkerFailure& failure) {
       << failure.host << "\n"
       << failure.status.code << "\n"
       << failure.status.signal << "\n"
+      << failure.time_ms << "\n"
       << failure.log_tail;
   return out.str();
 }
@@ -44,10 +46,10 @@ std::optional<WorkerFailure> decode_failure(const std::string& text) {
   std::istringstream in(text);
   std::string line;
   std::vector<std::string> fields;
-  for (int i = 0; i < 7 && std::getline(in, line); ++i) {
+  for (int i = 0; i < 8 && std::getline(in, line); ++i) {
     fields.push_back(line);
   }
-  if (fields.size() != 7 || fields[0] != "worker-failure") {
+  if (fields.size() != 8 || fields[0] != "worker-failure") {
     return std::nullopt;
   }
   WorkerFailure failure;
@@ -58,6 +60,7 @@ std::optional<WorkerFailure> decode_failure(const std::string& text) {
     failure.host = fields[4];
     failure.status.code = std::stoi(fields[5]);
     failure.status.signal = std::stoi(fields[6]);
+    failure.time_ms = std::stoll(fields[7]);
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -66,7 +69,11 @@ std::optional<WorkerFailure> decode_failure(const std::string& text) {
   return failure;
 }
 
-std::string format_failure_summary(const WorkerFailure& failure, int restarts, int max_restarts) {
+std::string format_failure_summary(std::vector<WorkerFailure> failures, int restarts,
+                                   int max_restarts) {
+  std::stable_sort(failures.begin(), failures.end(),
+                   [](const auto& a, const auto& b) { return a.time_ms < b.time_ms; });
+  const WorkerFailure& failure = failures.front();
   std::ostringstream out;
   out << "dtrun: job failed after " << restarts << " restart" << (restarts == 1 ? "" : "s")
       << " (--max-restarts " << max_restarts << ")\n"
@@ -81,6 +88,13 @@ std::string format_failure_summary(const WorkerFailure& failure, int restarts, i
     std::string line;
     while (std::getline(in, line)) {
       out << "    | " << line << "\n";
+    }
+  }
+  for (const WorkerFailure& other : failures) {
+    if (&other != &failure) {
+      out << "  also failed: rank " << other.rank << " (local rank " << other.local_rank
+          << " on node " << other.group_rank << ", host " << other.host << ") with "
+          << other.status.describe() << "\n";
     }
   }
   return out.str();

@@ -100,7 +100,7 @@ bool WorkerOutput::read_once(Stream& stream) {
   return true;
 }
 
-void WorkerOutput::pump(std::chrono::milliseconds timeout) {
+bool WorkerOutput::pump(std::chrono::milliseconds timeout, const std::vector<int>& exit_fds) {
   std::vector<pollfd> fds;
   for (const Stream& stream : streams_) {
     fds.push_back({stream.fd, POLLIN, 0});
@@ -108,12 +108,22 @@ void WorkerOutput::pump(std::chrono::milliseconds timeout) {
   if (wake_fd_ >= 0) {
     fds.push_back({wake_fd_, POLLIN, 0});
   }
+  const std::size_t first_exit_fd = fds.size();
+  for (int fd : exit_fds) {
+    if (fd >= 0) {
+      fds.push_back({fd, POLLIN, 0});
+    }
+  }
   if (fds.empty()) {
     ::usleep(static_cast<useconds_t>(timeout.count() * 1000));
-    return;
+    return false;
   }
   if (::poll(fds.data(), fds.size(), static_cast<int>(timeout.count())) <= 0) {
-    return;
+    return false;
+  }
+  bool exited = false;
+  for (std::size_t i = first_exit_fd; i < fds.size(); ++i) {
+    exited = exited || fds[i].revents != 0;
   }
   std::vector<Stream> open;
   for (std::size_t i = 0; i < streams_.size(); ++i) {
@@ -125,6 +135,7 @@ void WorkerOutput::pump(std::chrono::milliseconds timeout) {
     open.push_back(stream);
   }
   streams_ = std::move(open);
+  return exited;
 }
 
 void WorkerOutput::drain(std::chrono::milliseconds timeout) {
@@ -133,6 +144,24 @@ void WorkerOutput::drain(std::chrono::milliseconds timeout) {
   wake_fd_ = -1;  // a pending signal must not cut the drain short
   while (!streams_.empty() && std::chrono::steady_clock::now() < deadline) {
     pump(std::chrono::milliseconds(50));
+  }
+  wake_fd_ = saved_wake;
+}
+
+void WorkerOutput::drain_rank(int rank, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto open = [&] {
+    for (const Stream& stream : streams_) {
+      if (stream.rank == rank) {
+        return true;
+      }
+    }
+    return false;
+  };
+  const int saved_wake = wake_fd_;
+  wake_fd_ = -1;
+  while (open() && std::chrono::steady_clock::now() < deadline) {
+    pump(std::chrono::milliseconds(10));
   }
   wake_fd_ = saved_wake;
 }

@@ -130,6 +130,9 @@ WorkerProcess::WorkerProcess(const std::string& path, const std::vector<std::str
   pid_ = pid;
   stdout_fd_ = out[0];
   stderr_fd_ = err[0];
+#ifdef SYS_pidfd_open
+  exit_fd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+#endif
 }
 
 WorkerProcess::~WorkerProcess() {
@@ -141,6 +144,7 @@ WorkerProcess::~WorkerProcess() {
   }
   close_quietly(stdout_fd_);
   close_quietly(stderr_fd_);
+  close_quietly(exit_fd_);
 }
 
 int WorkerProcess::take_stdout_fd() {
@@ -170,6 +174,7 @@ std::optional<ExitStatus> WorkerProcess::poll() {
   while (::waitpid(pid_, &wait_status, 0) < 0 && errno == EINTR) {
   }
   status_ = exit_status_from_wait(wait_status);
+  close_quietly(exit_fd_);  // it would stay readable, and wake every poll
   return status_;
 }
 

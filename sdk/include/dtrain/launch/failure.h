@@ -3,8 +3,10 @@
 // its exit code or signal, and the last lines it wrote.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace dtrain::launch {
 
@@ -27,6 +29,10 @@ struct WorkerFailure {
   int group_rank = -1;
   std::string host;
   ExitStatus status;
+  // When its agent saw it end (wall clock, ms since the epoch): the agents
+  // wake on worker exits, so the earliest of a round's failures is the one
+  // that happened first, give or take the nodes' clock skew.
+  std::int64_t time_ms = 0;
   std::string log_tail;  // last lines of the worker's output, may be empty
 };
 
@@ -34,8 +40,12 @@ std::string encode(const WorkerFailure& failure);
 // nullopt when `text` is not an encoded failure.
 std::optional<WorkerFailure> decode_failure(const std::string& text);
 
-// The multi-line summary printed when the job fails.
-std::string format_failure_summary(const WorkerFailure& failure, int restarts, int max_restarts);
+// The multi-line summary printed when the job fails: the earliest of
+// `failures` (non-empty), with its output's tail, then one line for each
+// other worker that failed on its own in the same round (often victims of
+// the first, e.g. of a collective that lost its peer).
+std::string format_failure_summary(std::vector<WorkerFailure> failures, int restarts,
+                                   int max_restarts);
 
 // The last `lines` lines of `text` (without a trailing empty line).
 std::string last_lines(const std::string& text, int lines);

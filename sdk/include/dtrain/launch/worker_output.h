@@ -35,10 +35,13 @@ class WorkerOutput {
   // is opened (created, truncated) when either route writes to a file.
   void add(int rank, int out_fd, int err_fd, StreamRoute out, StreamRoute err,
            const std::string& log_path, const std::string& prefix);
-  // Waits up to `timeout` for output, forwarding whatever arrives.
-  void pump(std::chrono::milliseconds timeout);
+  // Waits up to `timeout` for output, forwarding whatever arrives. Returns
+  // true when one of `exit_fds` (see WorkerProcess::exit_fd) became readable.
+  bool pump(std::chrono::milliseconds timeout, const std::vector<int>& exit_fds = {});
   // Forwards until every pipe is at end of file, or `timeout` passed.
   void drain(std::chrono::milliseconds timeout);
+  // The same for worker `rank`'s pipes only (others' output passes on meanwhile).
+  void drain_rank(int rank, std::chrono::milliseconds timeout);
   // The last `lines` lines worker `rank` wrote (both streams), "" if none.
   std::string tail(int rank, int lines) const;
   // Closes every pipe and log file.

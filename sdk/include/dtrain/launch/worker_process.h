@@ -48,11 +48,15 @@ class WorkerProcess {
   bool running() const { return !status_.has_value(); }
   // Sends `sig` to the worker's whole process group (no-op once reaped).
   void signal_group(int sig);
+  // A descriptor that becomes readable when the worker ends (a pidfd), so a
+  // poll can wake on exits; -1 where the kernel has no pidfd_open (< 5.3).
+  int exit_fd() const { return exit_fd_; }
 
  private:
   pid_t pid_ = -1;
   int stdout_fd_ = -1;
   int stderr_fd_ = -1;
+  int exit_fd_ = -1;
   std::optional<ExitStatus> status_;
 };
 
