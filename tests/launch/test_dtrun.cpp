@@ -89,6 +89,31 @@ TEST_F(Dtrun, KeepsTheUsersOmpNumThreads) {
   EXPECT_EQ(read_env_file(file("env.1"))["OMP_NUM_THREADS"], "3");
 }
 
+// GPUs as the seed's CUDA_VISIBLE_DEVICES="2,3" names them (no real GPU
+// needed): --nproc-per-node gpu starts one worker per GPU; workers see every
+// GPU (torchrun's way) unless --bind-devices gives each its own.
+TEST_F(Dtrun, GpuCountAndDeviceBindingFollowCudaVisibleDevices) {
+  ::setenv("CUDA_VISIBLE_DEVICES", "2,3", 1);
+  const std::string script = "env > \"$OUT/env.$RANK\"";
+  const int shared = run({"--standalone", "--nproc-per-node", "gpu"}, script);
+  const auto shared0 = read_env_file(file("env.0"));
+  const auto shared1 = read_env_file(file("env.1"));
+  const int bound = run({"--standalone", "--nproc-per-node", "gpu", "--bind-devices"}, script);
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  ASSERT_EQ(shared, 0) << output_;
+  ASSERT_EQ(bound, 0) << output_;
+  EXPECT_EQ(shared0.at("WORLD_SIZE"), "2");
+  EXPECT_EQ(shared0.at("CUDA_VISIBLE_DEVICES"), "2,3");
+  EXPECT_EQ(shared1.at("CUDA_VISIBLE_DEVICES"), "2,3");
+  EXPECT_EQ(read_env_file(file("env.0")).at("CUDA_VISIBLE_DEVICES"), "2");
+  EXPECT_EQ(read_env_file(file("env.1")).at("CUDA_VISIBLE_DEVICES"), "3");
+
+  ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
+  EXPECT_EQ(run({"--standalone", "--nproc-per-node", "gpu"}, script), 2);
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  EXPECT_NE(output_.find("no GPU is visible"), std::string::npos) << output_;
+}
+
 TEST_F(Dtrun, StaticRendezvousOfTwoAgentsNumbersRanksByNodeRank) {
   const std::string port = std::to_string(dtrain::testing::free_port());
   const std::string script = "env > \"$OUT/env.$RANK\"";
