@@ -29,10 +29,20 @@ std::chrono::milliseconds seconds(double value) {
   return std::chrono::milliseconds(static_cast<long>(value * 1000));
 }
 
+// The program and its arguments are no CLI11 option (prefix_command), so
+// the usage line names them here.
+class DtrunFormatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App*, std::string name) const override {
+    return "Usage: " + name + " [OPTIONS] PROGRAM [ARGS...]\n";
+  }
+};
+
 }  // namespace
 
 void add_dtrun_flags(CLI::App& app, DtrunFlags& f) {
   app.prefix_command(true);
+  app.formatter(std::make_shared<DtrunFormatter>());
   app.footer(
       "Examples:\n"
       "  dtrun --standalone --nproc-per-node 4 ./train --epochs 3\n"
