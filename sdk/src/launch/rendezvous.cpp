@@ -244,7 +244,13 @@ JoinResult Rendezvous::join(const std::function<NodeInfo()>& make_info,
       for (int t = 0; t < *members; ++t) {
         keys.push_back(key(round, "node/" + std::to_string(t)));
       }
-      store_->wait(keys, settings_.join_timeout);
+      try {
+        store_->wait(keys, settings_.join_timeout);
+      } catch (const dist::StoreTimeoutError& e) {
+        // An agent took a ticket and vanished before writing who it is.
+        throw Error("rendezvous round " + std::to_string(round) +
+                    ": a node joined but never described itself (" + e.what() + ")");
+      }
       std::vector<std::pair<NodeInfo, int>> nodes;  // with their tickets
       for (int t = 0; t < *members; ++t) {
         nodes.emplace_back(decode_node_info(text_of(store_->get(keys[t]))), t);
