@@ -273,6 +273,18 @@ TEST_F(Dtrun, ASecondSigintKillsWorkersWithoutWaiting) {
   EXPECT_TRUE(eventually([&] { return !process_alive(pid); }, 2s));
 }
 
+// A program that leaves its process group (setsid) is still ended with
+// the job: dtrun is its subreaper (Note [No orphans]). The worker lingers a
+// moment so that setsid has run before the worker's group is killed.
+TEST_F(Dtrun, ProcessesThatLeftTheirGroupEndWithTheJob) {
+  ASSERT_EQ(run({"--standalone"}, "setsid sleep 600 & echo $! > \"$OUT/daemon.pid\"; sleep 0.3"), 0)
+      << output_;
+  const pid_t pid = read_pid("daemon.pid");
+  EXPECT_TRUE(eventually([&] { return !process_alive(pid); }, 5s)) << output_;
+  EXPECT_NE(output_.find("ended 1 process(es) that workers left behind"), std::string::npos)
+      << output_;
+}
+
 TEST_F(Dtrun, WorkersDieWithAKilledDtrun) {
   auto dtrun = start_dtrun(kDtrun, {"--standalone", "--nproc-per-node", "2"},
                            "echo $$ > \"$OUT/worker.$RANK\"; exec sleep 600", dir());

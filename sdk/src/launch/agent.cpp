@@ -356,11 +356,15 @@ void Agent::stop_workers(int sig) {
       output_.pump(milliseconds(20));
     }
   }
+  workers_.clear();  // kills and reaps anything left
+  worker_ranks_.clear();
+  // Before draining: an orphan may hold a worker's pipe open.
+  if (const int orphans = kill_orphans(); orphans > 0) {
+    spdlog::info("ended {} process(es) that workers left behind", orphans);
+  }
   signals::drain();
   output_.drain(milliseconds(500));
   output_.clear();
-  workers_.clear();  // kills and reaps anything left
-  worker_ranks_.clear();
 }
 
 void Agent::exit_barrier(int round) {
@@ -468,6 +472,7 @@ int Agent::run() {
 int run_agent(const LaunchOptions& options) {
   validate(options);
   signals::install();
+  become_subreaper();
   Agent agent(options);
   return agent.run();
 }

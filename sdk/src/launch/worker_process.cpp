@@ -1,6 +1,7 @@
 #include "dtrain/launch/worker_process.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -11,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "dtrain/util/errors.h"
 
@@ -38,13 +41,16 @@ void close_quietly(int& fd) {
   if (::getppid() != parent) {  // the launcher died before prctl took effect
     ::_exit(127);
   }
-  // The launcher's signal dispositions and mask must not leak into the worker.
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // The launcher's signal dispositions and mask must not leak into the
+  // worker. Defaults first, then unblock: a SIGTERM sent to the group since
+  // the fork (blocked by the parent around it) now ends the worker, instead
+  // of running the launcher's handler in it and being lost.
   for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP}) {
     ::signal(sig, SIG_DFL);
   }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
   ::dup2(out_fd, STDOUT_FILENO);
   ::dup2(err_fd, STDERR_FILENO);
   // Nothing else of the launcher's (store sockets, other workers' pipes) stays open.
@@ -78,6 +84,55 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
 }
 
 }  // namespace
+
+void become_subreaper() {
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+}
+
+int kill_orphans() {
+  const pid_t self = ::getpid();
+  int killed = 0;
+  // A killed orphan's own children are reparented to us in turn: repeat
+  // until a pass finds none (bounded, in case something keeps forking).
+  for (int pass = 0; pass < 10; ++pass) {
+    int found = 0;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) {
+        continue;
+      }
+      std::ifstream stat(entry.path() / "stat");
+      std::string text;
+      std::getline(stat, text);
+      // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+      const auto close = text.rfind(')');
+      if (close == std::string::npos) {
+        continue;
+      }
+      std::istringstream rest(text.substr(close + 1));
+      char state = 0;
+      pid_t ppid = 0;
+      rest >> state >> ppid;
+      if (ppid == self && state != 'Z') {  // zombies are only reaped
+        ::kill(std::stoi(name), SIGKILL);
+        ++found;
+      }
+    }
+    int status = 0;
+    while (::waitpid(-1, &status, WNOHANG) > 0) {
+    }
+    if (found == 0) {
+      break;
+    }
+    killed += found;
+    ::usleep(10000);
+  }
+  int status = 0;
+  while (::waitpid(-1, &status, WNOHANG) > 0) {
+  }
+  return killed;
+}
 
 std::string resolve_program(const std::string& name) {
   DTRAIN_CHECK(!name.empty(), "the program name is empty");
@@ -114,10 +169,18 @@ WorkerProcess::WorkerProcess(const std::string& path, const std::vector<std::str
   std::vector<char*> c_argv = c_strings(argv);
   std::vector<char*> c_envp = c_strings(envp);
   const pid_t parent = ::getpid();
+  sigset_t stopping;
+  sigset_t saved;
+  sigemptyset(&stopping);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    sigaddset(&stopping, sig);
+  }
+  ::pthread_sigmask(SIG_BLOCK, &stopping, &saved);
   const pid_t pid = ::fork();
   if (pid == 0) {
     exec_child(parent, path.c_str(), c_argv.data(), c_envp.data(), out[1], err[1]);
   }
+  ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
   ::close(out[1]);
   ::close(err[1]);
   if (pid < 0) {

@@ -22,7 +22,10 @@
 
 namespace dtrain::launch {
 
-// Runs the job on this node. Returns the process exit status: 0 when every
+// Runs the job on this node. It takes the process over: it installs
+// signal handlers, becomes a child subreaper, and SIGKILLs every child
+// process left when a round's workers are stopped -- so call it from a
+// process of its own, as dtrun does. Returns the process exit status: 0 when every
 // worker of the final round exited 0, 1 when the job failed (after the
 // summary was printed to stderr), 128 + N after signal N.
 int run_agent(const LaunchOptions& options);

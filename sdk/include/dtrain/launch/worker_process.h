@@ -7,6 +7,9 @@
 // launcher killed with SIGKILL leaves no worker behind. When a worker
 // exits, the rest of its group is killed before it is reaped: while the
 // unreaped leader holds its pid, the group id cannot name anyone else.
+// A program that leaves its group (setsid, a daemon's double fork) is
+// caught too: the launcher is a child subreaper, so such orphans become its
+// children, and kill_orphans() ends them once the workers are gone.
 //
 // Not thread-safe; spawn from the thread that lives as long as the
 // workers (PR_SET_PDEATHSIG fires when the *thread* that forked exits).
@@ -21,6 +24,13 @@
 #include "dtrain/launch/failure.h"
 
 namespace dtrain::launch {
+
+// Makes this process the reaper of its descendants' orphans (Note [No orphans]).
+void become_subreaper();
+
+// SIGKILLs and reaps every child of this process (call when no worker of
+// the round runs: what is left are orphans of workers). Returns how many.
+int kill_orphans();
 
 // The executable `name` names: itself when it contains '/', else the first
 // match on PATH. Throws dtrain::Error when there is none.
