@@ -1,13 +1,11 @@
 #include "dtrain/launch/agent.h"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <map>
 #include <thread>
 
 #include <spdlog/spdlog.h>
