@@ -1,0 +1,53 @@
+// How a worker ended, and the record of the first failure of a round that
+// every agent reads to print the job's summary: which rank, on which node,
+// its exit code or signal, and the last lines it wrote.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dtrain::launch {
+
+// A worker's end as waitpid reports it.
+struct ExitStatus {
+  int code = 0;    // exit code when signal == 0
+  int signal = 0;  // the signal that killed it, or 0
+  bool success() const { return signal == 0 && code == 0; }
+  // "exit code 3" or "signal 9 (SIGKILL)".
+  std::string describe() const;
+  // The shell's convention: the code, or 128 + signal.
+  int shell_code() const { return signal != 0 ? 128 + signal : code; }
+};
+
+ExitStatus exit_status_from_wait(int wait_status);
+
+struct WorkerFailure {
+  int rank = -1;
+  int local_rank = -1;
+  int group_rank = -1;
+  std::string host;
+  ExitStatus status;
+  // When its agent saw it end (wall clock, ms since the epoch): the agents
+  // wake on worker exits, so the earliest of a round's failures is the one
+  // that happened first, give or take the nodes' clock skew.
+  std::int64_t time_ms = 0;
+  std::string log_tail;  // last lines of the worker's output, may be empty
+};
+
+std::string encode(const WorkerFailure& failure);
+// nullopt when `text` is not an encoded failure.
+std::optional<WorkerFailure> decode_failure(const std::string& text);
+
+// The multi-line summary printed when the job fails: the earliest of
+// `failures` (non-empty), with its output's tail, then one line for each
+// other worker that failed on its own in the same round (often victims of
+// the first, e.g. of a collective that lost its peer).
+std::string format_failure_summary(std::vector<WorkerFailure> failures, int restarts,
+                                   int max_restarts);
+
+// The last `lines` lines of `text` (without a trailing empty line).
+std::string last_lines(const std::string& text, int lines);
+
+}  // namespace dtrain::launch

@@ -1,0 +1,24 @@
+// Small network facts an agent needs about its own node.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace dtrain::launch::address {
+
+// True when `host` resolves to an address of this machine (one we can bind).
+bool is_local(const std::string& host);
+
+// The source address this machine uses to reach host:port, i.e. the address
+// other nodes on that network reach us at. Empty when it cannot be found.
+std::string route_source(const std::string& host, std::uint16_t port);
+
+// A TCP port that was free a moment ago on every interface.
+std::uint16_t free_tcp_port();
+
+std::string host_name();
+
+// True for 127.0.0.0/8, ::1 and "localhost".
+bool is_loopback(const std::string& address);
+
+}  // namespace dtrain::launch::address

@@ -1,0 +1,119 @@
+#include "dtrain/launch/failure.h"
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+#include <vector>
+
+namespace dtrain::launch {
+
+std::string ExitStatus::describe() const {
+  if (signal != 0) {
+    const char* abbrev = sigabbrev_np(signal);
+    return "signal " + std::to_string(signal) + (abbrev ? " (SIG" + std::string(abbrev) + ")" : "");
+  }
+  return "exit code " + std::to_string(code);
+}
+
+ExitStatus exit_status_from_wait(int wait_status) {
+  ExitStatus status;
+  if (WIFSIGNALED(wait_status)) {
+    status.signal = WTERMSIG(wait_status);
+  } else if (WIFEXITED(wait_status)) {
+    status.code = WEXITSTATUS(wait_status);
+  }
+  return status;
+}
+
+// One field per line; the log tail last, since it may hold newlines itself.
+std::string encode(const WorkerFailure& failure) {
+  std::ostringstream out;
+  out << "worker-failure\n"
+      << failure.rank << "\n"
+      << failure.local_rank << "\n"
+      << failure.group_rank << "\n"
+      << failure.host << "\n"
+      << failure.status.code << "\n"
+      << failure.status.signal << "\n"
+      << failure.time_ms << "\n"
+      << failure.log_tail;
+  return out.str();
+}
+
+std::optional<WorkerFailure> decode_failure(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  std::vector<std::string> fields;
+  for (int i = 0; i < 8 && std::getline(in, line); ++i) {
+    fields.push_back(line);
+  }
+  if (fields.size() != 8 || fields[0] != "worker-failure") {
+    return std::nullopt;
+  }
+  WorkerFailure failure;
+  try {
+    failure.rank = std::stoi(fields[1]);
+    failure.local_rank = std::stoi(fields[2]);
+    failure.group_rank = std::stoi(fields[3]);
+    failure.host = fields[4];
+    failure.status.code = std::stoi(fields[5]);
+    failure.status.signal = std::stoi(fields[6]);
+    failure.time_ms = std::stoll(fields[7]);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  const auto pos = in.tellg();
+  failure.log_tail = pos < 0 ? std::string() : text.substr(static_cast<std::size_t>(pos));
+  return failure;
+}
+
+std::string format_failure_summary(std::vector<WorkerFailure> failures, int restarts,
+                                   int max_restarts) {
+  std::stable_sort(failures.begin(), failures.end(),
+                   [](const auto& a, const auto& b) { return a.time_ms < b.time_ms; });
+  const WorkerFailure& failure = failures.front();
+  std::ostringstream out;
+  out << "dtrun: job failed after " << restarts << " restart" << (restarts == 1 ? "" : "s")
+      << " (--max-restarts " << max_restarts << ")\n"
+      << "  first failure: rank " << failure.rank << " (local rank " << failure.local_rank
+      << " on node " << failure.group_rank << ", host " << failure.host << ") ended with "
+      << failure.status.describe() << "\n";
+  if (failure.log_tail.empty()) {
+    out << "  its output was empty\n";
+  } else {
+    out << "  last lines of its output:\n";
+    std::istringstream in(failure.log_tail);
+    std::string line;
+    while (std::getline(in, line)) {
+      out << "    | " << line << "\n";
+    }
+  }
+  for (const WorkerFailure& other : failures) {
+    if (&other != &failure) {
+      out << "  also failed: rank " << other.rank << " (local rank " << other.local_rank
+          << " on node " << other.group_rank << ", host " << other.host << ") with "
+          << other.status.describe() << "\n";
+    }
+  }
+  return out.str();
+}
+
+std::string last_lines(const std::string& text, int lines) {
+  std::size_t end = text.size();
+  while (end > 0 && text[end - 1] == '\n') {
+    --end;
+  }
+  std::size_t start = end;
+  int seen = 0;
+  while (start > 0) {
+    if (text[start - 1] == '\n' && ++seen == lines) {
+      break;
+    }
+    --start;
+  }
+  return text.substr(start, end - start);
+}
+
+}  // namespace dtrain::launch

@@ -1,0 +1,74 @@
+// A worker for dtrun's multi-node tests: joins the job through
+// init_process_group (gloo, env:// from dtrun's variables), then all-reduces
+// (rank + 1) for --steps steps, checking each sum against the world size.
+//
+// It appends "started rank R world W restart C pid P master ADDR" to OUT_DIR/started when it
+// has joined, and rank 0 appends "world=W restart=C sum=S ok" to
+// OUT_DIR/result at the end. Any wrong sum or failed collective exits 1.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include <ATen/ATen.h>
+
+#include "dtrain/dist/init.h"
+#include "dtrain/util/cli_app.h"
+#include "dtrain/util/errors.h"
+
+namespace dist = dtrain::dist;
+
+namespace {
+
+void append_line(const std::string& path, const std::string& line) {
+  std::FILE* file = std::fopen(path.c_str(), "a");
+  DTRAIN_CHECK(file != nullptr, "cannot append to ", path);
+  std::fputs((line + "\n").c_str(), file);
+  std::fclose(file);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"All-reduce rank+1 across a dtrun job, step after step"};
+  int steps = 10;
+  int step_ms = 100;
+  std::string out_dir;
+  app.add_option("--steps", steps)->check(CLI::PositiveNumber);
+  app.add_option("--step-ms", step_ms)->check(CLI::NonNegativeNumber);
+  app.add_option("--out", out_dir)->required();
+  return dtrain::util::run_cli_app(app, argc, argv, [&] {
+    dist::InitOptions options;
+    options.backend = "gloo";
+    options.timeout = std::chrono::seconds(20);  // a vanished peer must not hang the test
+    dist::init_process_group(options);
+    const int rank = dist::get_rank();
+    const int world = dist::get_world_size();
+    const char* restart = std::getenv("TORCHELASTIC_RESTART_COUNT");
+    const std::string restarts = restart ? restart : "?";
+    append_line(out_dir + "/started", "started rank " + std::to_string(rank) + " world " +
+                                          std::to_string(world) + " restart " + restarts + " pid " +
+                                          std::to_string(::getpid()) + " master " +
+                                          std::getenv("MASTER_ADDR"));
+    const double expected = world * (world + 1) / 2.0;
+    double sum = 0;
+    for (int step = 0; step < steps; ++step) {
+      at::Tensor t = at::full({4}, static_cast<double>(rank + 1), at::kDouble);
+      dist::all_reduce(t);
+      sum = t[0].item<double>();
+      DTRAIN_CHECK(sum == expected, "step ", step, ": all_reduce gave ", sum, ", expected ",
+                   expected);
+      std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
+    }
+    dist::barrier();
+    if (rank == 0) {
+      append_line(out_dir + "/result", "world=" + std::to_string(world) + " restart=" + restarts +
+                                           " sum=" + std::to_string(static_cast<int>(sum)) + " ok");
+    }
+    dist::destroy_process_group();
+    return 0;
+  });
+}

@@ -1,0 +1,453 @@
+// dtrun on one machine, run as users run it, with small shell scripts as
+// workers: their environment, group restarts, the failure summary, signals
+// and orphans, output routing, flag errors, and elastic membership with two
+// agents on loopback (a node joining late; a node vanishing).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "dtrun_test_util.h"
+#include "multi_process.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using dtrain::testing::BackgroundProcess;
+using dtrain::testing::eventually;
+using dtrain::testing::non_empty_lines;
+using dtrain::testing::process_alive;
+using dtrain::testing::read_env_file;
+using dtrain::testing::read_text;
+using dtrain::testing::start_dtrun;
+using dtrain::testing::TempDir;
+
+const std::string kDtrun = DTRAIN_DTRUN_PATH;
+
+class Dtrun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* name : {"OMP_NUM_THREADS", "RANK", "WORLD_SIZE", "LOCAL_RANK",
+                             "CUDA_VISIBLE_DEVICES", "TORCHELASTIC_RESTART_COUNT"}) {
+      ::unsetenv(name);
+    }
+  }
+  std::string file(const std::string& name) const { return dir_.file(name); }
+  std::string dir() const { return dir_.path().string(); }
+  // Runs dtrun to its end (at most `deadline`) and returns its exit code.
+  int run(const std::vector<std::string>& flags, const std::string& script,
+          std::chrono::milliseconds deadline = 30s) {
+    auto dtrun = start_dtrun(kDtrun, flags, script, dir());
+    const int code = dtrun->wait(deadline);
+    output_ = dtrun->output();
+    return code;
+  }
+  pid_t read_pid(const std::string& name) const { return std::stoi(read_text(file(name))); }
+
+  TempDir dir_;
+  std::string output_;
+};
+
+TEST_F(Dtrun, EveryWorkerGetsItsPlaceInTheEnvironment) {
+  ASSERT_EQ(run({"--standalone", "--nproc-per-node", "3", "--max-restarts", "2"},
+                "env > \"$OUT/env.$RANK\""),
+            0)
+      << output_;
+  std::string run_id;
+  for (int rank = 0; rank < 3; ++rank) {
+    auto env = read_env_file(file("env." + std::to_string(rank)));
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    EXPECT_EQ(env["RANK"], std::to_string(rank));
+    EXPECT_EQ(env["LOCAL_RANK"], std::to_string(rank));
+    EXPECT_EQ(env["GROUP_RANK"], "0");
+    EXPECT_EQ(env["WORLD_SIZE"], "3");
+    EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "3");
+    EXPECT_EQ(env["GROUP_WORLD_SIZE"], "1");
+    EXPECT_EQ(env["MASTER_ADDR"], "127.0.0.1");
+    EXPECT_GT(std::stoi(env["MASTER_PORT"]), 0);
+    EXPECT_EQ(env["TORCHELASTIC_RESTART_COUNT"], "0");
+    EXPECT_EQ(env["DTRUN_RESTART_COUNT"], "0");
+    EXPECT_EQ(env["TORCHELASTIC_MAX_RESTARTS"], "2");
+    EXPECT_EQ(env["OMP_NUM_THREADS"], "1");  // three workers share the node
+    EXPECT_FALSE(env["TORCHELASTIC_RUN_ID"].empty());
+    if (rank > 0) {
+      EXPECT_EQ(env["TORCHELASTIC_RUN_ID"], run_id);
+    }
+    run_id = env["TORCHELASTIC_RUN_ID"];
+  }
+}
+
+TEST_F(Dtrun, KeepsTheUsersOmpNumThreads) {
+  ::setenv("OMP_NUM_THREADS", "3", 1);
+  const int code = run({"--standalone", "--nproc-per-node", "2"}, "env > \"$OUT/env.$RANK\"");
+  ::unsetenv("OMP_NUM_THREADS");
+  ASSERT_EQ(code, 0) << output_;
+  EXPECT_EQ(read_env_file(file("env.1"))["OMP_NUM_THREADS"], "3");
+}
+
+// GPUs as the seed's CUDA_VISIBLE_DEVICES="2,3" names them (no real GPU
+// needed): --nproc-per-node gpu starts one worker per GPU; workers see every
+// GPU (torchrun's way) unless --bind-devices gives each its own.
+TEST_F(Dtrun, GpuCountAndDeviceBindingFollowCudaVisibleDevices) {
+  ::setenv("CUDA_VISIBLE_DEVICES", "2,3", 1);
+  const std::string script = "env > \"$OUT/env.$RANK\"";
+  const int shared = run({"--standalone", "--nproc-per-node", "gpu"}, script);
+  const auto shared0 = read_env_file(file("env.0"));
+  const auto shared1 = read_env_file(file("env.1"));
+  const int bound = run({"--standalone", "--nproc-per-node", "gpu", "--bind-devices"}, script);
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  ASSERT_EQ(shared, 0) << output_;
+  ASSERT_EQ(bound, 0) << output_;
+  EXPECT_EQ(shared0.at("WORLD_SIZE"), "2");
+  EXPECT_EQ(shared0.at("CUDA_VISIBLE_DEVICES"), "2,3");
+  EXPECT_EQ(shared1.at("CUDA_VISIBLE_DEVICES"), "2,3");
+  EXPECT_EQ(read_env_file(file("env.0")).at("CUDA_VISIBLE_DEVICES"), "2");
+  EXPECT_EQ(read_env_file(file("env.1")).at("CUDA_VISIBLE_DEVICES"), "3");
+
+  ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
+  EXPECT_EQ(run({"--standalone", "--nproc-per-node", "gpu"}, script), 2);
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  EXPECT_NE(output_.find("no GPU is visible"), std::string::npos) << output_;
+}
+
+TEST_F(Dtrun, StaticRendezvousOfTwoAgentsNumbersRanksByNodeRank) {
+  const std::string port = std::to_string(dtrain::testing::free_port());
+  const std::string script = "env > \"$OUT/env.$RANK\"";
+  auto node1 = start_dtrun(kDtrun,
+                           {"--nnodes", "2", "--node-rank", "1", "--nproc-per-node", "2",
+                            "--master-addr", "127.0.0.1", "--master-port", port},
+                           script, dir(), "node1");
+  auto node0 = start_dtrun(kDtrun,
+                           {"--nnodes=2", "--node_rank=0", "--nproc_per_node=2",
+                            "--master_addr=127.0.0.1", "--master_port=" + port},
+                           script, dir(), "node0");
+  ASSERT_EQ(node0->wait(30s), 0) << node0->output();
+  ASSERT_EQ(node1->wait(30s), 0) << node1->output();
+  for (int rank = 0; rank < 4; ++rank) {
+    auto env = read_env_file(file("env." + std::to_string(rank)));
+    EXPECT_EQ(env["WORLD_SIZE"], "4");
+    EXPECT_EQ(env["GROUP_RANK"], std::to_string(rank / 2));
+    EXPECT_EQ(env["LOCAL_RANK"], std::to_string(rank % 2));
+    EXPECT_EQ(env["GROUP_WORLD_SIZE"], "2");
+    EXPECT_EQ(env["MASTER_ADDR"], "127.0.0.1");
+  }
+  EXPECT_EQ(read_env_file(file("env.3"))["MASTER_PORT"],
+            read_env_file(file("env.0"))["MASTER_PORT"]);
+}
+
+// Rank 1 fails in the first attempt while rank 0 sleeps: the group is
+// stopped and restarted, and the second attempt (restart count 1) succeeds.
+TEST_F(Dtrun, AFailedWorkerRestartsTheGroupAndTheJobThenSucceeds) {
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(run({"--standalone", "--nproc-per-node", "2", "--max-restarts", "3"}, R"(
+    echo "attempt $TORCHELASTIC_RESTART_COUNT" >> "$OUT/attempts.$RANK"
+    if [ "$DTRUN_RESTART_COUNT" = 0 ]; then
+      if [ "$RANK" = 1 ]; then
+        while [ ! -s "$OUT/sleeper.pid" ]; do sleep 0.05; done
+        exit 3
+      fi
+      echo $$ > "$OUT/sleeper.pid"
+      exec sleep 60
+    fi
+    echo ok > "$OUT/done.$RANK")"),
+            0)
+      << output_;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 20s);
+  EXPECT_EQ(read_text(file("attempts.0")), "attempt 0\nattempt 1\n");
+  EXPECT_EQ(read_text(file("attempts.1")), "attempt 0\nattempt 1\n");
+  EXPECT_EQ(read_text(file("done.0")), "ok\n");
+  EXPECT_EQ(read_text(file("done.1")), "ok\n");
+  EXPECT_FALSE(process_alive(read_pid("sleeper.pid")));
+  EXPECT_NE(output_.find("rank 1 (local rank 1) ended with exit code 3"), std::string::npos)
+      << output_;
+}
+
+TEST_F(Dtrun, WithoutRestartsTheFirstFailureEndsTheJobWithASummary) {
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(run({"--standalone", "--nproc-per-node", "2", "--max-restarts", "0"}, R"(
+    if [ "$RANK" = 1 ]; then
+      echo "loading data"
+      echo "boom: the data file is corrupt" >&2
+      exit 7
+    fi
+    exec sleep 60)"),
+            1);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << "did not fail fast";
+  EXPECT_NE(output_.find("job failed after 0 restarts (--max-restarts 0)"), std::string::npos)
+      << output_;
+  EXPECT_NE(output_.find("first failure: rank 1 (local rank 1 on node 0"), std::string::npos)
+      << output_;
+  EXPECT_NE(output_.find("ended with exit code 7"), std::string::npos) << output_;
+  EXPECT_NE(output_.find("| loading data"), std::string::npos) << output_;
+  EXPECT_NE(output_.find("| boom: the data file is corrupt"), std::string::npos) << output_;
+}
+
+// Rank 0 (node 0) fails; rank 1 (node 1) fails because of it about 50 ms
+// later -- or is stopped first. Every node's summary names rank 0 as the
+// first failure (agents wake on worker exits and time-stamp them, rather
+// than noticing at their next tick), and lists rank 1 when it failed on its own.
+TEST_F(Dtrun, TheSummaryNamesTheRootCauseNotItsVictims) {
+  const std::string port = std::to_string(dtrain::testing::free_port());
+  const std::string script = R"(
+    if [ "$RANK" = 0 ]; then echo "root cause here"; touch "$OUT/marker"; exit 7; fi
+    while [ ! -f "$OUT/marker" ]; do sleep 0.01; done
+    sleep 0.05
+    echo "victim"
+    exit 9)";
+  std::vector<std::unique_ptr<BackgroundProcess>> nodes;
+  for (const char* rank : {"1", "0"}) {
+    nodes.push_back(start_dtrun(kDtrun,
+                                {"--nnodes", "2", "--node-rank", rank, "--master-port", port},
+                                script, dir(), std::string("node") + rank));
+  }
+  for (auto& node : nodes) {
+    EXPECT_EQ(node->wait(30s), 1) << node->output();
+    const std::string out = node->output();
+    EXPECT_NE(out.find("first failure: rank 0 (local rank 0 on node 0"), std::string::npos) << out;
+    EXPECT_NE(out.find("ended with exit code 7"), std::string::npos) << out;
+    EXPECT_NE(out.find("    | root cause here"), std::string::npos) << out;
+    const auto also = out.find("also failed:");
+    if (also != std::string::npos) {
+      EXPECT_NE(out.find("also failed: rank 1 (local rank 0 on node 1", also), std::string::npos)
+          << out;
+    }
+  }
+}
+
+TEST_F(Dtrun, TheSummaryNamesTheSignalThatKilledAWorker) {
+  EXPECT_EQ(run({"--standalone", "--max-restarts", "1"}, "kill -SEGV $$"), 1);
+  EXPECT_NE(output_.find("job failed after 1 restart (--max-restarts 1)"), std::string::npos)
+      << output_;
+  EXPECT_NE(output_.find("ended with signal 11 (SIGSEGV)"), std::string::npos) << output_;
+}
+
+// SIGTERM to dtrun reaches every worker's process group: a worker that
+// ignores SIGTERM gets SIGKILL after --stop-timeout, a worker's own child
+// goes too, and dtrun exits 128 + SIGTERM.
+TEST_F(Dtrun, SigtermToDtrunLeavesNoWorkerBehind) {
+  auto dtrun = start_dtrun(kDtrun, {"--standalone", "--nproc-per-node", "2", "--stop-timeout", "1"},
+                           R"(
+    if [ "$RANK" = 0 ]; then
+      trap '' TERM
+      echo $$ > "$OUT/stubborn.pid"
+      while true; do sleep 0.1; done
+    fi
+    sleep 600 &
+    echo $! > "$OUT/grandchild.pid"
+    echo $$ > "$OUT/worker.pid"
+    wait)",
+                           dir());
+  ASSERT_TRUE(eventually(
+      [&] {
+        return !read_text(file("stubborn.pid")).empty() && !read_text(file("worker.pid")).empty();
+      },
+      20s))
+      << dtrun->output();
+  std::vector<pid_t> pids{read_pid("stubborn.pid"), read_pid("grandchild.pid"),
+                          read_pid("worker.pid")};
+  dtrun->signal(SIGTERM);
+  EXPECT_EQ(dtrun->wait(20s), 128 + SIGTERM) << dtrun->output();
+  for (pid_t pid : pids) {
+    EXPECT_TRUE(eventually([&] { return !process_alive(pid); }, 2s)) << "pid " << pid;
+  }
+}
+
+// Like Ctrl-C twice: the first SIGINT is passed on, the second ends the
+// grace period at once (SIGKILL) instead of after --stop-timeout.
+TEST_F(Dtrun, ASecondSigintKillsWorkersWithoutWaiting) {
+  auto dtrun = start_dtrun(
+      kDtrun, {"--standalone", "--stop-timeout", "60"},
+      "trap '' INT; echo $$ > \"$OUT/worker.pid\"; while true; do sleep 0.1; done", dir());
+  ASSERT_TRUE(eventually([&] { return !read_text(file("worker.pid")).empty(); }, 20s));
+  const auto start = std::chrono::steady_clock::now();
+  dtrun->signal(SIGINT);
+  std::this_thread::sleep_for(300ms);
+  dtrun->signal(SIGINT);
+  EXPECT_EQ(dtrun->wait(20s), 128 + SIGINT) << dtrun->output();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  const pid_t pid = read_pid("worker.pid");
+  EXPECT_TRUE(eventually([&] { return !process_alive(pid); }, 2s));
+}
+
+// A program that leaves its process group (setsid) is still ended with
+// the job: dtrun is its subreaper (Note [No orphans]). The worker lingers a
+// moment so that setsid has run before the worker's group is killed.
+TEST_F(Dtrun, ProcessesThatLeftTheirGroupEndWithTheJob) {
+  ASSERT_EQ(run({"--standalone"}, "setsid sleep 600 & echo $! > \"$OUT/daemon.pid\"; sleep 0.3"), 0)
+      << output_;
+  const pid_t pid = read_pid("daemon.pid");
+  EXPECT_TRUE(eventually([&] { return !process_alive(pid); }, 5s)) << output_;
+  EXPECT_NE(output_.find("ended 1 process(es) that workers left behind"), std::string::npos)
+      << output_;
+}
+
+TEST_F(Dtrun, WorkersDieWithAKilledDtrun) {
+  auto dtrun = start_dtrun(kDtrun, {"--standalone", "--nproc-per-node", "2"},
+                           "echo $$ > \"$OUT/worker.$RANK\"; exec sleep 600", dir());
+  ASSERT_TRUE(eventually(
+      [&] { return !read_text(file("worker.0")).empty() && !read_text(file("worker.1")).empty(); },
+      20s));
+  dtrun->signal(SIGKILL);
+  dtrun->wait(5s);
+  for (const char* name : {"worker.0", "worker.1"}) {
+    const pid_t pid = read_pid(name);
+    EXPECT_TRUE(eventually([&] { return !process_alive(pid); }, 5s)) << name;
+  }
+}
+
+TEST_F(Dtrun, RedirectsSendOutputToOneLogFilePerRank) {
+  const std::string logs = file("logs");
+  ASSERT_EQ(run({"--standalone", "--nproc-per-node", "2", "--rdzv-id", "job1", "--log-dir", logs,
+                 "--redirects", "3"},
+                "echo \"out of $RANK\"; echo \"err of $RANK\" >&2"),
+            0)
+      << output_;
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string log = read_text(logs + "/job1/round_0/rank_" + std::to_string(rank) + ".log");
+    EXPECT_NE(log.find("out of " + std::to_string(rank)), std::string::npos) << log;
+    EXPECT_NE(log.find("err of " + std::to_string(rank)), std::string::npos) << log;
+  }
+  EXPECT_EQ(output_.find("out of"), std::string::npos) << output_;
+}
+
+TEST_F(Dtrun, TeePrefixesConsoleLinesAndTheFilterHidesOtherRanks) {
+  const std::string logs = file("logs");
+  ASSERT_EQ(run({"--standalone", "--nproc-per-node", "2", "--rdzv-id", "job2", "--log-dir", logs,
+                 "--tee", "1", "--local-ranks-filter", "1"},
+                "echo \"hello from $RANK\""),
+            0)
+      << output_;
+  EXPECT_NE(output_.find("[1]:hello from 1\n"), std::string::npos) << output_;
+  EXPECT_EQ(output_.find("hello from 0"), std::string::npos) << output_;
+  // Filtered from the console, still in its file.
+  EXPECT_EQ(read_text(logs + "/job2/round_0/rank_0.log"), "hello from 0\n");
+}
+
+TEST_F(Dtrun, LogDirAloneKeepsEveryRanksOutputAndTheConsole) {
+  const std::string logs = file("logs");
+  ASSERT_EQ(run({"--standalone", "--rdzv-id", "job3", "--log-dir", logs}, "echo plain"), 0)
+      << output_;
+  EXPECT_EQ(read_text(logs + "/job3/round_0/rank_0.log"), "plain\n");
+  EXPECT_NE(output_.find("plain\n"), std::string::npos);
+}
+
+TEST_F(Dtrun, HelpReadsLikeTorchrun) {
+  ASSERT_EQ(run({"--help"}, ""), 0);
+  for (const char* flag :
+       {"--nnodes", "--nproc-per-node", "--node-rank", "--master-addr", "--master-port",
+        "--rdzv-backend", "--rdzv-endpoint", "--rdzv-id", "--max-restarts", "--monitor-interval",
+        "--standalone", "--log-dir", "--redirects", "--tee", "--local-ranks-filter"}) {
+    EXPECT_NE(output_.find(flag), std::string::npos) << flag;
+  }
+}
+
+struct FlagCase {
+  std::vector<std::string> flags;
+  std::string message;
+};
+
+TEST_F(Dtrun, BadOrContradictoryFlagsFailBeforeAnythingStarts) {
+  const std::vector<FlagCase> cases{
+      {{"--nprocs", "2"}, "unknown flag '--nprocs'"},
+      {{"--nnodes", "3:2"}, "MIN (3) is larger than MAX (2)"},
+      {{"--nnodes", "1:2"}, "needs an elastic rendezvous"},
+      {{"--nnodes", "2", "--node-rank", "2"}, "--node-rank 2 is outside --nnodes 2"},
+      {{"--nproc-per-node", "two"}, "--nproc-per-node 'two'"},
+      {{"--rdzv-backend", "c10d"}, "needs --rdzv-endpoint"},
+      {{"--rdzv-backend", "etcd"}, "is not one of static, c10d"},
+      {{"--rdzv-backend", "c10d", "--rdzv-endpoint", "h:1", "--master-addr", "h"},
+       "belong to the static rendezvous"},
+      {{"--standalone", "--rdzv-endpoint", "h:1"}, "cannot be combined"},
+      {{"--standalone", "--nnodes", "2"}, "one-node job"},
+      {{"--redirects", "5"}, "expected 0 (none), 1 (stdout), 2 (stderr) or 3 (both)"},
+      {{"--tee", "0:1", "--nproc-per-node", "1", "--local-ranks-filter", "3"},
+       "names local rank 3"},
+      {{"--rdzv-conf", "join_timeout=soon"}, "join_timeout=soon"},
+      {{"--rdzv-conf", "colour=blue"}, "unknown key 'colour'"},
+  };
+  for (const FlagCase& c : cases) {
+    std::vector<std::string> flags = c.flags;
+    EXPECT_EQ(run(flags, "touch \"$OUT/ran\""), 2) << output_;
+    EXPECT_NE(output_.find(c.message), std::string::npos)
+        << "expected '" << c.message << "' in: " << output_;
+    EXPECT_FALSE(std::filesystem::exists(file("ran"))) << output_;
+  }
+  EXPECT_EQ(run({"--standalone"}, ""), 2);
+  EXPECT_NE(output_.find("no program to run"), std::string::npos) << output_;
+  std::vector<std::string> argv{kDtrun, "--standalone", "no-such-program-dtrun-test"};
+  BackgroundProcess missing(argv, file("missing.out"));
+  EXPECT_EQ(missing.wait(10s), 2);
+  EXPECT_NE(missing.output().find("'no-such-program-dtrun-test' was not found on PATH"),
+            std::string::npos)
+      << missing.output();
+}
+
+// Two agents of one elastic job (--nnodes 1:2) on loopback.
+class DtrunElastic : public Dtrun {
+ protected:
+  std::vector<std::string> flags(const std::string& extra_conf = "") {
+    return {"--nnodes",           "1:2",
+            "--nproc-per-node",   "1",
+            "--rdzv-backend",     "c10d",
+            "--rdzv-endpoint",    "127.0.0.1:" + port_,
+            "--rdzv-id",          "elastic",
+            "--max-restarts",     "2",
+            "--monitor-interval", "0.05",
+            "--rdzv-conf",        "last_call_timeout=0.5,heartbeat_timeout=1" + extra_conf};
+  }
+  std::string port_ = std::to_string(dtrain::testing::free_port());
+};
+
+// The first agent starts alone; the second, arriving late, waits, and the
+// group re-forms with both at the next round (no restart is used up).
+TEST_F(DtrunElastic, ALateNodeIsAdmittedAtTheNextRound) {
+  const std::string script = R"(
+    echo "$WORLD_SIZE/$TORCHELASTIC_RESTART_COUNT" >> "$OUT/worlds"
+    if [ "$WORLD_SIZE" = 1 ]; then exec sleep 60; fi)";
+  auto first = start_dtrun(kDtrun, flags(), script, dir(), "first");
+  ASSERT_TRUE(eventually([&] { return read_text(file("worlds")) == "1/0\n"; }, 20s))
+      << first->output();
+  auto late = start_dtrun(kDtrun, flags(), script, dir(), "late");
+  EXPECT_EQ(late->wait(30s), 0) << late->output();
+  EXPECT_EQ(first->wait(30s), 0) << first->output();
+  EXPECT_EQ(read_text(file("worlds")), "1/0\n2/0\n2/0\n");
+  EXPECT_NE(first->output().find("a node is waiting to join"), std::string::npos)
+      << first->output();
+}
+
+// Both agents run; one is killed outright. The survivor notices the silence
+// (or its worker's failure), and re-forms the group alone.
+TEST_F(DtrunElastic, ASurvivorReformsTheGroupWhenANodeVanishes) {
+  const std::string script = R"(
+    echo "$WORLD_SIZE" >> "$OUT/worlds.$GROUP_RANK.$TORCHELASTIC_RESTART_COUNT"
+    echo $$ > "$OUT/pid.$GROUP_RANK.$TORCHELASTIC_RESTART_COUNT"
+    if [ "$WORLD_SIZE" = 2 ]; then exec sleep 60; fi)";
+  auto a = start_dtrun(kDtrun, flags(), script, dir(), "a");
+  auto b = start_dtrun(kDtrun, flags(), script, dir(), "b");
+  ASSERT_TRUE(eventually(
+      [&] {
+        return read_text(file("worlds.0.0")) == "2\n" && read_text(file("worlds.1.0")) == "2\n";
+      },
+      20s))
+      << a->output() << b->output();
+  // Kill whichever agent does not host the store (a hosts it: it bound the port first
+  // unless b won the race; the host's death would end the job for everyone).
+  const bool a_hosts = a->output().find("hosted by this agent") != std::string::npos;
+  BackgroundProcess& victim = a_hosts ? *b : *a;
+  BackgroundProcess& survivor = a_hosts ? *a : *b;
+  victim.signal(SIGKILL);
+  victim.wait(5s);
+  EXPECT_EQ(survivor.wait(30s), 0) << survivor.output();
+  // Round 1: the survivor alone, as group rank 0 with restart count 1.
+  EXPECT_EQ(read_text(file("worlds.0.1")), "1\n") << survivor.output();
+  for (const char* name : {"pid.0.0", "pid.1.0"}) {
+    const pid_t pid = read_pid(name);
+    EXPECT_TRUE(eventually([&] { return !process_alive(pid); }, 5s)) << name;
+  }
+}
+
+}  // namespace

@@ -1,0 +1,204 @@
+// dtrain::launch's pure pieces: flag texts, the worker environment, and the
+// failure record every agent reads for the summary.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "dtrain/launch/failure.h"
+#include "dtrain/launch/launch_options.h"
+#include "dtrain/launch/worker_env.h"
+#include "dtrain/util/errors.h"
+
+namespace {
+
+using namespace dtrain::launch;
+
+template <typename F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const dtrain::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(LaunchOptions, NnodesIsACountOrARange) {
+  EXPECT_EQ(parse_nnodes("2").min, 2);
+  EXPECT_EQ(parse_nnodes("2").max, 2);
+  EXPECT_FALSE(parse_nnodes("2").elastic());
+  const NodeRange range = parse_nnodes("1:4");
+  EXPECT_EQ(range.min, 1);
+  EXPECT_EQ(range.max, 4);
+  EXPECT_TRUE(range.elastic());
+  EXPECT_NE(error_of([] { parse_nnodes("0"); }).find("'0'"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_nnodes("4:1"); }).find("MIN (4) is larger than MAX (1)"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_nnodes("1:"); }).find("--nnodes '1:'"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_nnodes("two"); }).find("'two'"), std::string::npos);
+}
+
+TEST(LaunchOptions, NprocPerNodeFollowsTheDevices) {
+  const std::vector<std::string> two_gpus{"2", "3"};
+  EXPECT_EQ(parse_nproc_per_node("4", two_gpus), 4);
+  EXPECT_EQ(parse_nproc_per_node("gpu", two_gpus), 2);
+  EXPECT_EQ(parse_nproc_per_node("auto", two_gpus), 2);
+  EXPECT_GE(parse_nproc_per_node("cpu", two_gpus), 1);
+  EXPECT_GE(parse_nproc_per_node("auto", {}), 1);
+  EXPECT_NE(error_of([] { parse_nproc_per_node("gpu", {}); }).find("no GPU is visible"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { parse_nproc_per_node("0", two_gpus); }).find("'0'"), std::string::npos);
+}
+
+TEST(LaunchOptions, DevicesComeFromCudaVisibleDevices) {
+  ::setenv("CUDA_VISIBLE_DEVICES", "2,3", 1);
+  EXPECT_EQ(detect_local_devices(), (std::vector<std::string>{"2", "3"}));
+  ::setenv("CUDA_VISIBLE_DEVICES", "1,-1,2", 1);  // CUDA stops at the first invalid entry
+  EXPECT_EQ(detect_local_devices(), (std::vector<std::string>{"1"}));
+  ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
+  EXPECT_TRUE(detect_local_devices().empty());
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
+TEST(LaunchOptions, EndpointsTakeAHostAndAPort) {
+  EXPECT_EQ(parse_endpoint("10.0.0.1:8777", 1).host, "10.0.0.1");
+  EXPECT_EQ(parse_endpoint("10.0.0.1:8777", 1).port, 8777);
+  EXPECT_EQ(parse_endpoint("node7", 29400).port, 29400);
+  EXPECT_EQ(parse_endpoint("[::1]:99", 1).host, "::1");
+  EXPECT_NE(error_of([] { parse_endpoint("h:99999", 1); }).find("'99999'"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_endpoint(":80", 1); }).find("the host is empty"),
+            std::string::npos);
+}
+
+TEST(LaunchOptions, StreamsAreOneValueOrPerLocalRank) {
+  EXPECT_EQ(parse_streams("3", "--tee").for_rank(5), Streams::kBoth);
+  const StreamsSpec spec = parse_streams("0:1,2:2", "--redirects");
+  EXPECT_EQ(spec.for_rank(0), Streams::kOut);
+  EXPECT_EQ(spec.for_rank(1), Streams::kNone);
+  EXPECT_EQ(spec.for_rank(2), Streams::kErr);
+  EXPECT_TRUE(spec.any());
+  EXPECT_FALSE(parse_streams("0", "--tee").any());
+  EXPECT_NE(error_of([] { parse_streams("0:4", "--tee"); }).find("--tee '0:4'"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_streams("x:1", "--tee"); }).find("not a local rank"),
+            std::string::npos);
+  EXPECT_EQ(parse_local_ranks_filter("0,2"), (std::set<int>{0, 2}));
+  EXPECT_TRUE(parse_local_ranks_filter("").empty());
+}
+
+TEST(LaunchOptions, RendezvousConfSetsTimeouts) {
+  LaunchOptions options;
+  apply_rendezvous_conf(options,
+                        parse_key_values("join_timeout=5,last_call_timeout=0.5", "--rdzv-conf"));
+  EXPECT_EQ(options.join_timeout.count(), 5000);
+  EXPECT_EQ(options.last_call_timeout.count(), 500);
+  EXPECT_NE(error_of([&] {
+              apply_rendezvous_conf(options, {{"bogus", "1"}});
+            }).find("unknown key 'bogus'"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_key_values("novalue", "--rdzv-conf"); }).find("KEY=VALUE"),
+            std::string::npos);
+}
+
+TEST(LaunchOptions, ValidateRejectsContradictions) {
+  LaunchOptions options;
+  options.program = {"/bin/true"};
+  EXPECT_NO_THROW(validate(options));
+  options.nnodes = {1, 2};
+  EXPECT_NE(error_of([&] { validate(options); }).find("needs an elastic rendezvous"),
+            std::string::npos);
+  options.backend = RendezvousBackend::kStore;
+  EXPECT_NO_THROW(validate(options));
+  options.program.clear();
+  EXPECT_NE(error_of([&] { validate(options); }).find("no program"), std::string::npos);
+}
+
+TEST(WorkerEnv, SetsTorchrunsVariables) {
+  WorkerPlace place{.rank = 5,
+                    .local_rank = 1,
+                    .group_rank = 2,
+                    .world_size = 6,
+                    .local_world_size = 2,
+                    .group_world_size = 3};
+  RoundFacts round{.master_addr = "10.0.0.1",
+                   .master_port = 4242,
+                   .restart_count = 2,
+                   .max_restarts = 3,
+                   .run_id = "777",
+                   .bind_devices = {}};
+  Environment env = worker_environment({{"PATH", "/bin"}}, place, round);
+  EXPECT_EQ(env["PATH"], "/bin");
+  EXPECT_EQ(env["RANK"], "5");
+  EXPECT_EQ(env["LOCAL_RANK"], "1");
+  EXPECT_EQ(env["GROUP_RANK"], "2");
+  EXPECT_EQ(env["WORLD_SIZE"], "6");
+  EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "2");
+  EXPECT_EQ(env["GROUP_WORLD_SIZE"], "3");
+  EXPECT_EQ(env["MASTER_ADDR"], "10.0.0.1");
+  EXPECT_EQ(env["MASTER_PORT"], "4242");
+  EXPECT_EQ(env["TORCHELASTIC_RESTART_COUNT"], "2");
+  EXPECT_EQ(env["DTRUN_RESTART_COUNT"], "2");
+  EXPECT_EQ(env["TORCHELASTIC_MAX_RESTARTS"], "3");
+  EXPECT_EQ(env["TORCHELASTIC_RUN_ID"], "777");
+  EXPECT_EQ(env["OMP_NUM_THREADS"], "1");
+  EXPECT_EQ(env.count("CUDA_VISIBLE_DEVICES"), 0u);
+
+  EXPECT_EQ(worker_environment({{"OMP_NUM_THREADS", "8"}}, place, round)["OMP_NUM_THREADS"], "8");
+  place.local_world_size = 1;
+  EXPECT_EQ(worker_environment({}, place, round).count("OMP_NUM_THREADS"), 0u);
+
+  round.bind_devices = {"2", "3"};
+  EXPECT_EQ(worker_environment({}, place, round)["CUDA_VISIBLE_DEVICES"], "3");
+  place.local_rank = 2;  // more workers than GPUs: round robin
+  EXPECT_EQ(worker_environment({}, place, round)["CUDA_VISIBLE_DEVICES"], "2");
+}
+
+TEST(Failure, RecordsSurviveTheStoreAndNameTheRank) {
+  WorkerFailure failure;
+  failure.rank = 3;
+  failure.local_rank = 1;
+  failure.group_rank = 1;
+  failure.host = "node-b";
+  failure.status.signal = 9;
+  failure.log_tail = "step 10\nKilled\n";
+  failure.time_ms = 1764400000123;
+  const auto decoded = decode_failure(encode(failure));
+  ASSERT_TRUE(decoded.has_value());
+  EXPECT_EQ(decoded->rank, 3);
+  EXPECT_EQ(decoded->host, "node-b");
+  EXPECT_EQ(decoded->status.signal, 9);
+  EXPECT_EQ(decoded->time_ms, 1764400000123);
+  EXPECT_EQ(decoded->log_tail, "step 10\nKilled\n");
+  EXPECT_FALSE(decode_failure("garbage").has_value());
+
+  WorkerFailure victim = failure;
+  victim.rank = 0;
+  victim.group_rank = 0;
+  victim.host = "node-a";
+  victim.status = {};
+  victim.status.code = 1;
+  victim.time_ms = decoded->time_ms + 5;  // failed after the root cause
+  const std::string summary = format_failure_summary({victim, *decoded}, 2, 3);
+  EXPECT_NE(summary.find("  also failed: rank 0 (local rank 1 on node 0, host node-a) with exit "
+                         "code 1\n"),
+            std::string::npos)
+      << summary;
+  EXPECT_EQ(summary.find("also failed: rank 3"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("after 2 restarts (--max-restarts 3)"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("rank 3 (local rank 1 on node 1, host node-b) ended with signal 9 "
+                         "(SIGKILL)"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("    | Killed\n"), std::string::npos) << summary;
+}
+
+TEST(Failure, LastLines) {
+  EXPECT_EQ(last_lines("a\nb\nc\n", 2), "b\nc");
+  EXPECT_EQ(last_lines("a\nb", 5), "a\nb");
+  EXPECT_EQ(last_lines("", 3), "");
+  ExitStatus status;
+  status.code = 3;
+  EXPECT_EQ(status.describe(), "exit code 3");
+  EXPECT_EQ(status.shell_code(), 3);
+}
+
+}  // namespace
