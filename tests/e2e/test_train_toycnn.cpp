@@ -51,6 +51,26 @@ std::vector<std::vector<std::string>> read_csv(const std::string& path) {
   return rows;
 }
 
+// 100 training and 30 test images of noise, labels 0..9, in IDX files.
+void write_tiny_dataset(const std::filesystem::path& dir) {
+  auto write = [&](const std::string& prefix, std::uint32_t count) {
+    std::vector<unsigned char> pixels(count * 784);
+    std::vector<unsigned char> labels(count);
+    for (std::size_t i = 0; i < pixels.size(); ++i) {
+      pixels[i] = static_cast<unsigned char>((i * 37) % 251);
+    }
+    for (std::uint32_t i = 0; i < count; ++i) {
+      labels[i] = static_cast<unsigned char>(i % 10);
+    }
+    dtrain::testing::write_file((dir / (prefix + "-images-idx3-ubyte")).string(),
+                                dtrain::testing::idx_bytes_u8({count, 28, 28}, pixels));
+    dtrain::testing::write_file((dir / (prefix + "-labels-idx1-ubyte")).string(),
+                                dtrain::testing::idx_bytes_u8({count}, labels));
+  };
+  write("train", 100);
+  write("t10k", 30);
+}
+
 TEST(TrainToyCnnErrors, UnknownFlag) {
   expect_one_line_error(run_app({"--bogus"}), 2, "--bogus");
 }
@@ -125,6 +145,43 @@ TEST(TrainToyCnn, FullRunReaches85Percent) {
   ASSERT_EQ(rows.size(), 4u);
   EXPECT_EQ(rows[3][1], "60000");
   EXPECT_GE(std::stod(rows[3][7]), 0.85) << "final test accuracy";
+}
+
+// The README's run command: two processes under dtrun, DDP and
+// DistributedSampler, to the same accuracy bar as one process.
+TEST(TrainToyCnn, TwoProcessesUnderDtrunReach85Percent) {
+  if (!real_dataset_installed()) {
+    GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
+  }
+  TempDir dir;
+  const std::string csv = dir.file("report.csv");
+  const auto result = run_process({DTRAIN_DTRUN_PATH, "--standalone", "--nproc-per-node", "2",
+                                   DTRAIN_TRAIN_TOYCNN_PATH, "--epochs", "3", "--csv", csv});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("process group ready: rank 1 of 2"), std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("on 2 process(es)"), std::string::npos) << result.output;
+  const auto rows = read_csv(csv);
+  ASSERT_EQ(rows.size(), 4u) << "only rank 0 writes the report, once per epoch";
+  EXPECT_EQ(rows[3][1], "60000") << "every rank's samples counted once";
+  EXPECT_GE(std::stod(rows[3][7]), 0.85) << "final test accuracy";
+}
+
+// Sharding: a world of 3 splits 100 training images into 34 per rank
+// (padded to 102, as DistributedSampler does) and evaluates every test image once.
+TEST(TrainToyCnn, ThreeProcessesShardTheData) {
+  TempDir dir;
+  write_tiny_dataset(dir.path());
+  const std::string csv = dir.file("report.csv");
+  const auto result = run_process({DTRAIN_DTRUN_PATH, "--standalone", "--nproc-per-node", "3",
+                                   DTRAIN_TRAIN_TOYCNN_PATH, "--data-dir", dir.path().string(),
+                                   "--epochs", "1", "--batch-size", "8", "--csv", csv});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("34 samples per process per epoch"), std::string::npos)
+      << result.output;
+  const auto rows = read_csv(csv);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1][1], "102");
 }
 
 }  // namespace
