@@ -405,7 +405,15 @@ void Reducer::launch_ready_buckets_locked() {
       bucket.buffer.mul_(scale);
     }
     bucket.launch_time = Clock::now();
-    bucket.reduction = hook_->start(*group_, bucket.buffer);
+    if (group_->size() == 1) {
+      // Alone, the local gradient is the sum: no communication, not even
+      // the compression round trip.
+      auto done = std::make_shared<dist::Work>("ddp bucket (world of 1)");
+      done->finish();
+      bucket.reduction = PendingReduction{std::move(done), nullptr};
+    } else {
+      bucket.reduction = hook_->start(*group_, bucket.buffer);
+    }
     ++next_bucket_;
   }
 }
