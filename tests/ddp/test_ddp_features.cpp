@@ -15,6 +15,8 @@
 #include <torch/optim/sgd.h>
 
 #include "ddp_test_models.h"
+#include "dtrain/amp/autocast.h"
+#include "dtrain/amp/grad_scaler.h"
 #include "dtrain/ddp/broadcast.h"
 #include "dtrain/ddp/distributed_data_parallel.h"
 #include "dtrain/util/errors.h"
@@ -294,6 +296,36 @@ TEST(DdpForward, EvalForwardRunsNoCollectives) {
     }
     model(at::randn({2, 16})).sum().backward();
     EXPECT_TRUE(same_on_all_ranks(model->parameters()[0].grad()));
+  });
+}
+
+// Mixed precision under DDP: bf16 autocast forward, a GradScaler on the
+// all-reduced (scaled) gradients. An overflow on one rank reaches every
+// rank through the all-reduce, so all skip the same step and stay equal.
+TEST(DdpWithAmp, ScaledGradientsSkipTogetherAndReplicasStayEqual) {
+  on_ranks(2, [](int rank, int) {
+    ddp::DistributedDataParallel<ManySizes> model{ManySizes()};
+    torch::optim::SGD optimizer(model->parameters(), 0.05);
+    dtrain::amp::GradScaler scaler(dtrain::amp::GradScalerOptions().init_scale(1024.0));
+    std::vector<bool> stepped;
+    for (int step = 0; step < 4; ++step) {
+      optimizer.zero_grad();
+      at::Tensor x = at::randn({4, 16});
+      if (step == 2 && rank == 1) {
+        x[0][0] = std::numeric_limits<float>::infinity();  // only rank 1 overflows
+      }
+      at::Tensor loss;
+      {
+        dtrain::amp::AutocastGuard autocast(dtrain::amp::AutocastOptions(at::kCPU));
+        loss = model(x).to(at::kFloat).square().mean();
+      }
+      scaler.scale(loss).backward();
+      stepped.push_back(scaler.step(optimizer));
+      scaler.update();
+    }
+    EXPECT_EQ(stepped, (std::vector<bool>{true, true, false, true})) << "rank " << rank;
+    EXPECT_EQ(scaler.get_scale(), 512.0) << "one backoff from 1024";
+    EXPECT_TRUE(same_on_all_ranks(flat_parameters(model->parameters())));
   });
 }
 
