@@ -11,8 +11,6 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
-#include "dtrain/dist/init.h"
-
 namespace dtrain::testing {
 
 // Linear layers of very different sizes (7 to 24k parameters), so small
@@ -50,16 +48,6 @@ class ManySizesImpl : public torch::nn::Module {
   torch::nn::Linear never_{nullptr};
 };
 TORCH_MODULE(ManySizes);
-
-// Starts a Gloo default group on loopback, one intra-op thread per rank.
-inline void init_gloo(int rank, int world, std::uint16_t port) {
-  at::set_num_threads(1);
-  dist::init_process_group({.backend = "gloo",
-                            .init_method = "tcp://127.0.0.1:" + std::to_string(port),
-                            .rank = rank,
-                            .world_size = world,
-                            .timeout = std::chrono::seconds(60)});
-}
 
 // Rows [begin, end) of `global` that rank `rank` of `world` owns when
 // `sizes[r]` rows go to rank r in rank order.

@@ -14,7 +14,7 @@
 #include "dtrain/ddp/distributed_data_parallel.h"
 #include "dtrain/ddp/distributed_optimizer.h"
 #include "dtrain/models/toy_cnn.h"
-#include "multi_process.h"
+#include "gloo_ranks.h"
 
 namespace {
 
@@ -23,6 +23,7 @@ namespace F = torch::nn::functional;
 using dtrain::testing::ManySizes;
 using dtrain::testing::max_abs_difference;
 using dtrain::testing::rank_slice;
+using dtrain::testing::run_gloo_ranks;
 
 struct Scenario {
   int steps = 3;
@@ -101,12 +102,6 @@ double train_and_compare(int rank, int world, const Scenario& s, MakeModel make_
   return max_abs_difference(reference->parameters(), model->parameters());
 }
 
-void expect_all_ranks_pass(const std::vector<int>& codes) {
-  for (std::size_t r = 0; r < codes.size(); ++r) {
-    EXPECT_EQ(codes[r], 0) << "rank " << r << " failed (its output is above)";
-  }
-}
-
 std::vector<std::int64_t> even_sizes(int world, std::int64_t per_rank) {
   return std::vector<std::int64_t>(static_cast<std::size_t>(world), per_rank);
 }
@@ -115,23 +110,10 @@ dtrain::models::ToyCnn make_toy_cnn() {
   return dtrain::models::ToyCnn(dtrain::models::ToyCnnOptions().in_channels(1));
 }
 
-class DdpEquivalence : public ::testing::TestWithParam<int> {
- protected:
-  // Runs `body(rank, world)` as GetParam() Gloo ranks.
-  template <typename Body>
-  void on_ranks(Body body) {
-    const int world = GetParam();
-    const auto port = dtrain::testing::free_port();
-    expect_all_ranks_pass(dtrain::testing::run_ranks(world, [&](int rank) {
-      dtrain::testing::init_gloo(rank, world, port);
-      body(rank, world);
-      dtrain::dist::destroy_process_group();
-    }));
-  }
-};
+class DdpEquivalence : public ::testing::TestWithParam<int> {};
 
 TEST_P(DdpEquivalence, ToyCnnMatchesGlobalBatch) {
-  on_ranks([](int rank, int world) {
+  run_gloo_ranks(GetParam(), [](int rank, int world) {
     Scenario s;
     s.sizes = even_sizes(world, 4);
     const double diff =
@@ -141,7 +123,7 @@ TEST_P(DdpEquivalence, ToyCnnMatchesGlobalBatch) {
 }
 
 TEST_P(DdpEquivalence, ToyCnnWithGradientsAsBucketViews) {
-  on_ranks([](int rank, int world) {
+  run_gloo_ranks(GetParam(), [](int rank, int world) {
     Scenario s;
     s.sizes = even_sizes(world, 4);
     s.options.gradient_as_bucket_view = true;
@@ -152,7 +134,7 @@ TEST_P(DdpEquivalence, ToyCnnWithGradientsAsBucketViews) {
 }
 
 TEST_P(DdpEquivalence, ManySizesOverSeveralBuckets) {
-  on_ranks([](int rank, int world) {
+  run_gloo_ranks(GetParam(), [](int rank, int world) {
     Scenario s;
     s.sizes = even_sizes(world, 5);
     s.steps = 4;
@@ -168,7 +150,7 @@ TEST_P(DdpEquivalence, ManySizesOverSeveralBuckets) {
 }
 
 TEST_P(DdpEquivalence, NoSyncAccumulation) {
-  on_ranks([](int rank, int world) {
+  run_gloo_ranks(GetParam(), [](int rank, int world) {
     Scenario s;
     s.sizes = even_sizes(world, 3);
     s.micro_batches = 3;
@@ -180,7 +162,7 @@ TEST_P(DdpEquivalence, NoSyncAccumulation) {
 }
 
 TEST_P(DdpEquivalence, UnusedParametersFoundEveryStep) {
-  on_ranks([](int rank, int world) {
+  run_gloo_ranks(GetParam(), [](int rank, int world) {
     Scenario s;
     s.sizes = even_sizes(world, 4);
     s.steps = 4;
@@ -194,7 +176,7 @@ TEST_P(DdpEquivalence, UnusedParametersFoundEveryStep) {
 }
 
 TEST_P(DdpEquivalence, StaticGraphWithAnUnusedLayer) {
-  on_ranks([](int rank, int world) {
+  run_gloo_ranks(GetParam(), [](int rank, int world) {
     Scenario s;
     s.sizes = even_sizes(world, 4);
     s.steps = 4;
@@ -207,7 +189,7 @@ TEST_P(DdpEquivalence, StaticGraphWithAnUnusedLayer) {
 }
 
 TEST_P(DdpEquivalence, SampleCountWeightingWithUnevenBatches) {
-  on_ranks([](int rank, int world) {
+  run_gloo_ranks(GetParam(), [](int rank, int world) {
     Scenario s;
     for (int r = 0; r < world; ++r) {
       s.sizes.push_back(2 + 3 * r);  // 2, 5, 8 rows
@@ -222,7 +204,7 @@ TEST_P(DdpEquivalence, SampleCountWeightingWithUnevenBatches) {
 TEST_P(DdpEquivalence, WorldAveragingIsWrongForUnevenBatches) {
   // The control for the test above: plain averaging cannot give the global
   // batch's gradient when batch sizes differ, so the difference is large.
-  on_ranks([](int rank, int world) {
+  run_gloo_ranks(GetParam(), [](int rank, int world) {
     Scenario s;
     for (int r = 0; r < world; ++r) {
       s.sizes.push_back(2 + 3 * r);
@@ -234,7 +216,7 @@ TEST_P(DdpEquivalence, WorldAveragingIsWrongForUnevenBatches) {
 }
 
 TEST_P(DdpEquivalence, Fp16CompressionHookWithinHalfPrecision) {
-  on_ranks([](int rank, int world) {
+  run_gloo_ranks(GetParam(), [](int rank, int world) {
     Scenario s;
     s.sizes = even_sizes(world, 4);
     s.options.comm_hook = ddp::compression_hook(at::kHalf);
@@ -250,7 +232,7 @@ TEST_P(DdpEquivalence, Fp16CompressionHookWithinHalfPrecision) {
 }
 
 TEST_P(DdpEquivalence, Bf16CompressionHookWithinBfloat16Precision) {
-  on_ranks([](int rank, int world) {
+  run_gloo_ranks(GetParam(), [](int rank, int world) {
     Scenario s;
     s.sizes = even_sizes(world, 4);
     s.options.comm_hook = ddp::compression_hook(at::kBFloat16);
@@ -263,7 +245,7 @@ TEST_P(DdpEquivalence, Bf16CompressionHookWithinBfloat16Precision) {
 
 // Horovod style: no wrapper, the optimizer reduces.
 TEST_P(DdpEquivalence, DistributedOptimizerMatchesGlobalBatch) {
-  on_ranks([](int rank, int world) {
+  run_gloo_ranks(GetParam(), [](int rank, int world) {
     for (int passes : {1, 2}) {
       const auto sizes = even_sizes(world, 3);
       const std::int64_t global = 3 * world;

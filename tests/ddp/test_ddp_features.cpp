@@ -20,7 +20,7 @@
 #include "dtrain/ddp/broadcast.h"
 #include "dtrain/ddp/distributed_data_parallel.h"
 #include "dtrain/util/errors.h"
-#include "multi_process.h"
+#include "gloo_ranks.h"
 #include "test_support.h"
 
 namespace {
@@ -30,22 +30,7 @@ namespace dist = dtrain::dist;
 namespace F = torch::nn::functional;
 using dtrain::testing::ManySizes;
 using dtrain::testing::max_abs_difference;
-
-void expect_all_ranks_pass(const std::vector<int>& codes) {
-  for (std::size_t r = 0; r < codes.size(); ++r) {
-    EXPECT_EQ(codes[r], 0) << "rank " << r << " failed (its output is above)";
-  }
-}
-
-template <typename Body>
-void on_ranks(int world, Body body) {
-  const auto port = dtrain::testing::free_port();
-  expect_all_ranks_pass(dtrain::testing::run_ranks(world, [&](int rank) {
-    dtrain::testing::init_gloo(rank, world, port);
-    body(rank, world);
-    dist::destroy_process_group();
-  }));
-}
+using dtrain::testing::run_gloo_ranks;
 
 // The message of the dtrain::Error `fn` throws ("" when it does not throw).
 template <typename Fn>
@@ -78,7 +63,7 @@ at::Tensor flat_parameters(const std::vector<at::Tensor>& parameters) {
 }
 
 TEST(DdpErrors, ParameterShapeMismatchNamesTheParameter) {
-  on_ranks(2, [](int rank, int) {
+  run_gloo_ranks(2, [](int rank, int) {
     torch::nn::Linear layer(4, 3 + rank);  // rank 1 built a different model
     const std::string message =
         error_of([&] { ddp::DistributedDataParallel<torch::nn::Linear> model(layer); });
@@ -88,7 +73,7 @@ TEST(DdpErrors, ParameterShapeMismatchNamesTheParameter) {
 }
 
 TEST(DdpErrors, MissingGradientNamesParameterAndRank) {
-  on_ranks(2, [](int rank, int) {
+  run_gloo_ranks(2, [](int rank, int) {
     ddp::DistributedDataParallel<ManySizes> model(ManySizes(/*with_unused_layers=*/true));
     const at::Tensor x = at::randn({4, 16});
     const std::string message =
@@ -101,7 +86,7 @@ TEST(DdpErrors, MissingGradientNamesParameterAndRank) {
 }
 
 TEST(DdpErrors, BadOptionsAreRejected) {
-  on_ranks(1, [](int, int) {
+  run_gloo_ranks(1, [](int, int) {
     EXPECT_NE(error_of([] {
                 ddp::DistributedDataParallel<ManySizes> model(ManySizes(), {.bucket_cap_mb = -1});
               }).find("bucket_cap_mb"),
@@ -110,7 +95,7 @@ TEST(DdpErrors, BadOptionsAreRejected) {
 }
 
 TEST(DdpBuckets, GradientsAreViewsIntoBuckets) {
-  on_ranks(2, [](int, int) {
+  run_gloo_ranks(2, [](int, int) {
     ddp::DdpOptions options;
     options.gradient_as_bucket_view = true;
     options.first_bucket_mb = 0.002;
@@ -142,7 +127,7 @@ TEST(DdpBuckets, GradientsAreViewsIntoBuckets) {
 }
 
 TEST(DdpBuckets, RebuiltOnceInGradientReadyOrderAndAgreedByAllRanks) {
-  on_ranks(3, [](int, int) {
+  run_gloo_ranks(3, [](int, int) {
     ddp::DdpOptions options;
     options.first_bucket_mb = 0.002;
     options.bucket_cap_mb = 0.004;
@@ -176,7 +161,7 @@ torch::nn::Sequential deep_model() {
 
 TEST(DdpTimeline, BucketAllReducesStartBeforeBackwardEnds) {
   const dtrain::testing::TempDir trace;
-  on_ranks(2, [&](int rank, int) {
+  run_gloo_ranks(2, [&](int rank, int) {
     ddp::DdpOptions options;
     options.record_timeline = true;
     options.first_bucket_mb = 0.5;
@@ -216,7 +201,7 @@ TEST(DdpTimeline, BucketAllReducesStartBeforeBackwardEnds) {
 // result equals one process training on whatever data exists at each step.
 TEST(DdpJoin, UnevenInputsMatchTheGlobalBatchAndEndInSync) {
   for (int world : {2, 3}) {
-    on_ranks(world, [](int rank, int world) {
+    run_gloo_ranks(world, [](int rank, int world) {
       const std::int64_t rows = 3;
       const int most_steps = 2 + world - 1;
       auto generator = at::make_generator<at::CPUGeneratorImpl>(7);
@@ -263,7 +248,7 @@ TEST(DdpJoin, UnevenInputsMatchTheGlobalBatchAndEndInSync) {
 }
 
 TEST(DdpBroadcast, OptimizerStateFollowsRoot) {
-  on_ranks(3, [](int rank, int) {
+  run_gloo_ranks(3, [](int rank, int) {
     at::manual_seed(20 + rank);
     ManySizes model;
     torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-2));
@@ -286,7 +271,7 @@ TEST(DdpBroadcast, OptimizerStateFollowsRoot) {
 }
 
 TEST(DdpForward, EvalForwardRunsNoCollectives) {
-  on_ranks(2, [](int rank, int) {
+  run_gloo_ranks(2, [](int rank, int) {
     ddp::DistributedDataParallel<ManySizes> model{ManySizes()};
     if (rank == 0) {  // only rank 0 evaluates; rank 1 would hang on any collective
       at::NoGradGuard no_grad;
@@ -303,7 +288,7 @@ TEST(DdpForward, EvalForwardRunsNoCollectives) {
 // all-reduced (scaled) gradients. An overflow on one rank reaches every
 // rank through the all-reduce, so all skip the same step and stay equal.
 TEST(DdpWithAmp, ScaledGradientsSkipTogetherAndReplicasStayEqual) {
-  on_ranks(2, [](int rank, int) {
+  run_gloo_ranks(2, [](int rank, int) {
     ddp::DistributedDataParallel<ManySizes> model{ManySizes()};
     torch::optim::SGD optimizer(model->parameters(), 0.05);
     dtrain::amp::GradScaler scaler(dtrain::amp::GradScalerOptions().init_scale(1024.0));
@@ -330,7 +315,7 @@ TEST(DdpWithAmp, ScaledGradientsSkipTogetherAndReplicasStayEqual) {
 }
 
 TEST(DdpForward, ConstructionBroadcastsRankZerosWeights) {
-  on_ranks(3, [](int rank, int) {
+  run_gloo_ranks(3, [](int rank, int) {
     at::manual_seed(rank);
     ManySizes replica;
     ddp::DistributedDataParallel<ManySizes> model(replica);

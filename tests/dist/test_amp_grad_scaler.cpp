@@ -14,7 +14,7 @@
 
 #include "dtrain/amp/grad_scaler.h"
 #include "dtrain/dist/init.h"
-#include "multi_process.h"
+#include "gloo_ranks.h"
 
 namespace {
 
@@ -22,11 +22,7 @@ using namespace std::chrono_literals;
 namespace amp = dtrain::amp;
 namespace dist = dtrain::dist;
 
-void expect_all_ranks_pass(const std::vector<int>& codes) {
-  for (std::size_t r = 0; r < codes.size(); ++r) {
-    EXPECT_EQ(codes[r], 0) << "rank " << r << " failed (its output is above)";
-  }
-}
+using dtrain::testing::run_gloo_ranks;
 
 const std::set<int> kPoisonedSteps = {2, 5, 9};
 
@@ -76,15 +72,7 @@ std::vector<at::Tensor> gather_all(const at::Tensor& t) {
 class AmpWorld : public ::testing::TestWithParam<int> {};
 
 TEST_P(AmpWorld, InfOnOneRankSkipsTheStepOnEveryRank) {
-  const int world = GetParam();
-  const auto port = dtrain::testing::free_port();
-  expect_all_ranks_pass(dtrain::testing::run_ranks(world, [&](int rank) {
-    at::set_num_threads(1);
-    dist::init_process_group({.backend = "gloo",
-                              .init_method = "tcp://127.0.0.1:" + std::to_string(port),
-                              .rank = rank,
-                              .world_size = world,
-                              .timeout = 30s});
+  run_gloo_ranks(GetParam(), 30s, [](int rank, int world) {
     const RunResult run = train(rank, world, dist::default_group());
     for (int step = 0; step < 12; ++step) {
       EXPECT_EQ(run.stepped[step], !kPoisonedSteps.count(step))
@@ -98,30 +86,21 @@ TEST_P(AmpWorld, InfOnOneRankSkipsTheStepOnEveryRank) {
     }
     // Steps 0-1 clean, 2 inf (/2), 3-4 clean, 5 NaN (/2), 6-8 clean (x2), 9 inf (/2), 10-11 clean.
     EXPECT_EQ(run.scale, 65536.0 / 4);
-    dist::destroy_process_group();
-  }));
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Gloo, AmpWorld, ::testing::Values(2, 3),
                          [](const auto& info) { return std::to_string(info.param) + "ranks"; });
 
 TEST(AmpDistributed, WithoutTheGroupRanksDiverge) {
-  const auto port = dtrain::testing::free_port();
-  expect_all_ranks_pass(dtrain::testing::run_ranks(2, [&](int rank) {
-    at::set_num_threads(1);
-    dist::init_process_group({.backend = "gloo",
-                              .init_method = "tcp://127.0.0.1:" + std::to_string(port),
-                              .rank = rank,
-                              .world_size = 2,
-                              .timeout = 30s});
+  run_gloo_ranks(2, 30s, [](int rank, int) {
     const RunResult run = train(rank, 2, nullptr);
     // Rank 0 is poisoned on step 2, rank 1 on steps 5 and 9: each skips only its own.
     EXPECT_EQ(run.stepped[2], rank != 0);
     EXPECT_EQ(run.stepped[5], rank != 1);
     const auto params = gather_all(run.params);
     EXPECT_FALSE(at::equal(params[0], params[1]));
-    dist::destroy_process_group();
-  }));
+  });
 }
 
 }  // namespace

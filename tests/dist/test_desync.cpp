@@ -11,6 +11,7 @@
 
 #include "dtrain/dist/debug_process_group.h"
 #include "dtrain/dist/init.h"
+#include "gloo_ranks.h"
 #include "multi_process.h"
 
 namespace {
@@ -19,22 +20,13 @@ using namespace std::chrono_literals;
 namespace dist = dtrain::dist;
 using Clock = std::chrono::steady_clock;
 
+using dtrain::testing::expect_all_ranks_pass;
+
 void init_debug(int rank, int world, std::uint16_t port) {
-  at::set_num_threads(1);
   setenv("DTRAIN_DIST_DEBUG", "1", 1);
-  dist::init_process_group({.backend = "gloo",
-                            .init_method = "tcp://127.0.0.1:" + std::to_string(port),
-                            .rank = rank,
-                            .world_size = world,
-                            .timeout = 20s});
+  dtrain::testing::init_gloo_group(rank, world, port, 20s);
   ASSERT_NE(std::dynamic_pointer_cast<dist::DebugProcessGroup>(dist::default_group()), nullptr)
       << "DTRAIN_DIST_DEBUG=1 did not wrap the group";
-}
-
-void expect_all_ranks_pass(const std::vector<int>& codes) {
-  for (std::size_t r = 0; r < codes.size(); ++r) {
-    EXPECT_EQ(codes[r], 0) << "rank " << r << " failed (its output is above)";
-  }
 }
 
 // The calls every rank but the last makes, and what the last rank makes instead.

@@ -8,7 +8,8 @@
 #include <thread>
 
 #include "dtrain/dist/init.h"
-#include "multi_process.h"
+#include "expect_error.h"
+#include "gloo_ranks.h"
 
 namespace {
 
@@ -16,21 +17,8 @@ using namespace std::chrono_literals;
 namespace dist = dtrain::dist;
 using dist::ReduceOp;
 
-// Starts the default group for `rank` through tcp:// on `port`.
-void init(int rank, int world, std::uint16_t port) {
-  at::set_num_threads(1);
-  dist::init_process_group({.backend = "gloo",
-                            .init_method = "tcp://127.0.0.1:" + std::to_string(port),
-                            .rank = rank,
-                            .world_size = world,
-                            .timeout = 30s});
-}
-
-void expect_all_ranks_pass(const std::vector<int>& codes) {
-  for (std::size_t r = 0; r < codes.size(); ++r) {
-    EXPECT_EQ(codes[r], 0) << "rank " << r << " failed (its output is above)";
-  }
-}
+using dtrain::testing::expect_error;
+using dtrain::testing::run_gloo_ranks;
 
 const std::vector<at::ScalarType> kDtypes = {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16,
                                              at::kInt,   at::kLong,   at::kByte};
@@ -38,10 +26,7 @@ const std::vector<at::ScalarType> kDtypes = {at::kFloat, at::kDouble, at::kHalf,
 class GlooWorld : public ::testing::TestWithParam<int> {};
 
 TEST_P(GlooWorld, AllReduceEveryOpAndDtype) {
-  const int world = GetParam();
-  const auto port = dtrain::testing::free_port();
-  expect_all_ranks_pass(dtrain::testing::run_ranks(world, [&](int rank) {
-    init(rank, world, port);
+  run_gloo_ranks(GetParam(), 30s, [](int rank, int world) {
     for (auto dtype : kDtypes) {
       const bool floating = at::isFloatingType(dtype);
       std::vector<std::pair<ReduceOp, double>> cases = {
@@ -63,15 +48,11 @@ TEST_P(GlooWorld, AllReduceEveryOpAndDtype) {
             << "dtype " << dtype << " op " << dist::to_string(op) << ": got " << t;
       }
     }
-    dist::destroy_process_group();
-  }));
+  });
 }
 
 TEST_P(GlooWorld, RootedCollectivesFromEveryRoot) {
-  const int world = GetParam();
-  const auto port = dtrain::testing::free_port();
-  expect_all_ranks_pass(dtrain::testing::run_ranks(world, [&](int rank) {
-    init(rank, world, port);
+  run_gloo_ranks(GetParam(), 30s, [](int rank, int world) {
     const auto f = at::TensorOptions().dtype(at::kFloat);
     for (int root = 0; root < world; ++root) {
       // broadcast
@@ -105,15 +86,11 @@ TEST_P(GlooWorld, RootedCollectivesFromEveryRoot) {
       dist::scatter(piece, pieces, root);
       EXPECT_TRUE(at::equal(piece, at::full({2, 2}, rank * 2 + 1, f))) << "scatter from " << root;
     }
-    dist::destroy_process_group();
-  }));
+  });
 }
 
 TEST_P(GlooWorld, GatherScatterAllToAll) {
-  const int world = GetParam();
-  const auto port = dtrain::testing::free_port();
-  expect_all_ranks_pass(dtrain::testing::run_ranks(world, [&](int rank) {
-    init(rank, world, port);
+  run_gloo_ranks(GetParam(), 30s, [](int rank, int world) {
     const auto f = at::TensorOptions().dtype(at::kDouble);
     std::vector<at::Tensor> all(world);
     for (auto& t : all) {
@@ -145,15 +122,11 @@ TEST_P(GlooWorld, GatherScatterAllToAll) {
           << "all_to_all from " << i;
     }
     dist::barrier();
-    dist::destroy_process_group();
-  }));
+  });
 }
 
 TEST_P(GlooWorld, PointToPointRingAndOutOfOrder) {
-  const int world = GetParam();
-  const auto port = dtrain::testing::free_port();
-  expect_all_ranks_pass(dtrain::testing::run_ranks(world, [&](int rank) {
-    init(rank, world, port);
+  run_gloo_ranks(GetParam(), 30s, [](int rank, int world) {
     const int next = (rank + 1) % world;
     const int prev = (rank + world - 1) % world;
     // Blocking ring: everyone posts its receive asynchronously, then sends.
@@ -180,15 +153,11 @@ TEST_P(GlooWorld, PointToPointRingAndOutOfOrder) {
       EXPECT_TRUE(at::equal(two, at::full({2}, 2.0)));
     }
     dist::barrier();
-    dist::destroy_process_group();
-  }));
+  });
 }
 
 TEST_P(GlooWorld, EmptyNonContiguousAndAsync) {
-  const int world = GetParam();
-  const auto port = dtrain::testing::free_port();
-  expect_all_ranks_pass(dtrain::testing::run_ranks(world, [&](int rank) {
-    init(rank, world, port);
+  run_gloo_ranks(GetParam(), 30s, [](int rank, int world) {
     at::Tensor empty = at::empty({0});
     dist::all_reduce(empty);
     dist::broadcast(empty, 0);
@@ -212,15 +181,11 @@ TEST_P(GlooWorld, EmptyNonContiguousAndAsync) {
       EXPECT_EQ(works[i]->exception(), nullptr);
       EXPECT_TRUE(at::equal(tensors[i], at::full({1000}, i + world - 1, at::kFloat)));
     }
-    dist::destroy_process_group();
-  }));
+  });
 }
 
 TEST_P(GlooWorld, SubGroups) {
-  const int world = GetParam();
-  const auto port = dtrain::testing::free_port();
-  expect_all_ranks_pass(dtrain::testing::run_ranks(world, [&](int rank) {
-    init(rank, world, port);
+  run_gloo_ranks(GetParam(), 30s, [](int rank, int world) {
     // The seed's example: all_reduce within the group of ranks 0 and 1.
     auto pair = dist::new_group({0, 1});
     // Every rank but 0 (group ranks are positions in the sorted list).
@@ -248,25 +213,14 @@ TEST_P(GlooWorld, SubGroups) {
       EXPECT_EQ(from_first.item<float>(), 1.0f);
     }
     dist::barrier();
-    dist::destroy_process_group();
-  }));
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Worlds, GlooWorld, ::testing::Values(2, 3, 4),
                          [](const auto& info) { return "world" + std::to_string(info.param); });
 
 TEST(GlooInputs, BadInputsNameTheProblemWithoutTalkingToPeers) {
-  const auto port = dtrain::testing::free_port();
-  expect_all_ranks_pass(dtrain::testing::run_ranks(2, [&](int rank) {
-    init(rank, 2, port);
-    auto expect_error = [](const std::function<void()>& call, const std::string& fragment) {
-      try {
-        call();
-        ADD_FAILURE() << "accepted; expected an error containing: " << fragment;
-      } catch (const dtrain::Error& e) {
-        EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-      }
-    };
+  run_gloo_ranks(2, 30s, [](int rank, int) {
     at::Tensor ints = at::ones({2}, at::kInt);
     expect_error([&] { dist::all_reduce(ints, ReduceOp::kAvg); },
                  "AVG needs a floating-point tensor");
@@ -280,8 +234,7 @@ TEST(GlooInputs, BadInputsNameTheProblemWithoutTalkingToPeers) {
     // The group still works after rejected calls.
     dist::all_reduce(f);
     EXPECT_TRUE(at::equal(f, at::full({2}, 2.0)));
-    dist::destroy_process_group();
-  }));
+  });
 }
 
 }  // namespace

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "dtrain/dist/init.h"
-#include "multi_process.h"
+#include "gloo_ranks.h"
 
 namespace {
 
@@ -183,23 +183,12 @@ void check_isolation() {
 }
 
 TEST(GlooIsolation, BackendBindsDebiansGlooAndLeaksNoSymbols) {
-  const auto port = dtrain::testing::free_port();
-  const auto codes = dtrain::testing::run_ranks(2, [&](int rank) {
-    at::set_num_threads(1);
-    dist::init_process_group({.backend = "gloo",
-                              .init_method = "tcp://127.0.0.1:" + std::to_string(port),
-                              .rank = rank,
-                              .world_size = 2,
-                              .timeout = 30s});
+  dtrain::testing::run_gloo_ranks(2, 30s, [](int rank, int) {
     at::Tensor t = at::full({1000}, rank + 1.0);
     dist::all_reduce(t);
     EXPECT_TRUE(at::equal(t, at::full({1000}, 3.0))) << t;
     check_isolation();
-    dist::destroy_process_group();
   });
-  for (std::size_t r = 0; r < codes.size(); ++r) {
-    EXPECT_EQ(codes[r], 0) << "rank " << r << " failed (its output is above)";
-  }
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 #include "dtrain/data/distributed_sampler.h"
 #include "dtrain/data/throughput_weighted_sampler.h"
 #include "dtrain/dist/init.h"
-#include "multi_process.h"
+#include "gloo_ranks.h"
 
 namespace {
 
@@ -20,20 +20,7 @@ using namespace std::chrono_literals;
 namespace dist = dtrain::dist;
 namespace data = dtrain::data;
 
-void init(int rank, int world, std::uint16_t port) {
-  at::set_num_threads(1);
-  dist::init_process_group({.backend = "gloo",
-                            .init_method = "tcp://127.0.0.1:" + std::to_string(port),
-                            .rank = rank,
-                            .world_size = world,
-                            .timeout = 30s});
-}
-
-void expect_all_ranks_pass(const std::vector<int>& codes) {
-  for (std::size_t r = 0; r < codes.size(); ++r) {
-    EXPECT_EQ(codes[r], 0) << "rank " << r << " failed (its output is above)";
-  }
-}
+using dtrain::testing::run_gloo_ranks;
 
 // Every rank's indices, gathered (all shards have the same length here).
 std::vector<int64_t> gather_all(const std::vector<int64_t>& mine, int world) {
@@ -49,9 +36,7 @@ std::vector<int64_t> gather_all(const std::vector<int64_t>& mine, int world) {
 
 TEST(SamplersInAGroup, DistributedSamplerTakesWorldAndRankFromTheDefaultGroup) {
   constexpr int kWorld = 3;
-  const auto port = dtrain::testing::free_port();
-  expect_all_ranks_pass(dtrain::testing::run_ranks(kWorld, [&](int rank) {
-    init(rank, kWorld, port);
+  run_gloo_ranks(kWorld, 30s, [&](int rank, int) {
     data::DistributedSampler sampler(20, data::DistributedSamplerOptions().seed(4));
     EXPECT_EQ(sampler.num_replicas(), kWorld);
     EXPECT_EQ(sampler.rank(), rank);
@@ -64,8 +49,7 @@ TEST(SamplersInAGroup, DistributedSamplerTakesWorldAndRankFromTheDefaultGroup) {
     const auto all = gather_all(sampler.indices(), kWorld);
     EXPECT_EQ(all.size(), 21u);
     EXPECT_EQ(std::set<int64_t>(all.begin(), all.end()).size(), 20u);
-    dist::destroy_process_group();
-  }));
+  });
 }
 
 // Runs check_agreement and returns its error message ("" for none).
@@ -80,9 +64,7 @@ std::string agreement_error(const data::DistributedSampler& sampler) {
 
 TEST(SamplersInAGroup, CheckAgreementNamesTheRankThatDiffers) {
   constexpr int kWorld = 3;
-  const auto port = dtrain::testing::free_port();
-  expect_all_ranks_pass(dtrain::testing::run_ranks(kWorld, [&](int rank) {
-    init(rank, kWorld, port);
+  run_gloo_ranks(kWorld, 30s, [&](int rank, int) {
     data::DistributedSampler good(50, data::DistributedSamplerOptions().seed(1));
     good.set_epoch(4);
     EXPECT_EQ(agreement_error(good), "");
@@ -105,16 +87,13 @@ TEST(SamplersInAGroup, CheckAgreementNamesTheRankThatDiffers) {
     data::DistributedSampler world(50, data::DistributedSamplerOptions(2, rank % 2));
     EXPECT_EQ(agreement_error(world),
               "DistributedSampler: num_replicas is 2 but group 'default' has 3 ranks");
-    dist::destroy_process_group();
-  }));
+  });
 }
 
 TEST(SamplersInAGroup, FromThroughputAgreesOnTheWeightsAndPartitions) {
   constexpr int kWorld = 3;
   const std::vector<double> throughput = {120.0, 360.0, 40.0};
-  const auto port = dtrain::testing::free_port();
-  expect_all_ranks_pass(dtrain::testing::run_ranks(kWorld, [&](int rank) {
-    init(rank, kWorld, port);
+  run_gloo_ranks(kWorld, 30s, [&](int rank, int) {
     auto sampler = data::ThroughputWeightedSampler::from_throughput(
         1000, throughput[static_cast<std::size_t>(rank)],
         data::ThroughputWeightedSamplerOptions().seed(11));
@@ -129,15 +108,12 @@ TEST(SamplersInAGroup, FromThroughputAgreesOnTheWeightsAndPartitions) {
     at::Tensor count = at::tensor({sampler.num_samples()}, at::kLong);
     dist::all_reduce(count);
     EXPECT_EQ(count.item<int64_t>(), 1000);
-    dist::destroy_process_group();
-  }));
+  });
 }
 
 TEST(SamplersInAGroup, ABadThroughputOnOneRankIsAnErrorOnEveryRank) {
   constexpr int kWorld = 2;
-  const auto port = dtrain::testing::free_port();
-  expect_all_ranks_pass(dtrain::testing::run_ranks(kWorld, [&](int rank) {
-    init(rank, kWorld, port);
+  run_gloo_ranks(kWorld, 30s, [&](int rank, int) {
     const double mine = rank == 1 ? std::numeric_limits<double>::quiet_NaN() : 10.0;
     try {
       data::ThroughputWeightedSampler::from_throughput(100, mine);
@@ -147,8 +123,7 @@ TEST(SamplersInAGroup, ABadThroughputOnOneRankIsAnErrorOnEveryRank) {
                 std::string::npos)
           << error.what();
     }
-    dist::destroy_process_group();
-  }));
+  });
 }
 
 }  // namespace

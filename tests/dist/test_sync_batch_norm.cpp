@@ -18,7 +18,7 @@
 
 #include "dtrain/ddp/sync_batch_norm.h"
 #include "dtrain/dist/init.h"
-#include "multi_process.h"
+#include "gloo_ranks.h"
 
 namespace {
 
@@ -26,6 +26,7 @@ using namespace std::chrono_literals;
 namespace dist = dtrain::dist;
 using dtrain::ddp::SyncBatchNorm;
 using dtrain::ddp::SyncBatchNormOptions;
+using dtrain::testing::run_gloo_ranks;
 
 struct Case {
   std::string name;
@@ -43,15 +44,6 @@ void PrintTo(const Case& c, std::ostream* out) {
 
 constexpr int64_t kChannels = 3;
 constexpr int kSteps = 3;
-
-void init(int rank, int world, std::uint16_t port) {
-  at::set_num_threads(1);
-  dist::init_process_group({.backend = "gloo",
-                            .init_method = "tcp://127.0.0.1:" + std::to_string(port),
-                            .rank = rank,
-                            .world_size = world,
-                            .timeout = 30s});
-}
 
 // torch::nn::BatchNorm1d/2d/3d for the input's rank, as one interface.
 struct ReferenceBatchNorm {
@@ -175,15 +167,7 @@ class SyncBatchNormGloo : public ::testing::TestWithParam<Case> {};
 TEST_P(SyncBatchNormGloo, EqualsBatchNormOnTheGlobalBatch) {
   const Case c = GetParam();
   const int world = static_cast<int>(c.batch_sizes.size());
-  const auto port = dtrain::testing::free_port();
-  const auto codes = dtrain::testing::run_ranks(world, [&](int rank) {
-    init(rank, world, port);
-    run_case(c, rank);
-    dist::destroy_process_group();
-  });
-  for (std::size_t r = 0; r < codes.size(); ++r) {
-    EXPECT_EQ(codes[r], 0) << "rank " << r << " failed (its output is above)";
-  }
+  run_gloo_ranks(world, 30s, [&](int rank, int) { run_case(c, rank); });
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -213,9 +197,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(ConvertSyncBatchNormGloo, ConvertedModelEqualsTheModelOnTheGlobalBatch) {
   constexpr int kWorld = 2;
   const std::vector<int64_t> batch_sizes = {2, 4};
-  const auto port = dtrain::testing::free_port();
-  const auto codes = dtrain::testing::run_ranks(kWorld, [&](int rank) {
-    init(rank, kWorld, port);
+  run_gloo_ranks(kWorld, 30s, [&](int rank, int) {
     at::manual_seed(77);
     torch::nn::Sequential reference(torch::nn::Conv2d(torch::nn::Conv2dOptions(2, 4, 3)),
                                     torch::nn::BatchNorm2d(4), torch::nn::ReLU(),
@@ -245,11 +227,7 @@ TEST(ConvertSyncBatchNormGloo, ConvertedModelEqualsTheModelOnTheGlobalBatch) {
         expect_close(model->named_buffers()[item.key()], item.value(), item.key());
       }
     }
-    dist::destroy_process_group();
   });
-  for (std::size_t r = 0; r < codes.size(); ++r) {
-    EXPECT_EQ(codes[r], 0) << "rank " << r << " failed (its output is above)";
-  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "dtrain/amp/autocast.h"
 #include "dtrain/util/errors.h"
+#include "expect_error.h"
 
 namespace {
 
@@ -102,12 +103,7 @@ TEST(AutocastGuard, CacheCanBeDisabled) {
 
 void expect_error(const amp::AutocastOptions& options, const std::string& fragment) {
   const bool enabled_before = amp::is_autocast_enabled(at::kCPU);
-  try {
-    amp::AutocastGuard guard(options);
-    ADD_FAILURE() << "no error; expected one containing: " << fragment;
-  } catch (const dtrain::Error& error) {
-    EXPECT_NE(std::string(error.what()).find(fragment), std::string::npos) << error.what();
-  }
+  dtrain::testing::expect_error([&] { amp::AutocastGuard guard(options); }, fragment);
   // A guard that failed to start changed nothing.
   EXPECT_EQ(amp::is_autocast_enabled(at::kCPU), enabled_before);
 }

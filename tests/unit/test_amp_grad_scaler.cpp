@@ -15,11 +15,13 @@
 
 #include "dtrain/amp/grad_scaler.h"
 #include "dtrain/util/errors.h"
+#include "expect_error.h"
 #include "test_support.h"
 
 namespace {
 
 namespace amp = dtrain::amp;
+using dtrain::testing::expect_error;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 // One parameter [1, 2, 3, 4] under plain SGD with lr 1: p -= grad.
@@ -40,16 +42,6 @@ struct Problem {
     return stepped;
   }
 };
-
-template <typename F>
-void expect_error(F&& f, const std::string& fragment) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one containing: " << fragment;
-  } catch (const dtrain::Error& error) {
-    EXPECT_NE(std::string(error.what()).find(fragment), std::string::npos) << error.what();
-  }
-}
 
 TEST(GradScaler, TorchAmpDefaults) {
   const amp::GradScalerOptions options;

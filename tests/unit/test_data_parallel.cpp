@@ -11,22 +11,14 @@
 
 #include "dtrain/ddp/data_parallel.h"
 #include "dtrain/util/errors.h"
+#include "expect_error.h"
 
 namespace {
 
 using dtrain::ddp::data_parallel_devices;
 using dtrain::ddp::DataParallel;
 using dtrain::ddp::DataParallelOptions;
-
-template <typename Make>
-void expect_error(Make make, const std::string& text) {
-  try {
-    make();
-    ADD_FAILURE() << "no error; expected one saying \"" << text << "\"";
-  } catch (const dtrain::Error& error) {
-    EXPECT_NE(std::string(error.what()).find(text), std::string::npos) << error.what();
-  }
-}
+using dtrain::testing::expect_error;
 
 const c10::Device kCpu(c10::kCPU);
 c10::Device cuda(int index) {

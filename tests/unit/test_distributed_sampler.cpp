@@ -9,12 +9,14 @@
 
 #include "dtrain/data/distributed_sampler.h"
 #include "dtrain/util/errors.h"
+#include "expect_error.h"
 
 namespace {
 
 using dtrain::data::DistributedSampler;
 using dtrain::data::DistributedSamplerOptions;
 using dtrain::data::epoch_order;
+using dtrain::testing::expect_error;
 
 std::vector<std::vector<int64_t>> shards(int64_t size, DistributedSamplerOptions base,
                                          int64_t world, int64_t epoch = 0) {
@@ -117,17 +119,6 @@ TEST(DistributedSampler, SizesFollowPyTorchFormulas) {
   EXPECT_EQ(cut.total_size(), 9);
   DistributedSampler even(12, DistributedSamplerOptions(3, 1).drop_last(true));
   EXPECT_EQ(even.num_samples(), 4);
-}
-
-// Expects make() to throw a dtrain::Error whose message holds `text`.
-template <typename Make>
-void expect_error(Make make, const std::string& text) {
-  try {
-    make();
-    ADD_FAILURE() << "no error; expected one saying \"" << text << "\"";
-  } catch (const dtrain::Error& error) {
-    EXPECT_NE(std::string(error.what()).find(text), std::string::npos) << error.what();
-  }
 }
 
 TEST(DistributedSampler, BadArgumentsAreErrorsNamingTheValue) {

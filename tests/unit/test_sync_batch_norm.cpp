@@ -14,6 +14,7 @@
 
 #include "dtrain/ddp/sync_batch_norm.h"
 #include "dtrain/util/errors.h"
+#include "expect_error.h"
 
 namespace {
 
@@ -21,16 +22,7 @@ using dtrain::ddp::convert_sync_batchnorm;
 using dtrain::ddp::SyncBatchNorm;
 using dtrain::ddp::SyncBatchNormImpl;
 using dtrain::ddp::SyncBatchNormOptions;
-
-template <typename Make>
-void expect_error(Make make, const std::string& text) {
-  try {
-    make();
-    ADD_FAILURE() << "no error; expected one saying \"" << text << "\"";
-  } catch (const dtrain::Error& error) {
-    EXPECT_NE(std::string(error.what()).find(text), std::string::npos) << error.what();
-  }
-}
+using dtrain::testing::expect_error;
 
 TEST(SyncBatchNorm, WithoutAGroupItIsBatchNorm) {
   at::manual_seed(0);

@@ -10,6 +10,7 @@
 #include "dtrain/data/distributed_sampler.h"
 #include "dtrain/data/throughput_weighted_sampler.h"
 #include "dtrain/util/errors.h"
+#include "expect_error.h"
 
 namespace {
 
@@ -17,16 +18,7 @@ using dtrain::data::apportion;
 using dtrain::data::epoch_order;
 using dtrain::data::ThroughputWeightedSampler;
 using dtrain::data::ThroughputWeightedSamplerOptions;
-
-template <typename Make>
-void expect_error(Make make, const std::string& text) {
-  try {
-    make();
-    ADD_FAILURE() << "no error; expected one saying \"" << text << "\"";
-  } catch (const dtrain::Error& error) {
-    EXPECT_NE(std::string(error.what()).find(text), std::string::npos) << error.what();
-  }
-}
+using dtrain::testing::expect_error;
 
 const std::vector<std::vector<double>> kWeightSets = {
     {1.0},
