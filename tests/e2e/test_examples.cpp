@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "dtrain/datasets/fashion_mnist.h"
 #include "multi_process.h"
 #include "test_support.h"
 
@@ -148,6 +150,59 @@ TEST_F(Examples, JoinsALauncherInsteadOfSpawning) {
               std::vector<std::string>{"Rank " + std::to_string(rank) + " has data 1"})
         << results[rank].output;
   }
+}
+
+bool fashion_mnist_installed() {
+  const std::filesystem::path root = dtrain::datasets::fashion_mnist_default_root();
+  return std::filesystem::exists(root / "train-images-idx3-ubyte.gz") ||
+         std::filesystem::exists(root / "train-images-idx3-ubyte");
+}
+
+// The lines of `output` that start with `prefix`.
+std::vector<std::string> lines_starting(const std::string& output, const std::string& prefix) {
+  std::vector<std::string> found;
+  for (const auto& line : non_empty_lines(output)) {
+    if (line.rfind(prefix, 0) == 0) {
+      found.push_back(line);
+    }
+  }
+  return found;
+}
+
+TEST_F(Examples, HorovodTrainingKeepsRanksInAgreement) {
+  if (!fashion_mnist_installed()) {
+    GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
+  }
+  const ProcessResult result =
+      run_process({DTRAIN_EXAMPLE_HOROVOD_TRAIN, "--world-size", "2", "--train-limit", "1024",
+                   "--master-port", std::to_string(dtrain::testing::free_port())});
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  // The seed's log line, on each rank, over each rank's 512 samples.
+  EXPECT_EQ(lines_starting(result.output, "Train Epoch: 0 [0/512]\tLoss: ").size(), 2u)
+      << result.output;
+  EXPECT_EQ(
+      sorted(lines_starting(result.output, "Rank ")),
+      sorted({"Rank 0 parameters agree across ranks", "Rank 1 parameters agree across ranks"}))
+      << result.output;
+}
+
+TEST_F(Examples, AmpDdpTrainingLowersTheLoss) {
+  if (!fashion_mnist_installed()) {
+    GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
+  }
+  const ProcessResult result =
+      run_process({DTRAIN_EXAMPLE_AMP_DDP_TRAIN, "--world-size", "2", "--train-limit", "2048",
+                   "--master-port", std::to_string(dtrain::testing::free_port())});
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  const auto epoch0 = lines_starting(result.output, "Rank 0 epoch 0 loss ");
+  const auto epoch1 = lines_starting(result.output, "Rank 0 epoch 1 loss ");
+  ASSERT_EQ(epoch0.size(), 1u) << result.output;
+  ASSERT_EQ(epoch1.size(), 1u) << result.output;
+  const auto loss_of = [](const std::string& line) {
+    return std::stod(line.substr(std::string("Rank 0 epoch 0 loss ").size()));
+  };
+  EXPECT_LT(loss_of(epoch1[0]), loss_of(epoch0[0])) << result.output;
+  EXPECT_NE(epoch1[0].find("(bf16 autocast, 2 ranks)"), std::string::npos) << epoch1[0];
 }
 
 TEST_F(Examples, BadFlagIsOneLineAndExitTwo) {
