@@ -43,7 +43,7 @@ run_torch() {
     --port "$(port)" --csv "$scratch/torch_$1.csv" "${@:2}"
 }
 
-load_before="$(uptime | sed 's/.*load/load/')"
+load_before="$(cut -d" " -f1 /proc/loadavg)"
 for ((round = 1; round <= rounds; ++round)); do
   if ((round % 2)); then
     run_dtrain "$round" "$@"
@@ -53,7 +53,7 @@ for ((round = 1; round <= rounds; ++round)); do
     run_dtrain "$round" "$@"
   fi
 done
-load_after="$(uptime | sed 's/.*load/load/')"
+load_after="$(cut -d" " -f1 /proc/loadavg)"
 
 png=""
 if "$python" -c 'import matplotlib' 2>/dev/null; then
@@ -63,5 +63,5 @@ else
 fi
 "$python" "$root/benchmarks/report/allreduce_report.py" --baseline torch \
   --out "$results/allreduce_gloo.csv" ${png:+--png "$png"} \
-  --load "$rounds rounds; before: $load_before; after: $load_after" "$scratch"/*.csv
-echo "machine load before: $load_before; after: $load_after"
+  --load "1-min load average $load_before before, $load_after after" "$scratch"/*.csv
+echo "1-min load average: $load_before before, $load_after after"

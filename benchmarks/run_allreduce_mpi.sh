@@ -34,7 +34,7 @@ scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$results"
 
-load_before="$(uptime | sed 's/.*load/load/')"
+load_before="$(cut -d" " -f1 /proc/loadavg)"
 for ((round = 1; round <= rounds; ++round)); do
   echo "== round $round: dtrain mpi backend + raw MPI_Allreduce, $(uptime | sed 's/.*load/load/')"
   port=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 40000))
@@ -43,7 +43,7 @@ for ((round = 1; round <= rounds; ++round)); do
     -np "$np" -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$port" \
     "$bench" --backend mpi --threads 1 --csv "$scratch/mpi_$round.csv" "$@"
 done
-load_after="$(uptime | sed 's/.*load/load/')"
+load_after="$(cut -d" " -f1 /proc/loadavg)"
 
 png=""
 if "$python" -c 'import matplotlib' 2>/dev/null; then
@@ -51,5 +51,5 @@ if "$python" -c 'import matplotlib' 2>/dev/null; then
 fi
 "$python" "$root/benchmarks/report/allreduce_report.py" --baseline mpi \
   --out "$results/allreduce_mpi.csv" ${png:+--png "$png"} \
-  --load "$rounds rounds; before: $load_before; after: $load_after" "$scratch"/*.csv
-echo "machine load before: $load_before; after: $load_after"
+  --load "1-min load average $load_before before, $load_after after" "$scratch"/*.csv
+echo "1-min load average: $load_before before, $load_after after"
