@@ -94,7 +94,9 @@ def main():
     fig, (bw, rt) = plt.subplots(1, 2, figsize=(11, 4))
     backend = ours[common[0]]["backend"]
     world = ours[common[0]]["world_size"]
-    for rows, label in ((ours, f"dtrain ({backend})"), (theirs, args.baseline)):
+    peer = {"torch": "torch.distributed", "mpi": "raw MPI_Allreduce"}.get(args.baseline,
+                                                                          args.baseline)
+    for rows, label in ((ours, f"dtrain ({backend})"), (theirs, peer)):
         sizes = sorted(rows)
         bw.plot(sizes, [float(rows[b]["busbw_gbps"]) for b in sizes], marker="o", label=label)
     title = f"all_reduce SUM float32, {backend}, {world} ranks"
