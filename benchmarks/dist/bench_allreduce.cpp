@@ -104,12 +104,9 @@ void sync_device(const at::Tensor& t) {
   }
 }
 
-// The slowest rank's value, on the group's own device.
+// The slowest rank's value, reduced on the group's own device.
 double slowest(double value, const at::TensorOptions& options) {
   at::Tensor t = at::full({1}, value, options.dtype(at::kDouble));
-  if (options.device().is_cuda()) {
-    t = at::full({1}, value, options.dtype(at::kFloat));  // nccl: any dtype, float is enough
-  }
   dist::all_reduce(t, dist::ReduceOp::kMax);
   return t.item<double>();
 }
