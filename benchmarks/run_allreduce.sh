@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # All-reduce on Gloo, 2 ranks over loopback: dtrain's bench_allreduce and
-# torch.distributed (benchmarks/peers/allreduce_torch.py) in the same run,
-# merged into benchmarks/results/allreduce_gloo.csv (+ .png when matplotlib
-# is importable by the venv's python).
+# torch.distributed (benchmarks/peers/allreduce_torch.py) interleaved in
+# rounds -- dtrain then torch, then torch then dtrain, ... -- so that both
+# see the same machine load; the report takes the median over rounds of
+# each harness's own median over repeats. Both sides use 1 intra-op thread.
+# Output: benchmarks/results/allreduce_gloo.csv (+ .png when matplotlib is
+# importable by the venv's python).
 #
-#   bash benchmarks/run_allreduce.sh [extra flags for both harnesses, e.g. --repeats 3]
+#   bash benchmarks/run_allreduce.sh [--rounds 5] [flags for both harnesses, e.g. --repeats 5]
 #
 # Environment: DTRAIN_BUILD_DIR (default build) holds bench_allreduce;
 # DTRAIN_PYTHON, else $DTRAIN_HOME/venv/bin/python (DTRAIN_HOME default
@@ -16,6 +19,12 @@ python="${DTRAIN_PYTHON:-${DTRAIN_HOME:-$HOME/.cache/dtrain}/venv/bin/python}"
 bench="$build/benchmarks/bench_allreduce"
 results="$root/benchmarks/results"
 
+rounds=5
+if [[ "${1:-}" == "--rounds" ]]; then
+  rounds="$2"
+  shift 2
+fi
+
 [[ -x "$bench" ]] || { echo "run_allreduce.sh: $bench is not built (ninja -C $build bench_allreduce)" >&2; exit 1; }
 [[ -x "$python" ]] || { echo "run_allreduce.sh: no python at $python (set DTRAIN_PYTHON)" >&2; exit 1; }
 
@@ -24,12 +33,27 @@ trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$results"
 
 port() { "$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+run_dtrain() {
+  echo "== round $1: dtrain (bench_allreduce), $(uptime | sed 's/.*load/load/')"
+  "$bench" --world-size 2 --threads 1 --port "$(port)" --csv "$scratch/dtrain_$1.csv" "${@:2}"
+}
+run_torch() {
+  echo "== round $1: torch.distributed (allreduce_torch.py), $(uptime | sed 's/.*load/load/')"
+  "$python" "$root/benchmarks/peers/allreduce_torch.py" --world-size 2 --threads 1 \
+    --port "$(port)" --csv "$scratch/torch_$1.csv" "${@:2}"
+}
 
-echo "== dtrain (bench_allreduce)"
-"$bench" --world-size 2 --port "$(port)" --csv "$scratch/dtrain.csv" "$@"
-echo "== torch.distributed (allreduce_torch.py)"
-"$python" "$root/benchmarks/peers/allreduce_torch.py" --world-size 2 --port "$(port)" \
-  --csv "$scratch/torch.csv" "$@"
+load_before="$(cut -d" " -f1 /proc/loadavg)"
+for ((round = 1; round <= rounds; ++round)); do
+  if ((round % 2)); then
+    run_dtrain "$round" "$@"
+    run_torch "$round" "$@"
+  else
+    run_torch "$round" "$@"
+    run_dtrain "$round" "$@"
+  fi
+done
+load_after="$(cut -d" " -f1 /proc/loadavg)"
 
 png=""
 if "$python" -c 'import matplotlib' 2>/dev/null; then
@@ -37,5 +61,7 @@ if "$python" -c 'import matplotlib' 2>/dev/null; then
 else
   echo "run_allreduce.sh: matplotlib is not in $python; no plot ($python -m pip install matplotlib)" >&2
 fi
-"$python" "$root/benchmarks/report/allreduce_report.py" --dtrain "$scratch/dtrain.csv" \
-  --torch "$scratch/torch.csv" --out "$results/allreduce_gloo.csv" ${png:+--png "$png"}
+"$python" "$root/benchmarks/report/allreduce_report.py" --baseline torch \
+  --out "$results/allreduce_gloo.csv" ${png:+--png "$png"} \
+  --load "1-min load average $load_before before, $load_after after" "$scratch"/*.csv
+echo "1-min load average: $load_before before, $load_after after"

@@ -22,6 +22,7 @@
 #include "dtrain/dist/tcp_store.h"
 #include "dtrain/util/launch_env.h"
 #include "dtrain/util/logging.h"
+#include "interfaces.h"
 #include "mpi_backend.h"
 
 namespace dtrain::dist {
@@ -34,6 +35,7 @@ struct DefaultState {
   ProcessGroupPtr group;
   InitOptions options;
   std::string backend;
+  std::string master_host;  // the store's host; empty with file://
   int groups_created = 0;
 };
 
@@ -129,12 +131,25 @@ void check_membership(Store& store, int rank, int world_size, std::chrono::milli
   }
 }
 
-ProcessGroupPtr make_group(const std::string& backend, std::shared_ptr<Store> store, int rank,
-                           int size, std::chrono::milliseconds timeout, const std::string& name) {
+// What every group of the job is built from, besides its ranks and name.
+struct GroupSettings {
+  std::string backend;
+  std::chrono::milliseconds timeout;
+  std::string socket_ifname;  // InitOptions::socket_ifname
+  std::string master_host;
+};
+
+ProcessGroupPtr make_group(const GroupSettings& settings, std::shared_ptr<Store> store, int rank,
+                           int size, const std::string& name) {
+  const std::string& backend = settings.backend;
   if (backend == "nccl") {
 #if DTRAIN_WITH_CUDA
+    if (!settings.socket_ifname.empty()) {
+      // NCCL reads its interface from the environment only.
+      ::setenv("NCCL_SOCKET_IFNAME", settings.socket_ifname.c_str(), 1);
+    }
     NcclOptions options = NcclOptions::from_env();
-    options.timeout = timeout;
+    options.timeout = settings.timeout;
     return std::make_shared<ProcessGroupNCCL>(std::move(store), rank, size, options, name);
 #else
     throw Error("this build of dtrain has no NCCL backend (built without CUDA)");
@@ -142,14 +157,25 @@ ProcessGroupPtr make_group(const std::string& backend, std::shared_ptr<Store> st
   }
   if (backend == "gloo") {
     GlooOptions options = GlooOptions::from_env();
-    options.timeout = timeout;
+    options.timeout = settings.timeout;
+    if (!settings.socket_ifname.empty()) {
+      options.iface = settings.socket_ifname;
+    }
+    // Note [Which address Gloo binds], rule 3: the address the store connection uses.
+    if (options.iface.empty() && options.hostname.empty() && !settings.master_host.empty()) {
+      options.hostname = net::address_towards(settings.master_host).value_or("");
+    }
     return std::make_shared<ProcessGroupGloo>(std::move(store), rank, size, options, name);
   }
   if (backend == "mpi") {
-    return make_mpi_group(store, rank, size, timeout, name);
+    return make_mpi_group(store, rank, size, settings.timeout, name);
   }
   throw Error("init_process_group: the " + backend +
               " backend is not available in this build of dtrain yet");
+}
+
+GroupSettings settings_of(const DefaultState& s) {
+  return {s.backend, s.options.timeout, s.options.socket_ifname, s.master_host};
 }
 
 const ProcessGroupPtr& group_or_default(const ProcessGroupPtr& group) {
@@ -243,12 +269,15 @@ ProcessGroupPtr init_process_group(const InitOptions& options) {
   check_membership(*std::make_shared<PrefixStore>("init", job_store), rdzv.rank, rdzv.world_size,
                    options.timeout);
 
+  const std::string master_host = rdzv.kind == Rendezvous::Kind::kTcp ? rdzv.host : "";
   s.group = wrap_for_debug_if_enabled(
-      make_group(backend, job_store, rdzv.rank, rdzv.world_size, options.timeout, "default"),
+      make_group({backend, options.timeout, options.socket_ifname, master_host}, job_store,
+                 rdzv.rank, rdzv.world_size, "default"),
       job_store, options.timeout);
   s.store = job_store;
   s.options = options;
   s.backend = backend;
+  s.master_host = master_host;
   s.groups_created = 0;
   spdlog::info("process group ready: rank {} of {}, backend {}", rdzv.rank, rdzv.world_size,
                backend);
@@ -303,8 +332,8 @@ ProcessGroupPtr new_group(std::vector<int> ranks) {
     return nullptr;
   }
   return wrap_for_debug_if_enabled(
-      make_group(s.backend, s.store, static_cast<int>(me - ranks.begin()),
-                 static_cast<int>(ranks.size()), s.options.timeout, name),
+      make_group(settings_of(s), s.store, static_cast<int>(me - ranks.begin()),
+                 static_cast<int>(ranks.size()), name),
       s.store, s.options.timeout);
 }
 

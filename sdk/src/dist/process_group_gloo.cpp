@@ -15,6 +15,7 @@
 #include "dtrain/dist/prefix_store.h"
 #include "gloo/gloo_api.h"
 #include "gloo/gloo_library.h"
+#include "interfaces.h"
 #include "work_queue.h"
 
 namespace dtrain::dist {
@@ -109,8 +110,17 @@ ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int s
   gloo_api::ConnectOptions connect;
   connect.rank = rank;
   connect.size = size;
-  connect.iface = options.iface;
-  connect.hostname = options.hostname;
+  // Note [Which address Gloo binds]: an interface is resolved here, so that a
+  // wrong name fails with a message naming it before anyone waits.
+  if (!options.iface.empty()) {
+    try {
+      connect.hostname = net::interface_address(options.iface);
+    } catch (const Error& e) {
+      throw Error(describe("connecting") + ": GLOO_SOCKET_IFNAME / socket_ifname: " + e.what());
+    }
+  } else {
+    connect.hostname = options.hostname;
+  }
   connect.timeout = options.timeout;
   try {
     impl_->comm.reset(gloo_api::gloo_connect_function()(&connect, &callbacks));
@@ -121,7 +131,8 @@ ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int s
     throw CollectiveError(describe("connecting") + ": " + e.what());
   }
   impl_->queue.start();
-  spdlog::debug("{}: connected", describe("gloo group"));
+  spdlog::debug("{}: connected, listening on {}", describe("gloo group"),
+                connect.hostname.empty() ? std::string("this host's name") : connect.hostname);
 }
 
 ProcessGroupGloo::~ProcessGroupGloo() {

@@ -34,6 +34,15 @@ struct InitOptions {
   int rank = -1;
   int world_size = -1;
   std::chrono::milliseconds timeout{std::chrono::minutes(30)};
+  // Network interface for the backend's traffic (e.g. "eth1", "lo"); empty:
+  // GLOO_SOCKET_IFNAME for gloo, NCCL_SOCKET_IFNAME for nccl. gloo binds this
+  // interface's address (Note [Which address Gloo binds] in
+  // process_group_gloo.h); for nccl it is exported as NCCL_SOCKET_IFNAME
+  // before the communicator is created (NCCL reads it once per process, at
+  // its first communicator). A name that is not an interface here raises
+  // dtrain::Error naming it. mpi ignores it (use mpirun's
+  // --mca btl_tcp_if_include).
+  std::string socket_ifname{};
 };
 
 // Where and how a job meets, after reading options and environment.

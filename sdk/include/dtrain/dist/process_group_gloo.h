@@ -5,6 +5,22 @@
 // first construction loads libdtrain_gloo.so (see Note [Two Glooes in one
 // process] in src/dist/gloo/gloo_api.h). Every rank of the group must
 // construct its group with the same store (or store prefix) and size.
+//
+// Note [Which address Gloo binds]
+// Every rank listens on one local address and publishes it in the store;
+// its peers connect to it, so it must be an address they can reach. The
+// address is, first match wins:
+//   1. GlooOptions::iface (init_process_group: InitOptions::socket_ifname,
+//      else GLOO_SOCKET_IFNAME): that interface's IPv4 address (IPv6 when
+//      it has none); an unknown interface raises dtrain::Error naming it and
+//      listing the interfaces there are;
+//   2. GlooOptions::hostname, as given (a name or an address);
+//   3. init_process_group with a master (env://, tcp://): the local address
+//      on the route to the master -- the one the store connection uses, so
+//      it works where the host name resolves elsewhere (127.0.0.1 in
+//      /etc/hosts, containers, network namespaces);
+//   4. otherwise (file://, or a group built by hand): this host's name, as
+//      torch does.
 #pragma once
 
 #include <chrono>
@@ -19,9 +35,10 @@ namespace dtrain::dist {
 struct GlooOptions {
   // How long a collective may take before it fails (and connecting, too).
   std::chrono::milliseconds timeout{std::chrono::minutes(30)};
-  // Network interface to use (GLOO_SOCKET_IFNAME); empty: by hostname.
+  // Network interface to bind (GLOO_SOCKET_IFNAME); empty: see hostname.
   std::string iface;
-  // Address other ranks reach this one at; empty: this host's name.
+  // Address (or name) other ranks reach this one at, when iface is empty;
+  // empty: this host's name. See Note [Which address Gloo binds].
   std::string hostname;
   // Options from the environment: GLOO_SOCKET_IFNAME.
   static GlooOptions from_env();

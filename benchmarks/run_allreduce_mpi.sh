@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# All-reduce on dtrain's mpi backend beside raw MPI_Allreduce in the same
+# program (torch's wheel has no MPI backend), 2 ranks under mpirun over TCP
+# loopback, in rounds; the report takes the median over rounds.
+# Output: benchmarks/results/allreduce_mpi.csv (+ .png with matplotlib).
+#
+#   bash benchmarks/run_allreduce_mpi.sh [--rounds 3] [--np 2] [flags for bench_allreduce]
+#
+# mpirun runs as root only with --allow-run-as-root, and more ranks than
+# cores only with --oversubscribe; both are passed here, as in the tests.
+# Environment: DTRAIN_BUILD_DIR, DTRAIN_PYTHON (see run_allreduce.sh), MPIRUN.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${DTRAIN_BUILD_DIR:-$root/build}"
+python="${DTRAIN_PYTHON:-${DTRAIN_HOME:-$HOME/.cache/dtrain}/venv/bin/python}"
+mpirun="${MPIRUN:-mpirun}"
+bench="$build/benchmarks/bench_allreduce"
+results="$root/benchmarks/results"
+
+rounds=3
+np=2
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --rounds) rounds="$2"; shift 2 ;;
+    --np) np="$2"; shift 2 ;;
+    *) break ;;
+  esac
+done
+
+[[ -x "$bench" ]] || { echo "run_allreduce_mpi.sh: $bench is not built" >&2; exit 1; }
+command -v "$mpirun" >/dev/null || { echo "run_allreduce_mpi.sh: no $mpirun (apt-get install openmpi-bin)" >&2; exit 1; }
+
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+mkdir -p "$results"
+
+load_before="$(cut -d" " -f1 /proc/loadavg)"
+for ((round = 1; round <= rounds; ++round)); do
+  echo "== round $round: dtrain mpi backend + raw MPI_Allreduce, $(uptime | sed 's/.*load/load/')"
+  port=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 40000))
+  "$mpirun" --allow-run-as-root --oversubscribe --bind-to none \
+    --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
+    -np "$np" -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$port" \
+    "$bench" --backend mpi --threads 1 --csv "$scratch/mpi_$round.csv" "$@"
+done
+load_after="$(cut -d" " -f1 /proc/loadavg)"
+
+png=""
+if "$python" -c 'import matplotlib' 2>/dev/null; then
+  png="$results/allreduce_mpi.png"
+fi
+"$python" "$root/benchmarks/report/allreduce_report.py" --baseline mpi \
+  --out "$results/allreduce_mpi.csv" ${png:+--png "$png"} \
+  --load "1-min load average $load_before before, $load_after after" "$scratch"/*.csv
+echo "1-min load average: $load_before before, $load_after after"

@@ -1,0 +1,103 @@
+#include "interfaces.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <map>
+#include <memory>
+
+#include "dtrain/util/errors.h"
+
+namespace dtrain::dist::net {
+
+namespace {
+
+std::string address_text(const sockaddr* address) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (address->sa_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(address)->sin_addr, text,
+              sizeof(text));
+  } else if (address->sa_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr, text,
+              sizeof(text));
+  }
+  return text;
+}
+
+struct Addresses {
+  std::string ipv4;
+  std::string ipv6;
+};
+
+// Every interface that has an address, with its first IPv4 and IPv6 ones.
+std::map<std::string, Addresses> interfaces_with_addresses() {
+  ifaddrs* list = nullptr;
+  DTRAIN_CHECK(getifaddrs(&list) == 0, "cannot list the network interfaces (getifaddrs)");
+  std::unique_ptr<ifaddrs, decltype(&freeifaddrs)> owner(list, &freeifaddrs);
+  std::map<std::string, Addresses> found;
+  for (const ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr) {
+      continue;
+    }
+    Addresses& entry = found[i->ifa_name];
+    if (i->ifa_addr->sa_family == AF_INET && entry.ipv4.empty()) {
+      entry.ipv4 = address_text(i->ifa_addr);
+    } else if (i->ifa_addr->sa_family == AF_INET6 && entry.ipv6.empty()) {
+      entry.ipv6 = address_text(i->ifa_addr);
+    }
+  }
+  std::erase_if(
+      found, [](const auto& item) { return item.second.ipv4.empty() && item.second.ipv6.empty(); });
+  return found;
+}
+
+}  // namespace
+
+std::string interface_address(const std::string& name) {
+  const auto interfaces = interfaces_with_addresses();
+  if (const auto it = interfaces.find(name); it != interfaces.end()) {
+    return it->second.ipv4.empty() ? it->second.ipv6 : it->second.ipv4;
+  }
+  std::string known;
+  for (const auto& [other, addresses] : interfaces) {
+    known += (known.empty() ? "" : ", ") + other + " (" +
+             (addresses.ipv4.empty() ? addresses.ipv6 : addresses.ipv4) + ")";
+  }
+  const bool exists = if_nametoindex(name.c_str()) != 0;
+  throw Error("network interface '" + name + "' " +
+              (exists ? "has no IP address" : "does not exist") +
+              " on this host; interfaces with an address: " + (known.empty() ? "none" : known));
+}
+
+std::optional<std::string> address_towards(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* resolved = nullptr;
+  if (getaddrinfo(host.c_str(), "9", &hints, &resolved) != 0 || resolved == nullptr) {
+    return std::nullopt;
+  }
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> owner(resolved, &freeaddrinfo);
+  for (const addrinfo* a = resolved; a != nullptr; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      continue;
+    }
+    sockaddr_storage local{};
+    socklen_t length = sizeof(local);
+    const bool routed = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+                        ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0;
+    ::close(fd);
+    if (routed) {
+      return address_text(reinterpret_cast<const sockaddr*>(&local));
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace dtrain::dist::net

@@ -1,0 +1,192 @@
+// Note [Which address Gloo binds] (process_group_gloo.h), checked: a wrong
+// interface name fails naming it, "lo" works, and across two network
+// namespaces joined by a veth pair -- where this host's name resolves to
+// 127.0.0.1, which would strand each rank in its own namespace -- Gloo binds
+// the veth address, chosen by interface or by the route to the master.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <ATen/ATen.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "dtrain/dist/init.h"
+#include "multi_process.h"
+
+namespace {
+
+namespace dist = dtrain::dist;
+using namespace std::chrono_literals;
+
+dist::InitOptions gloo_options(const std::string& host, std::uint16_t port, int rank, int world) {
+  return {.backend = "gloo",
+          .init_method = "tcp://" + host + ":" + std::to_string(port),
+          .rank = rank,
+          .world_size = world,
+          .timeout = 20s};
+}
+
+void expect_all_ranks_passed(const std::vector<int>& codes) {
+  for (std::size_t r = 0; r < codes.size(); ++r) {
+    EXPECT_EQ(codes[r], 0) << "rank " << r << " failed (its output is above)";
+  }
+}
+
+TEST(SocketInterface, AnInterfaceThatDoesNotExistIsNamed) {
+  const auto port = dtrain::testing::free_port();
+  expect_all_ranks_passed(dtrain::testing::run_ranks(1, [&](int rank) {
+    auto options = gloo_options("127.0.0.1", port, rank, 1);
+    options.socket_ifname = "nosuch9";
+    try {
+      dist::init_process_group(options);
+      ADD_FAILURE() << "init_process_group accepted interface nosuch9";
+    } catch (const dtrain::Error& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("'nosuch9' does not exist"), std::string::npos) << message;
+      EXPECT_NE(message.find("lo (127.0.0.1)"), std::string::npos) << message;
+    }
+  }));
+}
+
+TEST(SocketInterface, GlooSocketIfnameIsReadToo) {
+  const auto port = dtrain::testing::free_port();
+  expect_all_ranks_passed(dtrain::testing::run_ranks(1, [&](int rank) {
+    ::setenv("GLOO_SOCKET_IFNAME", "nosuch8", 1);
+    EXPECT_THROW(
+        {
+          try {
+            dist::init_process_group(gloo_options("127.0.0.1", port, rank, 1));
+          } catch (const dtrain::Error& e) {
+            EXPECT_NE(std::string(e.what()).find("nosuch8"), std::string::npos) << e.what();
+            throw;
+          }
+        },
+        dtrain::Error);
+  }));
+}
+
+TEST(SocketInterface, LoopbackWorks) {
+  const auto port = dtrain::testing::free_port();
+  expect_all_ranks_passed(dtrain::testing::run_ranks(2, [&](int rank) {
+    auto options = gloo_options("127.0.0.1", port, rank, 2);
+    options.socket_ifname = "lo";
+    dist::init_process_group(options);
+    at::Tensor t = at::full({16}, rank + 1.0);
+    dist::all_reduce(t);
+    EXPECT_TRUE(at::equal(t, at::full({16}, 3.0)));
+    dist::destroy_process_group();
+  }));
+}
+
+// Two network namespaces joined by a veth pair: rank r lives in namespace r
+// with address 10.<n>.<m>.(r + 1) on interface <prefix><r>.
+class TwoNamespaces : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) {
+      GTEST_SKIP() << "network namespaces need root";
+    }
+    const int id = static_cast<int>(::getpid() % 60000);
+    prefix_ = "dtv" + std::to_string(id);
+    subnet_ = "10." + std::to_string(200 + id / 10000 % 50) + "." + std::to_string(id % 250);
+    const std::string a = prefix_ + "0", b = prefix_ + "1";
+    const std::string script =
+        "set -e; ip netns add " + a + "; ip netns add " + b + "; ip link add " + a +
+        " type veth peer name " + b + "; ip link set " + a + " netns " + a + "; ip link set " + b +
+        " netns " + b + "; ip -n " + a + " addr add " + address(0) + "/24 dev " + a + "; ip -n " +
+        b + " addr add " + address(1) + "/24 dev " + b + "; for n in " + a + " " + b +
+        "; do ip -n $n link set lo up; ip -n $n link set $n up; done";
+    created_ = true;
+    if (std::system(("(" + script + ") >/dev/null 2>&1").c_str()) != 0) {
+      GTEST_SKIP() << "cannot create network namespaces here (ip netns add / ip link add veth "
+                      "failed)";
+    }
+  }
+  void TearDown() override {
+    if (created_) {
+      std::system(("ip netns del " + prefix_ + "0 >/dev/null 2>&1; ip netns del " + prefix_ +
+                   "1 >/dev/null 2>&1")
+                      .c_str());
+    }
+  }
+
+  std::string address(int rank) const { return subnet_ + "." + std::to_string(rank + 1); }
+  std::string interface(int rank) const { return prefix_ + std::to_string(rank); }
+
+  // Moves the calling (forked, single-threaded) rank into its namespace.
+  void enter(int rank) const {
+    const std::string path = "/var/run/netns/" + interface(rank);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0) << "cannot open " << path;
+    ASSERT_EQ(::setns(fd, CLONE_NEWNET), 0) << "setns " << path;
+    ::close(fd);
+  }
+
+  // Established TCP connections of this namespace between the two veth
+  // addresses, from /proc/net/tcp (addresses in network byte order, hex).
+  int connections_between_the_ranks() const {
+    auto hex = [](const std::string& address) {
+      in_addr a{};
+      inet_pton(AF_INET, address.c_str(), &a);
+      char text[9];
+      std::snprintf(text, sizeof(text), "%08X", a.s_addr);
+      return std::string(text);
+    };
+    const std::string mine = hex(address(0)), theirs = hex(address(1));
+    std::ifstream table("/proc/net/tcp");
+    std::string line;
+    std::getline(table, line);  // header
+    int count = 0;
+    while (std::getline(table, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state;
+      fields >> slot >> local >> remote >> state;
+      const bool between = (local.starts_with(mine) && remote.starts_with(theirs)) ||
+                           (local.starts_with(theirs) && remote.starts_with(mine));
+      count += between && state == "01" ? 1 : 0;  // 01: ESTABLISHED
+    }
+    return count;
+  }
+
+  // Both ranks all-reduce across the namespaces; with_interface names each
+  // rank's veth, else the route to the master (rank 0's address) decides.
+  void run(bool with_interface) {
+    const std::uint16_t port = 29000 + static_cast<std::uint16_t>(::getpid() % 20000);
+    expect_all_ranks_passed(dtrain::testing::run_ranks(2, [&](int rank) {
+      enter(rank);
+      auto options = gloo_options(address(0), port, rank, 2);
+      if (with_interface) {
+        options.socket_ifname = interface(rank);
+      }
+      dist::init_process_group(options);
+      at::Tensor t = at::full({256}, rank + 1.0);
+      dist::all_reduce(t);
+      EXPECT_TRUE(at::equal(t, at::full({256}, 3.0)));
+      // The store's connection and Gloo's pair both run over the veth pair.
+      EXPECT_GE(connections_between_the_ranks(), 2);
+      dist::barrier();
+      dist::destroy_process_group();
+    }));
+  }
+
+  std::string prefix_;
+  std::string subnet_;
+  bool created_ = false;
+};
+
+TEST_F(TwoNamespaces, GlooBindsTheNamedInterface) {
+  run(/*with_interface=*/true);
+}
+
+TEST_F(TwoNamespaces, GlooBindsTheAddressOnTheRouteToTheMaster) {
+  run(/*with_interface=*/false);
+}
+
+}  // namespace
