@@ -105,7 +105,11 @@ fail_early() {
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)   host: $(uname -srm)   cores: $(nproc)"
   echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 || echo "nvidia-smi: none"
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1
+  else
+    echo "nvidia-smi: none"
+  fi
   echo "nvcc: $(command -v nvcc || echo none)"
   nvcc --version 2>&1 | tail -n 2
   cmake --version 2>&1 | head -n 1
@@ -166,7 +170,7 @@ export gtest_prefix="$build/_deps/googletest-install"
 build_gtest() {
   cmake -S "$deps/src/googletest" -B "$build/_deps/googletest-build" -G Ninja \
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$gtest_prefix" \
-    -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DCMAKE_POLICY_VERSION_MINIMUM=3.5 \
+    -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
     -DBUILD_GMOCK=ON -DINSTALL_GTEST=ON &&
     cmake --build "$build/_deps/googletest-build" -j "$jobs" --target install
 }
@@ -187,10 +191,12 @@ configure() {
     -DDTRAIN_MPI=OFF -DDTRAIN_HDF5=OFF -DDTRAIN_USE_CCACHE=OFF \
     -DZLIB_LIBRARY="$zlib" \
     ${nccl_library:+-DDTRAIN_NCCL_INCLUDE_DIR="$nccl_include" -DDTRAIN_NCCL_LIBRARY="$nccl_library"} \
-    ${DTRAIN_GPU_CMAKE_ARGS:-} &&
-    # What configure found, so the log shows the carried copies are the ones used.
-    grep -E '^(fmt|spdlog|CLI11|Gloo|GTest|Torch)_DIR|^ZLIB_(INCLUDE_DIR|LIBRARY)|^DTRAIN_NCCL_|^CMAKE_(CXX|CUDA)_COMPILER:' \
-      "$build/CMakeCache.txt"
+    ${DTRAIN_GPU_CMAKE_ARGS:-}
+}
+# What configure found, to show that the carried copies are the ones used.
+found_paths() {
+  grep -E '^((fmt|spdlog|CLI11|Gloo|GTest|Torch)_DIR|ZLIB_(INCLUDE_DIR|LIBRARY)|DTRAIN_NCCL_(INCLUDE_DIR|LIBRARY)|CMAKE_(CXX|CUDA)_COMPILER):' \
+    "$build/CMakeCache.txt" | sed 's/:[A-Z]*=/ = /'
 }
 export -f configure
 if [[ -f "$build/build.ninja" ]]; then
@@ -198,8 +204,7 @@ if [[ -f "$build/build.ninja" ]]; then
 else
   step configure 180 "$build_log" configure || fail_early "configure failed (gpu_build.log)"
 fi
-sed -n '/^fmt_DIR\|^spdlog_DIR\|^CLI11_DIR\|^Gloo_DIR\|^GTest_DIR\|^ZLIB_\|^DTRAIN_NCCL_/p' \
-  "$build/CMakeCache.txt" | sed 's/^/    /'
+found_paths | tee -a "$build_log" | sed 's/^/    /'
 
 gpu_targets=(dtrain_gpu_tests dtrain_data_parallel_gpu_tests
   bench_pointnet2_ops bench_allreduce bench_amp_toycnn)
