@@ -129,6 +129,8 @@ gpu="$("$py" -c 'import torch; print(int(torch.cuda.is_available()))' 2>/dev/nul
 nvcc_bin="$(command -v nvcc || true)"
 [[ -n "$nvcc_bin" ]] || nvcc_bin=/usr/local/cuda/bin/nvcc
 [[ -x "$nvcc_bin" ]] || fail_early "no nvcc on PATH or in /usr/local/cuda/bin"
+# LibTorch's CMake config finds the toolkit through the nvcc on PATH.
+PATH="$(dirname "$nvcc_bin"):$PATH"
 
 # NCCL: the wheel's own (nvidia-nccl-cu13), which libtorch_cuda.so loads
 # anyway (docs/libtorch.md, "One libnccl.so.2 per process"); else CMake finds
@@ -283,6 +285,16 @@ elif ! "$bin/bench_amp_toycnn" --help 2>&1 | grep -q -- '--device'; then
   skip bench_amp_toycnn "this bench_amp_toycnn has no --device (CPU autocast only)"
 else
   step bench_amp_toycnn 60 "$bench_log" amp_on_gpu
+fi
+
+# Last and short: the carried libgloo loads and all-reduces on this image
+# (two CPU ranks over loopback; nothing GPU about it, no CSV).
+if [[ -x "$bin/bench_allreduce" ]]; then
+  port="$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  step gloo_smoke 30 "$bench_log" "$bin/bench_allreduce" --backend gloo --world-size 2 \
+    --port "$port" --sizes 4096,1048576 --repeats 3 --big-repeats 3
+else
+  skip gloo_smoke "bench_allreduce not built"
 fi
 
 summarize
