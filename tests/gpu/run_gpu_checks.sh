@@ -30,6 +30,7 @@ test_jobs="${DTRAIN_GPU_TEST_JOBS:-4}"
 budget="${DTRAIN_GPU_BUDGET_S:-450}"
 out="${1:-${OUT:-$build/results}}"
 mkdir -p "$out" "$build"
+export PYTHONUNBUFFERED=1 # a Python step stopped by its timeout still leaves its output
 out="$(cd "$out" && pwd)"
 deps="$(cd "$deps" 2>/dev/null && pwd || echo "$deps")"
 
@@ -163,7 +164,7 @@ for lib in "$deps"/lib/gloo-runtime/*; do
     ln -s "$lib" "$runtime_libs/$name"
 done
 export LD_LIBRARY_PATH="$runtime_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-echo "carried runtime libraries in use: $(ls "$runtime_libs" | tr '\n' ' ')" >>"$build_log"
+echo "carried runtime libraries in use: $(ls "$runtime_libs" | tr '\n' ' ')(others: the image's)" >>"$build_log"
 
 export repo py deps build jobs out torch_prefix nvcc_bin zlib nccl_include nccl_library
 
@@ -210,13 +211,16 @@ found_paths | tee -a "$build_log" | sed 's/^/    /'
 
 gpu_targets=(dtrain_gpu_tests dtrain_data_parallel_gpu_tests
   bench_pointnet2_ops bench_allreduce bench_amp_toycnn)
-# The tests and benchmarks need some 150 s after the build.
-build_cap=$(($(left) - 165))
+# The tests and benchmarks need some 150 s after the build. A build cut
+# short is carried on by the next run (the build folder stays).
+build_cap=$(($(left) - 150))
 ((build_cap < 60)) && build_cap=60
 step build "$build_cap" "$build_log" cmake --build "$build" -j "$jobs" --target "${gpu_targets[@]}"
 
 # ---- tests (label gpu) -------------------------------------------------------
-tests_cap=$(($(left) - 100))
+# Tests come before benchmarks: short of time, they take what is left.
+tests_cap=$(($(left) - 90))
+((tests_cap < 120)) && tests_cap=120
 ((tests_cap > 240)) && tests_cap=240
 step tests "$tests_cap" "$tests_log" ctest --test-dir "$build" -L gpu -j "$test_jobs" \
   --output-on-failure --no-tests=error --timeout 150
