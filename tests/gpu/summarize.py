@@ -48,9 +48,6 @@ def test_lines(tests_log):
     lines = [f"  {count - failed - len(skipped)} passed, {failed} failed, "
              f"{len(skipped)} skipped, of {count} (label gpu)"]
     lines += [f"  FAILED {name} ({why})" for name, why in failures]
-    reasons = sorted(set(re.findall(r"Skipped\s*\n?\s*([^\n]*no CUDA device visible[^\n]*)", text)))
-    if skipped and reasons:
-        lines.append(f"  skipped because: {reasons[0].strip()}")
     return lines
 
 
