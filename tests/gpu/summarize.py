@@ -1,0 +1,140 @@
+"""The end of tests/gpu/run_gpu_checks.sh: one short report of the machine,
+each step's outcome, the GPU tests' counts and the benchmarks' key numbers,
+printed and written to OUT/gpu_summary.txt. Standard library only (it runs
+under the GPU machine's python3).
+
+Exit status: 0 when every step passed or was skipped for a stated reason,
+3 when a step failed or ran out of time.
+"""
+
+import argparse
+import csv
+import os
+import re
+import sys
+
+
+def read_steps(path):
+    steps = []
+    with open(path) as f:
+        for line in f:
+            name, status, seconds, note = (line.rstrip("\n").split("\t") + [""] * 4)[:4]
+            steps.append((name, status, int(seconds or 0), note))
+    return steps
+
+
+def machine_lines(build_log):
+    """The environment block the run script writes first."""
+    lines = []
+    with open(build_log) as f:
+        for line in f:
+            if line.startswith("====="):
+                break
+            if line.strip():
+                lines.append("  " + line.rstrip())
+    return lines
+
+
+def test_lines(tests_log):
+    if not os.path.exists(tests_log):
+        return ["  no test log"]
+    text = open(tests_log).read()
+    total = re.search(r"(\d+)% tests passed, (\d+) tests? failed out of (\d+)", text)
+    if not total:
+        return ["  ctest printed no result line (see gpu_tests.log)"]
+    failed, count = int(total.group(2)), int(total.group(3))
+    skipped = re.findall(r"^\s*\d+ - (\S+) \(Skipped\)", text, re.M)
+    failures = re.findall(r"^\s*\d+ - (\S+) \((?!Skipped)([^)]*)\)", text, re.M)
+    lines = [f"  {count - failed - len(skipped)} passed, {failed} failed, "
+             f"{len(skipped)} skipped, of {count} (label gpu)"]
+    lines += [f"  FAILED {name} ({why})" for name, why in failures]
+    return lines
+
+
+def read_csv(path):
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def table(header, rows):
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    fmt = "  " + "  ".join(f"{{:>{w}}}" for w in widths)
+    return [fmt.format(*header)] + [fmt.format(*r) for r in rows]
+
+
+def pointnet2_lines(out):
+    rows = read_csv(os.path.join(out, "gpu_pointnet2_ops.csv"))
+    if not rows:
+        return []
+    sizes = sorted({int(r["N"]) for r in rows})
+    device = rows[0]["device"]
+    ops = list(dict.fromkeys(r["op"] for r in rows))
+    ms = {(r["op"], int(r["N"])): float(r["median_ms"]) for r in rows}
+    body = [[op] + [f"{ms[(op, n)]:.3f}" if (op, n) in ms else "-" for n in sizes] for op in ops]
+    lines = [f"PointNet++ ops, dtrain on {device}: median ms (B=8)"]
+    lines += table(["op"] + [f"N={n}" for n in sizes], body)
+    vs = [r for r in read_csv(os.path.join(out, "gpu_pointnet2_ops_vs_torch.csv"))
+          if r["impl"] == "dtrain"]
+    if vs:
+        peer_sizes = sorted({int(r["N"]) for r in vs})
+        speed = {(r["op"], int(r["N"])): r["speedup_vs_torch"] or "-" for r in vs}
+        disagree = sorted({f"{r['op']} N={r['N']}" for r in vs if r["agree"] != "True"})
+        lines.append("dtrain's speed-up over pure PyTorch, same process (torch ms / dtrain ms)")
+        body = [[op] + [speed.get((op, n), "-") for n in peer_sizes]
+                for op in dict.fromkeys(r["op"] for r in vs)]
+        lines += table(["op"] + [f"N={n}" for n in peer_sizes], body)
+        lines.append("  outputs disagree: " + (", ".join(disagree) if disagree else "none"))
+    return lines
+
+
+def allreduce_lines(out):
+    rows = read_csv(os.path.join(out, "gpu_allreduce_nccl.csv"))
+    if not rows:
+        return []
+    body = [[r["bytes"], f"{float(r['time_us']):.1f}", f"{float(r['algbw_gbps']):.2f}"] for r in rows]
+    return ["all_reduce on nccl, one rank (per-call cost; busbw is 0 for one rank)"] + table(
+        ["bytes", "time_us", "algbw_GB/s"], body)
+
+
+def amp_lines(out):
+    rows = read_csv(os.path.join(out, "gpu_amp_toycnn.csv"))
+    if not rows:
+        return []
+    body = [[r.get("impl", ""), r.get("precision", ""), r.get("batch_size", ""),
+             r.get("step_ms_median", ""), r.get("samples_per_s", "")] for r in rows]
+    return ["toy CNN training step on the GPU"] + table(
+        ["impl", "precision", "batch", "step_ms", "samples/s"], body)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", required=True, help="TSV: step, status, seconds, note")
+    parser.add_argument("--out", required=True, help="the run's output folder")
+    args = parser.parse_args()
+
+    steps = read_steps(args.steps)
+    lines = ["dtrain GPU checks", "", "machine:"]
+    build_log = os.path.join(args.out, "gpu_build.log")
+    if os.path.exists(build_log):
+        lines += machine_lines(build_log)
+    lines += ["", "steps:"]
+    lines += table(["step", "status", "s", "note"],
+                   [[n, s, str(t), note] for n, s, t, note in steps])
+    lines += ["", "tests:"] + test_lines(os.path.join(args.out, "gpu_tests.log"))
+    for part in (pointnet2_lines, allreduce_lines, amp_lines):
+        block = part(args.out)
+        if block:
+            lines += [""] + block
+    bad = [n for n, s, _, _ in steps if s not in ("ok", "skipped")]
+    lines += ["", "RESULT: " + ("all steps passed" if not bad else "problems in " + ", ".join(bad))]
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(args.out, "gpu_summary.txt"), "w") as f:
+        f.write(text)
+    sys.stdout.write(text)
+    return 3 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
