@@ -17,7 +17,6 @@
 #include <optional>
 
 #include <ATen/ATen.h>
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <torch/nn/functional/loss.h>
@@ -25,6 +24,7 @@
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/sgd.h>
+#include <CLI/CLI.hpp>
 
 #include "dtrain/ddp/distributed_data_parallel.h"
 #include "dtrain/dist/init.h"
@@ -106,8 +106,7 @@ int run(Holder model, const at::Tensor& inputs, const at::Tensor& labels, const 
     F::cross_entropy(logits, labels).backward();
     optimizer.step();
     const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count();
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (step >= options.warmup) {
       step_ms.push_back(ms);
     }
@@ -134,8 +133,8 @@ int run(Holder model, const at::Tensor& inputs, const at::Tensor& labels, const 
       out << "impl,model,mode,world,batch_per_rank,parameters,step_ms_median,step_ms_p10,"
              "step_ms_p90,samples_per_s,hidden_pct\n";
     }
-    out << fmt::format("dtrain,{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.2f},{:.1f}\n",
-                       options.model, options.mode, world, options.batch, parameters, median,
+    out << fmt::format("dtrain,{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.2f},{:.1f}\n", options.model,
+                       options.mode, world, options.batch, parameters, median,
                        percentile(step_ms, 0.1), percentile(step_ms, 0.9), samples_per_s, hidden);
   }
   return 0;
