@@ -75,6 +75,7 @@ struct Options {
   int points = 512;
   int threads = 1;
   double bucket_cap_mb = 25;
+  double first_bucket_mb = 1;
   std::string csv;
 };
 
@@ -91,6 +92,7 @@ int run(Holder model, const at::Tensor& inputs, const at::Tensor& labels, const 
   if (ddp_mode) {
     dtrain::ddp::DdpOptions ddp_options;
     ddp_options.bucket_cap_mb = options.bucket_cap_mb;
+    ddp_options.first_bucket_mb = options.first_bucket_mb;
     ddp_options.record_timeline = true;
     ddp.emplace(model, ddp_options);
   }
@@ -175,6 +177,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", options.threads, "Intra-op threads per process")
       ->check(CLI::PositiveNumber);
   app.add_option("--bucket-cap-mb", options.bucket_cap_mb)->check(CLI::PositiveNumber);
+  app.add_option("--first-bucket-mb", options.first_bucket_mb)->check(CLI::PositiveNumber);
   app.add_option("--csv", options.csv, "Append the result row here (rank 0)");
   return dtrain::util::run_cli_app(app, argc, argv, [&] { return bench(options); });
 }

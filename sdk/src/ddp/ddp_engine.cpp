@@ -48,8 +48,16 @@ DdpEngine::DdpEngine(std::shared_ptr<torch::nn::Module> module, DdpOptions optio
   broadcast_tensors(all_tensors, /*root=*/0, group_);
 
   ReducerOptions reducer_options;
+  // The first bucket holds at most half of the gradient bytes: a model
+  // smaller than first_bucket_mb (PyTorch's 1 MiB) would otherwise be one
+  // bucket, launched only when backward has ended, with nothing to overlap.
+  std::size_t gradient_bytes = 0;
+  for (const at::Tensor& p : parameters) {
+    gradient_bytes += static_cast<std::size_t>(p.numel()) * p.element_size();
+  }
   reducer_options.first_bucket_bytes =
-      megabytes_to_bytes(options_.first_bucket_mb, "first_bucket_mb");
+      std::min(megabytes_to_bytes(options_.first_bucket_mb, "first_bucket_mb"),
+               std::max<std::size_t>(1, gradient_bytes / 2));
   reducer_options.bucket_bytes = megabytes_to_bytes(options_.bucket_cap_mb, "bucket_cap_mb");
   reducer_options.gradient_as_bucket_view = options_.gradient_as_bucket_view;
   reducer_options.averaging = options_.averaging;

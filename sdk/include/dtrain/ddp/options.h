@@ -25,7 +25,9 @@ struct DdpOptions {
   // Size cap of every bucket but the first, in MiB.
   double bucket_cap_mb = 25.0;
   // Cap of the first bucket (the last layers' gradients), kept small so the
-  // first all-reduce starts early in backward.
+  // first all-reduce starts early in backward. Never more than half of the
+  // model's gradient bytes, so a small model still gets two buckets and its
+  // first all-reduce overlaps the rest of backward.
   double first_bucket_mb = 1.0;
   // Broadcast rank 0's buffers (batch-norm statistics) before each training forward.
   bool broadcast_buffers = true;
