@@ -126,6 +126,16 @@ TEST(DdpBuckets, GradientsAreViewsIntoBuckets) {
   });
 }
 
+TEST(DdpBuckets, AModelSmallerThanTheFirstBucketStillGetsTwo) {
+  run_gloo_ranks(1, [](int, int) {
+    // ManySizes has 51 KB of gradients, far below the 1 MiB first-bucket cap.
+    ddp::DistributedDataParallel<ManySizes> model{ManySizes()};
+    const auto buckets = model.reducer().buckets();
+    ASSERT_EQ(buckets.size(), 2u);
+    EXPECT_GE(buckets[0].bytes, buckets[1].bytes / 4) << "the split is not degenerate";
+  });
+}
+
 TEST(DdpBuckets, RebuiltOnceInGradientReadyOrderAndAgreedByAllRanks) {
   run_gloo_ranks(3, [](int, int) {
     ddp::DdpOptions options;
