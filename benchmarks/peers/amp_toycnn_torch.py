@@ -20,29 +20,11 @@ import time
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from toy_cnn import ToyCnn
 
 COLUMNS = ["impl", "device", "precision", "batch_size", "threads", "steps", "step_ms_median",
            "samples_per_s", "peak_rss_mb", "train_rss_growth_mb"]
 
-
-class ToyCnn(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 6, 5)
-        self.pool = nn.MaxPool2d(2, 2)
-        self.conv2 = nn.Conv2d(6, 16, 5)
-        self.fc1 = nn.Linear(16 * 5 * 5, 120)
-        self.fc2 = nn.Linear(120, 84)
-        self.fc3 = nn.Linear(84, 10)
-
-    def forward(self, x):
-        x = self.pool(F.relu(self.conv1(x)))
-        x = self.pool(F.relu(self.conv2(x)))
-        x = x.flatten(1)
-        x = F.relu(self.fc1(x))
-        x = F.relu(self.fc2(x))
-        return self.fc3(x)
 
 
 def current_rss_bytes():

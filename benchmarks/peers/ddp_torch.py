@@ -15,27 +15,8 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
+from toy_cnn import ToyCnn
 
-
-class ToyCnn(nn.Module):
-    """dtrain::models::ToyCnn with in_channels 1."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 6, 5)
-        self.pool = nn.MaxPool2d(2, 2)
-        self.conv2 = nn.Conv2d(6, 16, 5)
-        self.fc1 = nn.Linear(16 * 5 * 5, 120)
-        self.fc2 = nn.Linear(120, 84)
-        self.fc3 = nn.Linear(84, 10)
-
-    def forward(self, x):
-        h = self.pool(F.relu(self.conv1(x)))
-        h = self.pool(F.relu(self.conv2(h)))
-        h = h.flatten(1)
-        h = F.relu(self.fc1(h))
-        h = F.relu(self.fc2(h))
-        return self.fc3(h)
 
 
 class PointMlp(nn.Module):
