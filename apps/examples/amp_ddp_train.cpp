@@ -12,10 +12,10 @@
 
 #include "common/format.h"
 #include "common/spawn.h"
+#include "common/training.h"
 #include "dtrain/amp/autocast.h"
 #include "dtrain/amp/grad_scaler.h"
 #include "dtrain/data/distributed_sampler.h"
-#include "dtrain/datasets/fashion_mnist.h"
 #include "dtrain/ddp/distributed_data_parallel.h"
 #include "dtrain/models/toy_cnn.h"
 #include "dtrain/util/cli_app.h"
@@ -24,19 +24,12 @@ namespace {
 
 namespace F = torch::nn::functional;
 
-struct TrainFlags {
-  std::string data_dir = dtrain::datasets::fashion_mnist_default_root();
-  int64_t train_limit = 4096;
-  int epochs = 2;
-  int64_t batch_size = 64;
-};
+using dtrain::examples::TrainFlags;
 
 void run(const TrainFlags& flags, int rank, int size) {
-  auto train = dtrain::datasets::load_fashion_mnist(
-      dtrain::datasets::Split::kTrain,
-      dtrain::datasets::FashionMnistOptions().root(flags.data_dir));
-  const int64_t n = std::min(flags.train_limit, train.size());
-  dtrain::data::DistributedSampler sampler(n, dtrain::data::DistributedSamplerOptions(size, rank));
+  const auto train = dtrain::examples::load_training_images(flags);
+  dtrain::data::DistributedSampler sampler(train.size(),
+                                           dtrain::data::DistributedSamplerOptions(size, rank));
 
   dtrain::models::ToyCnn net(dtrain::models::ToyCnnOptions().in_channels(1));
   dtrain::ddp::DistributedDataParallel<dtrain::models::ToyCnn> model(net);
@@ -46,25 +39,23 @@ void run(const TrainFlags& flags, int rank, int size) {
 
   for (int epoch = 0; epoch < flags.epochs; ++epoch) {
     sampler.set_epoch(epoch);
-    const at::Tensor order = at::tensor(sampler.indices(), at::kLong);
     double loss_sum = 0;
     int64_t batches = 0;
-    for (int64_t begin = 0; begin < order.numel(); begin += flags.batch_size) {
-      const at::Tensor index =
-          order.narrow(0, begin, std::min(flags.batch_size, order.numel() - begin));
-      optimizer.zero_grad();
-      at::Tensor loss;
-      {
-        dtrain::amp::AutocastGuard autocast(dtrain::amp::AutocastOptions(at::kCPU));
-        loss = F::cross_entropy(model(train.images.index_select(0, index)),
-                                train.labels.index_select(0, index));
-      }
-      scaler.scale(loss).backward();  // apex: with amp.scale_loss(loss, optimizer) as scaled
-      scaler.step(optimizer);
-      scaler.update();
-      loss_sum += loss.item<double>();
-      ++batches;
-    }
+    dtrain::examples::for_each_batch(
+        sampler.indices(), flags.batch_size, [&](int64_t, const at::Tensor& index) {
+          optimizer.zero_grad();
+          at::Tensor loss;
+          {
+            dtrain::amp::AutocastGuard autocast(dtrain::amp::AutocastOptions(at::kCPU));
+            loss = F::cross_entropy(model(train.images.index_select(0, index)),
+                                    train.labels.index_select(0, index));
+          }
+          scaler.scale(loss).backward();  // apex: with amp.scale_loss(loss, optimizer) as scaled
+          scaler.step(optimizer);
+          scaler.update();
+          loss_sum += loss.item<double>();
+          ++batches;
+        });
     dtrain::examples::print_line(
         fmt::format("Rank {} epoch {} loss {:.3f} scale {:g} (bf16 "
                     "autocast, {} ranks)",
@@ -79,11 +70,8 @@ int main(int argc, char** argv) {
   dtrain::examples::SpawnOptions options;
   dtrain::examples::add_flags(app, options);
   TrainFlags flags;
-  app.add_option("--data-dir", flags.data_dir, "Fashion-MNIST directory")->capture_default_str();
-  app.add_option("--train-limit", flags.train_limit, "Training images used")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--epochs", flags.epochs)->check(CLI::PositiveNumber)->capture_default_str();
+  flags.epochs = 2;
+  dtrain::examples::add_train_flags(app, flags);
   return dtrain::util::run_cli_app(app, argc, argv, [&] {
     return dtrain::examples::spawn_or_join(options,
                                            [&](int rank, int size) { run(flags, rank, size); });

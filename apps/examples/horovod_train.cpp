@@ -14,8 +14,8 @@
 
 #include "common/format.h"
 #include "common/spawn.h"
+#include "common/training.h"
 #include "dtrain/data/distributed_sampler.h"
-#include "dtrain/datasets/fashion_mnist.h"
 #include "dtrain/ddp/broadcast.h"
 #include "dtrain/ddp/distributed_optimizer.h"
 #include "dtrain/dist/init.h"
@@ -26,22 +26,15 @@ namespace {
 
 namespace F = torch::nn::functional;
 
-struct TrainFlags {
-  std::string data_dir = dtrain::datasets::fashion_mnist_default_root();
-  int64_t train_limit = 4096;
-  int epochs = 1;
-  int64_t batch_size = 64;
-  int log_interval = 10;
-};
+using dtrain::examples::TrainFlags;
+
+constexpr int kLogInterval = 10;  // batches between log lines
 
 void run(const TrainFlags& flags, int rank, int size) {
   // dataset ...
-  auto train = dtrain::datasets::load_fashion_mnist(
-      dtrain::datasets::Split::kTrain,
-      dtrain::datasets::FashionMnistOptions().root(flags.data_dir));
-  const int64_t n = std::min(flags.train_limit, train.size());
+  const auto train = dtrain::examples::load_training_images(flags);
   dtrain::data::DistributedSampler train_sampler(
-      n, dtrain::data::DistributedSamplerOptions(/*num_replicas=*/size, /*rank=*/rank));
+      train.size(), dtrain::data::DistributedSamplerOptions(/*num_replicas=*/size, /*rank=*/rank));
 
   // model ...
   torch::manual_seed(rank);  // different on purpose: the broadcast below makes them equal
@@ -57,24 +50,21 @@ void run(const TrainFlags& flags, int rank, int size) {
 
   for (int epoch = 0; epoch < flags.epochs; ++epoch) {
     train_sampler.set_epoch(epoch);
-    const at::Tensor order = at::tensor(train_sampler.indices(), at::kLong);
-    for (int64_t batch_idx = 0; batch_idx * flags.batch_size < order.numel(); ++batch_idx) {
-      const at::Tensor index =
-          order.narrow(0, batch_idx * flags.batch_size,
-                       std::min(flags.batch_size, order.numel() - batch_idx * flags.batch_size));
-      const at::Tensor data = train.images.index_select(0, index);
-      const at::Tensor target = train.labels.index_select(0, index);
-      optimizer.zero_grad();
-      const at::Tensor output = model(data);
-      const at::Tensor loss = F::cross_entropy(output, target);
-      loss.backward();
-      optimizer.step();
-      if (batch_idx % flags.log_interval == 0) {
-        dtrain::examples::print_line(fmt::format("Train Epoch: {} [{}/{}]\tLoss: {:.4f}", epoch,
-                                                 batch_idx * data.size(0),
-                                                 train_sampler.num_samples(), loss.item<double>()));
-      }
-    }
+    dtrain::examples::for_each_batch(
+        train_sampler.indices(), flags.batch_size, [&](int64_t batch_idx, const at::Tensor& index) {
+          const at::Tensor data = train.images.index_select(0, index);
+          const at::Tensor target = train.labels.index_select(0, index);
+          optimizer.zero_grad();
+          const at::Tensor output = model(data);
+          const at::Tensor loss = F::cross_entropy(output, target);
+          loss.backward();
+          optimizer.step();
+          if (batch_idx % kLogInterval == 0) {
+            dtrain::examples::print_line(fmt::format(
+                "Train Epoch: {} [{}/{}]\tLoss: {:.4f}", epoch, batch_idx * data.size(0),
+                train_sampler.num_samples(), loss.item<double>()));
+          }
+        });
   }
   // Every rank ends with the same model.
   at::Tensor checksum = at::zeros({1}, at::kDouble);
@@ -97,11 +87,7 @@ int main(int argc, char** argv) {
   dtrain::examples::SpawnOptions options;
   dtrain::examples::add_flags(app, options);
   TrainFlags flags;
-  app.add_option("--data-dir", flags.data_dir, "Fashion-MNIST directory")->capture_default_str();
-  app.add_option("--train-limit", flags.train_limit, "Training images used")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--epochs", flags.epochs)->check(CLI::PositiveNumber)->capture_default_str();
+  dtrain::examples::add_train_flags(app, flags);
   return dtrain::util::run_cli_app(app, argc, argv, [&] {
     return dtrain::examples::spawn_or_join(options,
                                            [&](int rank, int size) { run(flags, rank, size); });

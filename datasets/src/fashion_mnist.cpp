@@ -15,13 +15,23 @@ namespace {
 constexpr int64_t kClasses = 10;
 constexpr int64_t kSide = 28;
 
-// The file for `stem` in root, plain or gzipped.
-std::string find_idx_file(const std::filesystem::path& root, const std::string& stem) {
+const char* const kStems[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                              "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
+
+// The file for `stem` in root, plain or gzipped; empty when neither exists.
+std::string existing_idx_file(const std::filesystem::path& root, const std::string& stem) {
   for (const std::string& name : {stem, stem + ".gz"}) {
     std::error_code ec;
     if (std::filesystem::is_regular_file(root / name, ec)) {
       return (root / name).string();
     }
+  }
+  return {};
+}
+
+std::string find_idx_file(const std::filesystem::path& root, const std::string& stem) {
+  if (std::string path = existing_idx_file(root, stem); !path.empty()) {
+    return path;
   }
   throw IOError(detail::concat("Fashion-MNIST file '", stem, "' (or '", stem,
                                ".gz') not found in '", root.string(), "'"));
@@ -34,6 +44,15 @@ std::string fashion_mnist_default_root() {
     return dir;
   }
   return "/usr/share/datasets/fashion-mnist";
+}
+
+bool fashion_mnist_installed(const std::string& root) {
+  for (const char* stem : kStems) {
+    if (existing_idx_file(root, stem).empty()) {
+      return false;
+    }
+  }
+  return true;
 }
 
 LabeledImages load_fashion_mnist(Split split, const FashionMnistOptions& options) {

@@ -152,12 +152,6 @@ TEST_F(Examples, JoinsALauncherInsteadOfSpawning) {
   }
 }
 
-bool fashion_mnist_installed() {
-  const std::filesystem::path root = dtrain::datasets::fashion_mnist_default_root();
-  return std::filesystem::exists(root / "train-images-idx3-ubyte.gz") ||
-         std::filesystem::exists(root / "train-images-idx3-ubyte");
-}
-
 // The lines of `output` that start with `prefix`.
 std::vector<std::string> lines_starting(const std::string& output, const std::string& prefix) {
   std::vector<std::string> found;
@@ -170,7 +164,7 @@ std::vector<std::string> lines_starting(const std::string& output, const std::st
 }
 
 TEST_F(Examples, HorovodTrainingKeepsRanksInAgreement) {
-  if (!fashion_mnist_installed()) {
+  if (!dtrain::datasets::fashion_mnist_installed()) {
     GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
   }
   const ProcessResult result =
@@ -187,7 +181,7 @@ TEST_F(Examples, HorovodTrainingKeepsRanksInAgreement) {
 }
 
 TEST_F(Examples, AmpDdpTrainingLowersTheLoss) {
-  if (!fashion_mnist_installed()) {
+  if (!dtrain::datasets::fashion_mnist_installed()) {
     GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
   }
   const ProcessResult result =

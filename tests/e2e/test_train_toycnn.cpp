@@ -31,12 +31,6 @@ void expect_one_line_error(const ProcessResult& result, int exit_code,
   EXPECT_NE(lines[0].find(fragment), std::string::npos) << lines[0];
 }
 
-bool real_dataset_installed() {
-  const std::filesystem::path root = dtrain::datasets::fashion_mnist_default_root();
-  return std::filesystem::exists(root / "train-images-idx3-ubyte.gz") ||
-         std::filesystem::exists(root / "train-images-idx3-ubyte");
-}
-
 std::vector<std::vector<std::string>> read_csv(const std::string& path) {
   std::ifstream in(path);
   std::vector<std::vector<std::string>> rows;
@@ -98,7 +92,7 @@ TEST(TrainToyCnnErrors, TruncatedIdxFile) {
 }
 
 TEST(TrainToyCnnErrors, UnwritableReport) {
-  if (!real_dataset_installed()) {
+  if (!dtrain::datasets::fashion_mnist_installed()) {
     GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
   }
   TempDir dir;
@@ -109,7 +103,7 @@ TEST(TrainToyCnnErrors, UnwritableReport) {
 }
 
 TEST(TrainToyCnn, ShortRunWritesReport) {
-  if (!real_dataset_installed()) {
+  if (!dtrain::datasets::fashion_mnist_installed()) {
     GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
   }
   TempDir dir;
@@ -134,7 +128,7 @@ TEST(TrainToyCnn, ShortRunWritesReport) {
 }
 
 TEST(TrainToyCnn, FullRunReaches85Percent) {
-  if (!real_dataset_installed()) {
+  if (!dtrain::datasets::fashion_mnist_installed()) {
     GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
   }
   TempDir dir;
@@ -150,7 +144,7 @@ TEST(TrainToyCnn, FullRunReaches85Percent) {
 // The README's run command: two processes under dtrun, DDP and
 // DistributedSampler, to the same accuracy bar as one process.
 TEST(TrainToyCnn, TwoProcessesUnderDtrunReach85Percent) {
-  if (!real_dataset_installed()) {
+  if (!dtrain::datasets::fashion_mnist_installed()) {
     GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
   }
   TempDir dir;

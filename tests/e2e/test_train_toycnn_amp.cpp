@@ -18,12 +18,6 @@ using dtrain::testing::ProcessResult;
 using dtrain::testing::run_process;
 using dtrain::testing::TempDir;
 
-bool real_dataset_installed() {
-  const std::filesystem::path root = dtrain::datasets::fashion_mnist_default_root();
-  return std::filesystem::exists(root / "train-images-idx3-ubyte.gz") ||
-         std::filesystem::exists(root / "train-images-idx3-ubyte");
-}
-
 // The last row's test_accuracy (the report's last column).
 double final_accuracy(const std::string& csv) {
   std::ifstream in(csv);
@@ -50,7 +44,7 @@ TEST(TrainToyCnnAmp, UnknownPrecisionIsAOneLineError) {
 }
 
 TEST(TrainToyCnnAmp, Bf16AutocastMatchesFp32AccuracyWithinOnePoint) {
-  if (!real_dataset_installed()) {
+  if (!dtrain::datasets::fashion_mnist_installed()) {
     GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
   }
   TempDir dir;

@@ -44,6 +44,16 @@ std::string load_error(const std::string& root, Split split = Split::kTest) {
   return "no error";
 }
 
+TEST(FashionMnist, InstalledNeedsAllFourFiles) {
+  TempDir dir;
+  EXPECT_FALSE(dtrain::datasets::fashion_mnist_installed(dir.path().string()));
+  write_split(dir, "train", 3, 3);
+  EXPECT_FALSE(dtrain::datasets::fashion_mnist_installed(dir.path().string()))
+      << "the test split is missing";
+  write_split(dir, "t10k", 2, 2);
+  EXPECT_TRUE(dtrain::datasets::fashion_mnist_installed(dir.path().string()));
+}
+
 TEST(FashionMnist, PadsTo32AndNormalises) {
   TempDir dir;
   write_split(dir, "t10k", 3, 3);

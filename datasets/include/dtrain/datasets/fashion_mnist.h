@@ -30,6 +30,10 @@ struct LabeledImages {
 // $DTRAIN_FASHION_MNIST_DIR when set, else Debian's package directory.
 std::string fashion_mnist_default_root();
 
+// True when `root` holds all four IDX files (plain or .gz), e.g. to skip
+// work that needs the real data (apt-get install dataset-fashion-mnist).
+bool fashion_mnist_installed(const std::string& root = fashion_mnist_default_root());
+
 struct FashionMnistOptions {
   // Directory holding {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz].
   TORCH_ARG(std::string, root) = fashion_mnist_default_root();
