@@ -13,11 +13,7 @@
 # DTRAIN_PYTHON, else $DTRAIN_HOME/venv/bin/python (DTRAIN_HOME default
 # ~/.cache/dtrain), is the python with the same torch wheel.
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="${DTRAIN_BUILD_DIR:-$root/build}"
-python="${DTRAIN_PYTHON:-${DTRAIN_HOME:-$HOME/.cache/dtrain}/venv/bin/python}"
-bench="$build/benchmarks/bench_allreduce"
-results="$root/benchmarks/results"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh" bench_allreduce
 
 rounds=5
 if [[ "${1:-}" == "--rounds" ]]; then
@@ -25,14 +21,8 @@ if [[ "${1:-}" == "--rounds" ]]; then
   shift 2
 fi
 
-[[ -x "$bench" ]] || { echo "run_allreduce.sh: $bench is not built (ninja -C $build bench_allreduce)" >&2; exit 1; }
-[[ -x "$python" ]] || { echo "run_allreduce.sh: no python at $python (set DTRAIN_PYTHON)" >&2; exit 1; }
+require_python
 
-scratch="$(mktemp -d)"
-trap 'rm -rf "$scratch"' EXIT
-mkdir -p "$results"
-
-port() { "$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 run_dtrain() {
   echo "== round $1: dtrain (bench_allreduce), $(uptime | sed 's/.*load/load/')"
   "$bench" --world-size 2 --threads 1 --port "$(port)" --csv "$scratch/dtrain_$1.csv" "${@:2}"

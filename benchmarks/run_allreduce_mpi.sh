@@ -10,12 +10,8 @@
 # cores only with --oversubscribe; both are passed here, as in the tests.
 # Environment: DTRAIN_BUILD_DIR, DTRAIN_PYTHON (see run_allreduce.sh), MPIRUN.
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="${DTRAIN_BUILD_DIR:-$root/build}"
-python="${DTRAIN_PYTHON:-${DTRAIN_HOME:-$HOME/.cache/dtrain}/venv/bin/python}"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh" bench_allreduce
 mpirun="${MPIRUN:-mpirun}"
-bench="$build/benchmarks/bench_allreduce"
-results="$root/benchmarks/results"
 
 rounds=3
 np=2
@@ -27,12 +23,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-[[ -x "$bench" ]] || { echo "run_allreduce_mpi.sh: $bench is not built" >&2; exit 1; }
 command -v "$mpirun" >/dev/null || { echo "run_allreduce_mpi.sh: no $mpirun (apt-get install openmpi-bin)" >&2; exit 1; }
-
-scratch="$(mktemp -d)"
-trap 'rm -rf "$scratch"' EXIT
-mkdir -p "$results"
 
 load_before="$(cut -d" " -f1 /proc/loadavg)"
 for ((round = 1; round <= rounds; ++round)); do

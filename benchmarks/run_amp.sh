@@ -11,19 +11,10 @@
 # ~/.cache/dtrain), is the python with the same torch wheel; BATCH_SIZES
 # (default "64 256 1024").
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="${DTRAIN_BUILD_DIR:-$root/build}"
-python="${DTRAIN_PYTHON:-${DTRAIN_HOME:-$HOME/.cache/dtrain}/venv/bin/python}"
-bench="$build/benchmarks/bench_amp_toycnn"
-results="$root/benchmarks/results"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh" bench_amp_toycnn
 out="$results/amp_toycnn_cpu.csv"
 
-[[ -x "$bench" ]] || { echo "run_amp.sh: $bench is not built (ninja -C $build bench_amp_toycnn)" >&2; exit 1; }
-[[ -x "$python" ]] || { echo "run_amp.sh: no python at $python (set DTRAIN_PYTHON)" >&2; exit 1; }
-
-scratch="$(mktemp -d)"
-trap 'rm -rf "$scratch"' EXIT
-mkdir -p "$results"
+require_python
 
 n=0
 for batch in ${BATCH_SIZES:-64 256 1024}; do

@@ -11,11 +11,7 @@
 # Environment: DTRAIN_BUILD_DIR (default build) holds bench_ddp; DTRAIN_PYTHON,
 # else $DTRAIN_HOME/venv/bin/python (DTRAIN_HOME default ~/.cache/dtrain).
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="${DTRAIN_BUILD_DIR:-$root/build}"
-python="${DTRAIN_PYTHON:-${DTRAIN_HOME:-$HOME/.cache/dtrain}/venv/bin/python}"
-bench="$build/benchmarks/bench_ddp"
-results="$root/benchmarks/results"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh" bench_ddp
 repeats=3
 quick=0
 while [[ $# -gt 0 ]]; do
@@ -26,15 +22,9 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-[[ -x "$bench" ]] || { echo "run_ddp.sh: $bench is not built (ninja -C $build bench_ddp)" >&2; exit 1; }
-[[ -x "$python" ]] || { echo "run_ddp.sh: no python at $python (set DTRAIN_PYTHON)" >&2; exit 1; }
+require_python
 
-scratch="$(mktemp -d)"
-trap 'rm -rf "$scratch"' EXIT
-mkdir -p "$results"
 raw="$scratch/raw.csv"
-
-port() { "$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # run_world <world> <command...>: one process per rank, torchrun's variables.
 run_world() {
