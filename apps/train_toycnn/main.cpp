@@ -66,8 +66,7 @@ struct Job {
   }
 };
 
-Job start_job(const TrainOptions& options) {
-  const auto env = dtrain::util::read_launch_env();
+Job start_job(const TrainOptions& options, const dtrain::util::LaunchEnv& env) {
   if (env.world_size.value_or(1) <= 1) {
     return {};
   }
@@ -157,7 +156,8 @@ int train(const TrainOptions& options) {
   }
   // The report is opened first, by the rank that writes it: a bad path
   // fails before any work is done.
-  const bool writes_report = dtrain::util::read_launch_env().rank.value_or(0) == 0;
+  const dtrain::util::LaunchEnv env = dtrain::util::read_launch_env();
+  const bool writes_report = env.rank.value_or(0) == 0;
   std::optional<dtrain::train::CsvWriter> csv;
   if (writes_report) {
     csv.emplace(options.csv, std::vector<std::string>{"epoch", "samples", "epoch_time_s",
@@ -171,7 +171,7 @@ int train(const TrainOptions& options) {
   const LabeledImages test =
       first_n(dtrain::datasets::load_fashion_mnist(dtrain::datasets::Split::kTest, dataset_options),
               options.test_limit);
-  const Job job = start_job(options);
+  const Job job = start_job(options, env);
   spdlog::info(
       "Fashion-MNIST from {}: {} training, {} test images; {} process(es), {} threads each",
       options.data_dir, train.size(), test.size(), job.world, at::get_num_threads());
