@@ -8,7 +8,8 @@
 # default ~/.cache/dtrain: the same torch wheel the SDK builds on), bench
 # (the program, checked to be built), results (benchmarks/results, created)
 # and scratch (a temporary directory removed on exit); defines port (a free
-# loopback port) and require_python.
+# loopback port), require_python, and the lockstep_* runner of Note
+# [Lockstep benchmarks] (benchmarks/support/lockstep.h).
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${DTRAIN_BUILD_DIR:-$root/build}"
 python="${DTRAIN_PYTHON:-${DTRAIN_HOME:-$HOME/.cache/dtrain}/venv/bin/python}"
@@ -27,3 +28,55 @@ port() { "$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0))
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$results"
+
+# lockstep_setup <dir> <name:world>...: the turn order, one FIFO per
+# participant rank held open by this shell, and the first turn given.
+lockstep_setup() {
+  local dir="$1" participant name world rank fd
+  shift
+  mkdir -p "$dir"
+  : >"$dir/order"
+  lockstep_fds=()
+  lockstep_pids=()
+  for participant in "$@"; do
+    name="${participant%:*}"
+    world="${participant#*:}"
+    echo "$name" >>"$dir/order"
+    for ((rank = 0; rank < world; rank++)); do
+      mkfifo "$dir/$name.$rank"
+      exec {fd}<>"$dir/$name.$rank"
+      lockstep_fds+=("$fd")
+    done
+  done
+  name="$(head -n1 "$dir/order")"
+  for fifo in "$dir/$name".*; do echo 0 >"$fifo"; done
+}
+
+# lockstep_started <pid>: a participant launched in the background.
+lockstep_started() { lockstep_pids+=("$1"); }
+
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1" || true); do kill_tree "$child"; done
+  kill "$1" 2>/dev/null || true
+}
+
+# lockstep_wait: waits for every participant; the first failure stops the
+# others (they would otherwise wait for a turn until their timeout).
+lockstep_wait() {
+  local pid status=0 fd left
+  # The participants are this shell's only background jobs.
+  for ((left = ${#lockstep_pids[@]}; left > 0; left--)); do
+    if ! wait -n; then
+      status=1
+      for pid in "${lockstep_pids[@]}"; do kill_tree "$pid"; done
+      break
+    fi
+  done
+  wait || true
+  for fd in "${lockstep_fds[@]}"; do exec {fd}>&-; done
+  if [[ $status != 0 ]]; then
+    echo "$runner: a lockstep participant failed; the others were stopped" >&2
+    exit 1
+  fi
+}

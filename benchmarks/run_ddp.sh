@@ -2,29 +2,30 @@
 # DDP on CPU (Gloo, loopback): dtrain's bench_ddp beside PyTorch's own
 # DistributedDataParallel (benchmarks/peers/ddp_torch.py, same wheel, same
 # models, batches and one thread per process), world sizes 1 and 2, plus
-# local training without DDP as the overhead baseline. Runs are
-# interleaved (dtrain, torch, dtrain, ...) and repeated; the report takes
-# medians into benchmarks/results/ddp_cpu.csv (+ ddp_cpu.png with matplotlib).
+# local training without DDP as the overhead baseline. All six participants
+# of a configuration run at once and take turns in lockstep, one short block
+# of steps each per round (Note [Lockstep benchmarks] in
+# benchmarks/support/lockstep.h), so every ratio compares blocks timed
+# seconds apart. The report takes per-round ratios and their medians into
+# benchmarks/results/ddp_cpu.csv (+ ddp_cpu.png with matplotlib).
 #
-#   bash benchmarks/run_ddp.sh [--repeats N] [--quick]
+#   bash benchmarks/run_ddp.sh [--rounds N] [--quick]
 #
 # Environment: DTRAIN_BUILD_DIR (default build) holds bench_ddp; DTRAIN_PYTHON,
 # else $DTRAIN_HOME/venv/bin/python (DTRAIN_HOME default ~/.cache/dtrain).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh" bench_ddp
-repeats=3
+rounds=""
 quick=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --repeats) repeats="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
     --quick) quick=1; shift ;;
-    *) echo "run_ddp.sh: unknown flag '$1' (use --repeats N, --quick)" >&2; exit 2 ;;
+    *) echo "run_ddp.sh: unknown flag '$1' (use --rounds N, --quick)" >&2; exit 2 ;;
   esac
 done
 
 require_python
-
-raw="$scratch/raw.csv"
 
 # run_world <world> <command...>: one process per rank, torchrun's variables.
 run_world() {
@@ -40,27 +41,38 @@ run_world() {
   return $status
 }
 
-# model batch steps
-configs=("toycnn 32 200" "toycnn 128 80" "pointmlp 8 15")
-if [[ $quick == 1 ]]; then configs=("toycnn 32 40" "pointmlp 4 4"); fi
+# model, batch per rank, steps per block, rounds
+configs=("toycnn 8 40 30" "toycnn 32 30 30" "toycnn 128 10 30" "pointmlp 8 3 15")
+if [[ $quick == 1 ]]; then configs=("toycnn 32 10 3" "pointmlp 4 2 2"); fi
 
-for ((r = 1; r <= repeats; r++)); do
-  for config in "${configs[@]}"; do
-    read -r model batch steps <<<"$config"
-    common=(--model "$model" --batch "$batch" --steps "$steps" --warmup 5 --threads 1 --csv "$raw")
-    echo "== repeat $r/$repeats: $model, batch $batch per rank"
-    run_world 1 "$bench" --mode local "${common[@]}"
-    run_world 1 "$python" "$root/benchmarks/peers/ddp_torch.py" --mode local "${common[@]}"
-    for world in 1 2; do
-      run_world "$world" "$bench" --mode ddp "${common[@]}"
-      run_world "$world" "$python" "$root/benchmarks/peers/ddp_torch.py" --mode ddp "${common[@]}"
-    done
+for config in "${configs[@]}"; do
+  read -r model batch steps config_rounds <<<"$config"
+  config_rounds="${rounds:-$config_rounds}"
+  turns="$scratch/$model-$batch"
+  # name:world, in turn order
+  lockstep_setup "$turns" dtrain-local:1 torch-local:1 dtrain-ddp1:1 torch-ddp1:1 \
+    dtrain-ddp2:2 torch-ddp2:2
+  echo "== $model, batch $batch per rank: $config_rounds rounds of $steps steps"
+  for participant in dtrain-local:1 torch-local:1 dtrain-ddp1:1 torch-ddp1:1 dtrain-ddp2:2 \
+    torch-ddp2:2; do
+    name="${participant%:*}"
+    world="${participant#*:}"
+    impl="${name%%-*}"
+    mode=ddp
+    [[ $name == *local ]] && mode=local
+    program=("$bench")
+    [[ $impl == torch ]] && program=("$python" "$root/benchmarks/peers/ddp_torch.py")
+    run_world "$world" "${program[@]}" --mode "$mode" --model "$model" --batch "$batch" \
+      --steps "$steps" --rounds "$config_rounds" --warmup 5 --threads 1 \
+      --lockstep "$turns:$name" --csv "$scratch/raw-$model-$batch-$name.csv" &
+    lockstep_started $!
   done
+  lockstep_wait
 done
 
 png=""
 if "$python" -c 'import matplotlib' 2>/dev/null; then
   png="$results/ddp_cpu.png"
 fi
-"$python" "$root/benchmarks/report/ddp_report.py" --raw "$raw" --out "$results/ddp_cpu.csv" \
+"$python" "$root/benchmarks/report/ddp_report.py" --raw "$scratch"/raw-*.csv --out "$results/ddp_cpu.csv" \
   ${png:+--png "$png"}

@@ -2,14 +2,16 @@
 // backward with the gradient all-reduce, SGD step) of the toy CNN or of a
 // PointNet-style MLP with PointNet++'s parameter count (1.46 M), timed per
 // step. benchmarks/peers/ddp_torch.py is the same under PyTorch's own
-// DistributedDataParallel; benchmarks/run_ddp.sh runs both side by side.
+// DistributedDataParallel; benchmarks/run_ddp.sh runs both in lockstep.
 //
 //   RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 bench_ddp --model toycnn ...
 //
 // --mode local trains without any process group (the overhead baseline);
 // --mode ddp wraps the model in DistributedDataParallel over Gloo.
-// Rank 0 appends one CSV row: impl,model,mode,world,batch_per_rank,
-// parameters,step_ms_median,step_ms_p10,step_ms_p90,samples_per_s,hidden_pct.
+// --lockstep DIR:NAME takes --rounds turns of --steps steps with the other
+// participants (Note [Lockstep benchmarks]); alone it runs one round.
+// Rank 0 writes one CSV row per round: impl,model,mode,world,batch_per_rank,
+// parameters,round,steps,step_ms_median,step_ms_p10,step_ms_p90,hidden_pct.
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -30,6 +32,7 @@
 #include "dtrain/dist/init.h"
 #include "dtrain/models/toy_cnn.h"
 #include "dtrain/util/cli_app.h"
+#include "lockstep.h"
 
 namespace {
 
@@ -72,6 +75,8 @@ struct Options {
   std::int64_t batch = 32;
   int steps = 50;
   int warmup = 5;
+  int rounds = 1;
+  std::string lockstep;
   int points = 512;
   int threads = 1;
   double bucket_cap_mb = 25;
@@ -85,9 +90,16 @@ double percentile(std::vector<double> values, double q) {
   return values[index];
 }
 
+struct RoundResult {
+  std::vector<double> step_ms;
+  double hidden_pct = 0;
+};
+
 template <typename Holder>
 int run(Holder model, const at::Tensor& inputs, const at::Tensor& labels, const Options& options) {
   const bool ddp_mode = options.mode == "ddp";
+  const int world = ddp_mode ? dtrain::dist::get_world_size() : 1;
+  const int rank = ddp_mode ? dtrain::dist::get_rank() : 0;
   std::optional<dtrain::ddp::DistributedDataParallel<Holder>> ddp;
   if (ddp_mode) {
     dtrain::ddp::DdpOptions ddp_options;
@@ -97,33 +109,57 @@ int run(Holder model, const at::Tensor& inputs, const at::Tensor& labels, const 
     ddp.emplace(model, ddp_options);
   }
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
-  std::vector<double> step_ms;
-  for (int step = 0; step < options.warmup + options.steps; ++step) {
-    if (step == options.warmup && ddp) {
-      ddp->timeline().clear();
-    }
-    const auto start = std::chrono::steady_clock::now();
+  auto train_step = [&] {
     optimizer.zero_grad();
     const at::Tensor logits = ddp ? (*ddp)(inputs) : model(inputs);
     F::cross_entropy(logits, labels).backward();
     optimizer.step();
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (step >= options.warmup) {
-      step_ms.push_back(ms);
+  };
+
+  dtrain::bench::Lockstep lockstep(options.lockstep, rank);
+  const int rounds = lockstep.active() ? options.rounds : 1;
+  std::vector<RoundResult> results;
+  for (int round = 0; round < rounds; ++round) {
+    lockstep.wait_turn(round);
+    if (round == 0) {
+      for (int step = 0; step < options.warmup; ++step) {
+        train_step();
+      }
     }
+    if (ddp) {
+      ddp->timeline().clear();
+    }
+    RoundResult result;
+    for (int step = 0; step < options.steps; ++step) {
+      const auto start = std::chrono::steady_clock::now();
+      train_step();
+      result.step_ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
+    }
+    if (ddp) {
+      result.hidden_pct = 100.0 * ddp->timeline().hidden_fraction();
+      if (world > 1) {
+        dtrain::dist::barrier();
+      }
+    }
+    lockstep.pass_turn(round);
+    results.push_back(std::move(result));
   }
-  const int world = ddp_mode ? dtrain::dist::get_world_size() : 1;
-  const int rank = ddp_mode ? dtrain::dist::get_rank() : 0;
+
   std::int64_t parameters = 0;
   for (const auto& p : model->parameters()) {
     parameters += p.numel();
   }
-  const double median = percentile(step_ms, 0.5);
-  const double samples_per_s = 1000.0 * static_cast<double>(options.batch * world) / median;
-  const double hidden = ddp ? 100.0 * ddp->timeline().hidden_fraction() : 0.0;
-  spdlog::info("{} {} world {} batch {}/rank: {:.2f} ms/step median, {:.0f} samples/s{}",
-               options.model, options.mode, world, options.batch, median, samples_per_s,
+  std::vector<double> all_ms;
+  for (const RoundResult& result : results) {
+    all_ms.insert(all_ms.end(), result.step_ms.begin(), result.step_ms.end());
+  }
+  const double median = percentile(all_ms, 0.5);
+  spdlog::info("{} {} world {} batch {}/rank: {:.2f} ms/step median over {} rounds, {:.0f} "
+               "samples/s{}",
+               options.model, options.mode, world, options.batch, median, rounds,
+               1000.0 * static_cast<double>(options.batch * world) / median,
                ddp ? ", " + ddp->timeline().summary() : std::string());
   if (rank == 0 && !options.csv.empty()) {
     const bool fresh = !std::filesystem::exists(options.csv);
@@ -132,12 +168,16 @@ int run(Holder model, const at::Tensor& inputs, const at::Tensor& labels, const 
       throw dtrain::IOError("cannot append to '" + options.csv + "'");
     }
     if (fresh) {
-      out << "impl,model,mode,world,batch_per_rank,parameters,step_ms_median,step_ms_p10,"
-             "step_ms_p90,samples_per_s,hidden_pct\n";
+      out << "impl,model,mode,world,batch_per_rank,parameters,round,steps,step_ms_median,"
+             "step_ms_p10,step_ms_p90,hidden_pct\n";
     }
-    out << fmt::format("dtrain,{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.2f},{:.1f}\n", options.model,
-                       options.mode, world, options.batch, parameters, median,
-                       percentile(step_ms, 0.1), percentile(step_ms, 0.9), samples_per_s, hidden);
+    for (std::size_t round = 0; round < results.size(); ++round) {
+      const std::vector<double>& ms = results[round].step_ms;
+      out << fmt::format("dtrain,{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{}\n", options.model,
+                         options.mode, world, options.batch, parameters, round, ms.size(),
+                         percentile(ms, 0.5), percentile(ms, 0.1), percentile(ms, 0.9),
+                         ddp ? fmt::format("{:.1f}", results[round].hidden_pct) : "");
+    }
   }
   return 0;
 }
@@ -170,7 +210,11 @@ int main(int argc, char** argv) {
   app.add_option("--model", options.model)->check(CLI::IsMember({"toycnn", "pointmlp"}));
   app.add_option("--mode", options.mode)->check(CLI::IsMember({"local", "ddp"}));
   app.add_option("--batch", options.batch, "Samples per rank and step")->check(CLI::PositiveNumber);
-  app.add_option("--steps", options.steps, "Timed steps")->check(CLI::PositiveNumber);
+  app.add_option("--steps", options.steps, "Timed steps per round")->check(CLI::PositiveNumber);
+  app.add_option("--rounds", options.rounds, "Turns taken under --lockstep")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--lockstep", options.lockstep,
+                 "DIR:NAME: take turns with other benchmark processes (see lockstep.h)");
   app.add_option("--warmup", options.warmup, "Untimed first steps")->check(CLI::NonNegativeNumber);
   app.add_option("--points", options.points, "Points per cloud (pointmlp)")
       ->check(CLI::PositiveNumber);
@@ -178,6 +222,6 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--bucket-cap-mb", options.bucket_cap_mb)->check(CLI::PositiveNumber);
   app.add_option("--first-bucket-mb", options.first_bucket_mb)->check(CLI::PositiveNumber);
-  app.add_option("--csv", options.csv, "Append the result row here (rank 0)");
+  app.add_option("--csv", options.csv, "Append one row per round here (rank 0)");
   return dtrain::util::run_cli_app(app, argc, argv, [&] { return bench(options); });
 }

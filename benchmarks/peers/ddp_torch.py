@@ -1,6 +1,7 @@
 """PyTorch's DistributedDataParallel counterpart of benchmarks/ddp/bench_ddp.cpp:
-the same models, data shapes, optimizer, thread count and CSV row, with
-torch.nn.parallel.DistributedDataParallel over Gloo from the same wheel.
+the same models, data shapes, optimizer, thread count, lockstep turns and
+CSV rows, with torch.nn.parallel.DistributedDataParallel over Gloo from the
+same wheel.
 
   RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 \
       python ddp_torch.py --model toycnn --mode ddp --batch 32 --csv out.csv
@@ -8,15 +9,14 @@ torch.nn.parallel.DistributedDataParallel over Gloo from the same wheel.
 
 import argparse
 import os
-import statistics
 import time
 
 import torch
 import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
+from lockstep import Lockstep
 from toy_cnn import ToyCnn
-
 
 
 class PointMlp(nn.Module):
@@ -53,6 +53,8 @@ def main():
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--lockstep", default="")
     p.add_argument("--points", type=int, default=512)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--bucket-cap-mb", type=float, default=25)
@@ -80,29 +82,45 @@ def main():
         model = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
-    step_ms = []
-    for step in range(args.warmup + args.steps):
-        start = time.perf_counter()
+
+    def train_step():
         optimizer.zero_grad()
         F.cross_entropy(model(inputs), labels).backward()
         optimizer.step()
-        ms = 1000.0 * (time.perf_counter() - start)
-        if step >= args.warmup:
-            step_ms.append(ms)
 
-    median = statistics.median(step_ms)
+    lockstep = Lockstep(args.lockstep, rank)
+    rounds = args.rounds if lockstep.active else 1
+    results = []
+    for round_ in range(rounds):
+        lockstep.wait_turn(round_)
+        if round_ == 0:
+            for _ in range(args.warmup):
+                train_step()
+        step_ms = []
+        for _ in range(args.steps):
+            start = time.perf_counter()
+            train_step()
+            step_ms.append(1000.0 * (time.perf_counter() - start))
+        if ddp_mode and world > 1:
+            dist.barrier()
+        lockstep.pass_turn(round_)
+        results.append(step_ms)
+
+    median = percentile([ms for step_ms in results for ms in step_ms], 0.5)
     samples_per_s = 1000.0 * args.batch * world / median
     print(f"[torch rank {rank}] {args.model} {args.mode} world {world} batch {args.batch}/rank: "
-          f"{median:.2f} ms/step median, {samples_per_s:.0f} samples/s", flush=True)
+          f"{median:.2f} ms/step median over {rounds} rounds, {samples_per_s:.0f} samples/s",
+          flush=True)
     if rank == 0 and args.csv:
         fresh = not os.path.exists(args.csv)
         with open(args.csv, "a") as f:
             if fresh:
-                f.write("impl,model,mode,world,batch_per_rank,parameters,step_ms_median,"
-                        "step_ms_p10,step_ms_p90,samples_per_s,hidden_pct\n")
-            f.write(f"torch,{args.model},{args.mode},{world},{args.batch},{parameters},"
-                    f"{median:.4f},{percentile(step_ms, 0.1):.4f},{percentile(step_ms, 0.9):.4f},"
-                    f"{samples_per_s:.2f},\n")
+                f.write("impl,model,mode,world,batch_per_rank,parameters,round,steps,"
+                        "step_ms_median,step_ms_p10,step_ms_p90,hidden_pct\n")
+            for round_, step_ms in enumerate(results):
+                f.write(f"torch,{args.model},{args.mode},{world},{args.batch},{parameters},"
+                        f"{round_},{len(step_ms)},{percentile(step_ms, 0.5):.4f},"
+                        f"{percentile(step_ms, 0.1):.4f},{percentile(step_ms, 0.9):.4f},\n")
     if ddp_mode:
         dist.destroy_process_group()
 

@@ -1,14 +1,18 @@
-"""Medians of repeated DDP benchmark rows (bench_ddp and ddp_torch.py), with
-the ratios the DDP issue asks for.
+"""Per-round ratios of the lockstep DDP benchmark (bench_ddp and ddp_torch.py),
+as the DDP issue asks for them.
 
-  python ddp_report.py --raw raw.csv --out benchmarks/results/ddp_cpu.csv [--png ddp_cpu.png]
+  python ddp_report.py --raw raw-*.csv --out benchmarks/results/ddp_cpu.csv [--png ddp_cpu.png]
 
-One output row per (model, batch_per_rank, mode, world): step time and
-samples/s of dtrain and of torch (medians over repeats), and
-  speedup_vs_torch  = dtrain samples/s / torch samples/s (above 1: dtrain faster)
+Each raw row is one block of steps (one round of one participant). Blocks of
+the same round ran within seconds of each other (Note [Lockstep benchmarks]
+in benchmarks/support/lockstep.h), so every ratio is taken within a round
+and the report gives the median over rounds, with the quartiles:
+  speedup_vs_torch    = torch step time / dtrain step time, same world
+                        (= dtrain samples/s / torch samples/s; above 1: dtrain faster)
   dtrain_overhead_pct = dtrain DDP step / dtrain local step - 1, in percent
   torch_overhead_pct  = the same for torch
-  hidden_pct        = dtrain's communication hidden behind backward
+  hidden_pct          = dtrain's communication hidden behind backward
+Step times and samples/s are medians of the block medians.
 """
 
 import argparse
@@ -17,45 +21,65 @@ import statistics
 from collections import defaultdict
 
 
+def quartiles(values):
+    if len(values) < 2:
+        return values[0], values[0], values[0]
+    q1, q2, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return q1, q2, q3
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--raw", required=True)
+    p.add_argument("--raw", required=True, nargs="+")
     p.add_argument("--out", required=True)
     p.add_argument("--png", default="")
     args = p.parse_args()
 
-    runs = defaultdict(list)
-    with open(args.raw, newline="") as f:
-        for row in csv.DictReader(f):
-            key = (row["impl"], row["model"], int(row["batch_per_rank"]), row["mode"],
-                   int(row["world"]))
-            runs[key].append(row)
+    # (impl, model, batch, mode, world) -> {round: block median ms}
+    blocks = defaultdict(dict)
+    hidden = defaultdict(list)
+    for path in args.raw:
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                key = (row["impl"], row["model"], int(row["batch_per_rank"]), row["mode"],
+                       int(row["world"]))
+                blocks[key][int(row["round"])] = float(row["step_ms_median"])
+                if row["hidden_pct"]:
+                    hidden[key].append(float(row["hidden_pct"]))
 
-    def median(impl, model, batch, mode, world, field):
-        rows = runs.get((impl, model, batch, mode, world), [])
-        values = [float(r[field]) for r in rows if r[field] != ""]
-        return statistics.median(values) if values else float("nan")
+    def per_round(numerator, denominator):
+        a, b = blocks.get(numerator, {}), blocks.get(denominator, {})
+        return [a[r] / b[r] for r in sorted(a.keys() & b.keys())]
 
-    keys = sorted({k[1:] for k in runs if k[3] == "ddp"})
     out_rows = []
-    for model, batch, mode, world in keys:
-        d_ms = median("dtrain", model, batch, mode, world, "step_ms_median")
-        t_ms = median("torch", model, batch, mode, world, "step_ms_median")
-        d_local = median("dtrain", model, batch, "local", 1, "step_ms_median")
-        t_local = median("torch", model, batch, "local", 1, "step_ms_median")
-        d_sps = median("dtrain", model, batch, mode, world, "samples_per_s")
-        t_sps = median("torch", model, batch, mode, world, "samples_per_s")
+    for model, batch, world in sorted({(k[1], k[2], k[4]) for k in blocks if k[3] == "ddp"}):
+        d = ("dtrain", model, batch, "ddp", world)
+        t = ("torch", model, batch, "ddp", world)
+        d_local = ("dtrain", model, batch, "local", 1)
+        t_local = ("torch", model, batch, "local", 1)
+        speedups = per_round(t, d)
+        if not speedups:
+            continue
+        low, speedup, high = quartiles(speedups)
+        d_ms = statistics.median(blocks[d].values())
+        t_ms = statistics.median(blocks[t].values())
+        d_over = per_round(d, d_local)
+        t_over = per_round(t, t_local)
         out_rows.append({
-            "model": model, "batch_per_rank": batch, "world": world,
-            "repeats": len(runs.get(("dtrain", model, batch, mode, world), [])),
+            "model": model, "batch_per_rank": batch, "world": world, "rounds": len(speedups),
             "dtrain_step_ms": f"{d_ms:.3f}", "torch_step_ms": f"{t_ms:.3f}",
-            "dtrain_samples_per_s": f"{d_sps:.1f}", "torch_samples_per_s": f"{t_sps:.1f}",
-            "speedup_vs_torch": f"{d_sps / t_sps:.3f}",
-            "dtrain_local_step_ms": f"{d_local:.3f}", "torch_local_step_ms": f"{t_local:.3f}",
-            "dtrain_overhead_pct": f"{100 * (d_ms / d_local - 1):.1f}",
-            "torch_overhead_pct": f"{100 * (t_ms / t_local - 1):.1f}",
-            "hidden_pct": f"{median('dtrain', model, batch, mode, world, 'hidden_pct'):.1f}",
+            "dtrain_samples_per_s": f"{1000 * batch * world / d_ms:.1f}",
+            "torch_samples_per_s": f"{1000 * batch * world / t_ms:.1f}",
+            "speedup_vs_torch": f"{speedup:.3f}",
+            "speedup_q1": f"{low:.3f}", "speedup_q3": f"{high:.3f}",
+            "dtrain_local_step_ms": f"{statistics.median(blocks[d_local].values()):.3f}",
+            "torch_local_step_ms": f"{statistics.median(blocks[t_local].values()):.3f}",
+            "dtrain_overhead_pct": f"{100 * (statistics.median(d_over) - 1):.1f}",
+            "torch_overhead_pct": f"{100 * (statistics.median(t_over) - 1):.1f}",
+            "hidden_pct": f"{statistics.median(hidden[d]):.1f}" if hidden[d] else "",
         })
+    if not out_rows:
+        raise SystemExit("ddp_report: no DDP rows with matching dtrain and torch rounds")
     with open(args.out, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(out_rows[0].keys()))
         writer.writeheader()
@@ -63,8 +87,9 @@ def main():
     for row in out_rows:
         print(f"{row['model']:9s} batch {row['batch_per_rank']:4d} world {row['world']}: "
               f"dtrain {row['dtrain_step_ms']} ms, torch {row['torch_step_ms']} ms, "
-              f"speedup {row['speedup_vs_torch']}x, overhead dtrain {row['dtrain_overhead_pct']}% "
-              f"torch {row['torch_overhead_pct']}%, hidden {row['hidden_pct']}%")
+              f"speedup {row['speedup_vs_torch']}x ({row['speedup_q1']}-{row['speedup_q3']}), "
+              f"overhead dtrain {row['dtrain_overhead_pct']}% torch {row['torch_overhead_pct']}%, "
+              f"hidden {row['hidden_pct']}%")
 
     if args.png:
         import matplotlib
@@ -72,14 +97,16 @@ def main():
         import matplotlib.pyplot as plt
         labels = [f"{r['model']}\nb{r['batch_per_rank']} w{r['world']}" for r in out_rows]
         speedups = [float(r["speedup_vs_torch"]) for r in out_rows]
+        errors = [[s - float(r["speedup_q1"]) for s, r in zip(speedups, out_rows)],
+                  [float(r["speedup_q3"]) - s for s, r in zip(speedups, out_rows)]]
         fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(labels)), 4))
-        ax.bar(range(len(labels)), speedups, color="tab:blue")
+        ax.bar(range(len(labels)), speedups, yerr=errors, capsize=3, color="tab:blue")
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.axhline(1.3, color="tab:green", linestyle="--", linewidth=0.8, label="goal 1.3x")
         ax.set_xticks(range(len(labels)))
         ax.set_xticklabels(labels, fontsize=8)
-        ax.set_ylabel("dtrain / PyTorch DDP samples/s")
-        ax.set_title("DDP on CPU (Gloo, 1 thread per rank)")
+        ax.set_ylabel("dtrain / PyTorch DDP samples/s\n(median of rounds, quartiles)")
+        ax.set_title("DDP on CPU (Gloo, 1 thread per rank, lockstep rounds)")
         ax.legend()
         fig.tight_layout()
         fig.savefig(args.png, dpi=120)
