@@ -68,6 +68,7 @@ struct Job {
 
 Job start_job(const TrainOptions& options, const dtrain::util::LaunchEnv& env) {
   if (env.world_size.value_or(1) <= 1) {
+    dtrain::util::retain_freed_host_memory();  // init_process_group's default, alone
     return {};
   }
   dtrain::dist::init_process_group(

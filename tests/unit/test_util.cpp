@@ -1,9 +1,15 @@
-// dtrain::util: check macros, launch environment, logging prefix, memory.
+// dtrain::util: check macros, launch environment, logging prefix, memory and its policy.
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <functional>
 #include <sstream>
+#include <vector>
 
 #include "dtrain/util/errors.h"
 #include "dtrain/util/launch_env.h"
@@ -195,6 +201,74 @@ TEST(Memory, PeakRssGrowsWithTouchedMemory) {
   EXPECT_GE(dtrain::util::current_rss_bytes(), static_cast<std::int64_t>(kBytes));
   EXPECT_GE(after, static_cast<std::int64_t>(kBytes));
   EXPECT_EQ(block[kBytes - 1], 1);
+}
+
+// The allocation pattern of a training step: many blocks freed together, so
+// the heap top falls free. Returns the page faults of the last rounds (the
+// first round's are the heap's first growth).
+std::int64_t faults_of_step_pattern() {
+  constexpr std::size_t kBlocks = 24;
+  constexpr std::size_t kBlockBytes = 1 << 20;
+  auto minor_faults = [] {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return static_cast<std::int64_t>(usage.ru_minflt);
+  };
+  std::int64_t start = 0;
+  for (int round = 0; round < 6; ++round) {
+    if (round == 1) {
+      start = minor_faults();
+    }
+    std::vector<void*> blocks;
+    for (std::size_t i = 0; i < kBlocks; ++i) {
+      blocks.push_back(std::malloc(kBlockBytes));
+      std::memset(blocks.back(), 1, kBlockBytes);
+    }
+    for (void* block : blocks) {
+      std::free(block);
+    }
+  }
+  return minor_faults() - start;
+}
+
+// Runs `body` in a forked child (the malloc policy is process-wide and set
+// once) and returns what it wrote to the pipe.
+std::int64_t in_child(const std::function<std::int64_t()>& body) {
+  int fds[2];
+  EXPECT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const std::int64_t value = body();
+    const bool written = write(fds[1], &value, sizeof value) == sizeof value;
+    _exit(written ? 0 : 1);
+  }
+  std::int64_t value = -1;
+  EXPECT_EQ(read(fds[0], &value, sizeof value), static_cast<ssize_t>(sizeof value));
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(fds[0]);
+  close(fds[1]);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  return value;
+}
+
+TEST(HostMemory, FreedStepMemoryIsNotFaultedInAgain) {
+  // Five rounds touch 5 x 24 MiB = 30720 pages; glibc's defaults trim the
+  // free heap top after each round, so most of them fault again.
+  const std::int64_t with_defaults = in_child([] { return faults_of_step_pattern(); });
+  const std::int64_t retained = in_child(
+      [] { return dtrain::util::retain_freed_host_memory() ? faults_of_step_pattern() : -1; });
+  EXPECT_GT(with_defaults, 10000) << "the pattern no longer reproduces glibc's trimming";
+  EXPECT_GE(retained, 0) << "retain_freed_host_memory() was refused";
+  EXPECT_LT(retained, 500) << "freed memory was handed back to the kernel";
+}
+
+TEST(HostMemory, ReleaseSettingKeepsGlibcDefaults) {
+  const std::int64_t in_force = in_child([] {
+    setenv("DTRAIN_HOST_MEMORY", "release", 1);
+    return dtrain::util::retain_freed_host_memory() ? 1 : 0;
+  });
+  EXPECT_EQ(in_force, 0);
 }
 
 }  // namespace

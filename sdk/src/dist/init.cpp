@@ -22,6 +22,7 @@
 #include "dtrain/dist/tcp_store.h"
 #include "dtrain/util/launch_env.h"
 #include "dtrain/util/logging.h"
+#include "dtrain/util/memory.h"
 #include "interfaces.h"
 #include "mpi_backend.h"
 
@@ -243,6 +244,7 @@ ProcessGroupPtr init_process_group(const InitOptions& options) {
     check_mpi_world(rdzv.rank, rdzv.world_size);  // before anyone waits in the store
   }
   util::set_log_rank(rdzv.rank, util::read_launch_env().local_rank);
+  util::retain_freed_host_memory();  // Note [Freed host memory stays with the process]
 
   std::shared_ptr<Store> store;
   if (rdzv.kind == Rendezvous::Kind::kFile) {

@@ -1,9 +1,14 @@
 #include "dtrain/util/memory.h"
 
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
+#include <string_view>
+
+#include <spdlog/spdlog.h>
 
 namespace dtrain::util {
 
@@ -23,6 +28,27 @@ std::int64_t current_rss_bytes() {
     return 0;
   }
   return resident_pages * static_cast<std::int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+bool retain_freed_host_memory() {
+  static const bool in_force = [] {
+    const char* setting = std::getenv("DTRAIN_HOST_MEMORY");
+    if (setting != nullptr && std::string_view(setting) == "release") {
+      spdlog::debug("host memory: DTRAIN_HOST_MEMORY=release, glibc's defaults kept");
+      return false;
+    }
+    constexpr int kMmapThreshold = 32 << 20;  // glibc's maximum (HEAP_MAX_SIZE / 2)
+    constexpr int kTrimThreshold = 1 << 30;
+    const bool ok = mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1 &&
+                    mallopt(M_TRIM_THRESHOLD, kTrimThreshold) == 1;
+    if (!ok) {
+      spdlog::warn(
+          "host memory: mallopt refused the thresholds; freed memory goes back to the "
+          "kernel every step");
+    }
+    return ok;
+  }();
+  return in_force;
 }
 
 }  // namespace dtrain::util
