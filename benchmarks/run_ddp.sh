@@ -2,7 +2,9 @@
 # DDP on CPU (Gloo, loopback): dtrain's bench_ddp beside PyTorch's own
 # DistributedDataParallel (benchmarks/peers/ddp_torch.py, same wheel, same
 # models, batches and one thread per process), world sizes 1 and 2, plus
-# local training without DDP as the overhead baseline. All six participants
+# local training without DDP as the overhead baseline (at world 2: two
+# independent local trainings at once, the same load on the machine). All
+# eight participants
 # of a configuration run at once and take turns in lockstep, one short block
 # of steps each per round (Note [Lockstep benchmarks] in
 # benchmarks/support/lockstep.h), so every ratio compares blocks timed
@@ -42,7 +44,7 @@ run_world() {
 }
 
 # model, batch per rank, steps per block, rounds
-configs=("toycnn 8 40 30" "toycnn 32 30 30" "toycnn 128 10 30" "pointmlp 8 3 15")
+configs=("toycnn 8 40 30" "toycnn 32 30 30" "toycnn 128 10 30" "pointmlp 8 4 20")
 if [[ $quick == 1 ]]; then configs=("toycnn 32 10 3" "pointmlp 4 2 2"); fi
 
 for config in "${configs[@]}"; do
@@ -50,16 +52,16 @@ for config in "${configs[@]}"; do
   config_rounds="${rounds:-$config_rounds}"
   turns="$scratch/$model-$batch"
   # name:world, in turn order
-  lockstep_setup "$turns" dtrain-local:1 torch-local:1 dtrain-ddp1:1 torch-ddp1:1 \
-    dtrain-ddp2:2 torch-ddp2:2
+  participants=(dtrain-local1:1 torch-local1:1 dtrain-ddp1:1 torch-ddp1:1
+    dtrain-local2:2 torch-local2:2 dtrain-ddp2:2 torch-ddp2:2)
+  lockstep_setup "$turns" "${participants[@]}"
   echo "== $model, batch $batch per rank: $config_rounds rounds of $steps steps"
-  for participant in dtrain-local:1 torch-local:1 dtrain-ddp1:1 torch-ddp1:1 dtrain-ddp2:2 \
-    torch-ddp2:2; do
+  for participant in "${participants[@]}"; do
     name="${participant%:*}"
     world="${participant#*:}"
     impl="${name%%-*}"
     mode=ddp
-    [[ $name == *local ]] && mode=local
+    [[ $name == *local* ]] && mode=local
     program=("$bench")
     [[ $impl == torch ]] && program=("$python" "$root/benchmarks/peers/ddp_torch.py")
     run_world "$world" "${program[@]}" --mode "$mode" --model "$model" --batch "$batch" \

@@ -6,7 +6,8 @@
 //
 //   RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 bench_ddp --model toycnn ...
 //
-// --mode local trains without any process group (the overhead baseline);
+// --mode local trains without DDP (the overhead baseline; with WORLD_SIZE > 1
+// every rank trains its own model, so the machine carries the same load);
 // --mode ddp wraps the model in DistributedDataParallel over Gloo.
 // --lockstep DIR:NAME takes --rounds turns of --steps steps with the other
 // participants (Note [Lockstep benchmarks]); alone it runs one round.
@@ -32,6 +33,8 @@
 #include "dtrain/dist/init.h"
 #include "dtrain/models/toy_cnn.h"
 #include "dtrain/util/cli_app.h"
+#include "dtrain/util/launch_env.h"
+#include "dtrain/util/memory.h"
 #include "lockstep.h"
 
 namespace {
@@ -97,11 +100,11 @@ struct RoundResult {
 
 template <typename Holder>
 int run(Holder model, const at::Tensor& inputs, const at::Tensor& labels, const Options& options) {
-  const bool ddp_mode = options.mode == "ddp";
-  const int world = ddp_mode ? dtrain::dist::get_world_size() : 1;
-  const int rank = ddp_mode ? dtrain::dist::get_rank() : 0;
+  const bool grouped = dtrain::dist::is_initialized();
+  const int world = grouped ? dtrain::dist::get_world_size() : 1;
+  const int rank = grouped ? dtrain::dist::get_rank() : 0;
   std::optional<dtrain::ddp::DistributedDataParallel<Holder>> ddp;
-  if (ddp_mode) {
+  if (options.mode == "ddp") {
     dtrain::ddp::DdpOptions ddp_options;
     ddp_options.bucket_cap_mb = options.bucket_cap_mb;
     ddp_options.first_bucket_mb = options.first_bucket_mb;
@@ -139,9 +142,9 @@ int run(Holder model, const at::Tensor& inputs, const at::Tensor& labels, const 
     }
     if (ddp) {
       result.hidden_pct = 100.0 * ddp->timeline().hidden_fraction();
-      if (world > 1) {
-        dtrain::dist::barrier();
-      }
+    }
+    if (world > 1) {
+      dtrain::dist::barrier();
     }
     lockstep.pass_turn(round);
     results.push_back(std::move(result));
@@ -156,11 +159,12 @@ int run(Holder model, const at::Tensor& inputs, const at::Tensor& labels, const 
     all_ms.insert(all_ms.end(), result.step_ms.begin(), result.step_ms.end());
   }
   const double median = percentile(all_ms, 0.5);
-  spdlog::info("{} {} world {} batch {}/rank: {:.2f} ms/step median over {} rounds, {:.0f} "
-               "samples/s{}",
-               options.model, options.mode, world, options.batch, median, rounds,
-               1000.0 * static_cast<double>(options.batch * world) / median,
-               ddp ? ", " + ddp->timeline().summary() : std::string());
+  spdlog::info(
+      "{} {} world {} batch {}/rank: {:.2f} ms/step median over {} rounds, {:.0f} "
+      "samples/s{}",
+      options.model, options.mode, world, options.batch, median, rounds,
+      1000.0 * static_cast<double>(options.batch * world) / median,
+      ddp ? ", " + ddp->timeline().summary() : std::string());
   if (rank == 0 && !options.csv.empty()) {
     const bool fresh = !std::filesystem::exists(options.csv);
     std::ofstream out(options.csv, std::ios::app);
@@ -184,10 +188,16 @@ int run(Holder model, const at::Tensor& inputs, const at::Tensor& labels, const 
 
 int bench(const Options& options) {
   at::set_num_threads(options.threads);
-  if (options.mode == "ddp") {
+  // Local mode with several ranks trains independent models side by side
+  // (the baseline with the same load on the machine); its group only keeps
+  // the ranks' lockstep turns together.
+  const int world = dtrain::util::read_launch_env().world_size.value_or(1);
+  if (options.mode == "ddp" || world > 1) {
     dtrain::dist::init_process_group({.backend = "gloo"});
+  } else {
+    dtrain::util::retain_freed_host_memory();  // init_process_group's default, alone
   }
-  const int rank = options.mode == "ddp" ? dtrain::dist::get_rank() : 0;
+  const int rank = dtrain::dist::is_initialized() ? dtrain::dist::get_rank() : 0;
   // Every rank sees its own data; the model starts equal (DDP broadcasts).
   auto generator = at::make_generator<at::CPUGeneratorImpl>(1000 + rank);
   at::manual_seed(0);

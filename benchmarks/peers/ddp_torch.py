@@ -63,10 +63,13 @@ def main():
 
     torch.set_num_threads(args.threads)
     ddp_mode = args.mode == "ddp"
-    if ddp_mode:
+    # Local mode with several ranks: independent models side by side; the
+    # group only keeps the ranks' lockstep turns together.
+    grouped = ddp_mode or int(os.environ.get("WORLD_SIZE", "1")) > 1
+    if grouped:
         dist.init_process_group("gloo")
-    rank = dist.get_rank() if ddp_mode else 0
-    world = dist.get_world_size() if ddp_mode else 1
+    rank = dist.get_rank() if grouped else 0
+    world = dist.get_world_size() if grouped else 1
     generator = torch.Generator().manual_seed(1000 + rank)
     torch.manual_seed(0)
     if args.model == "toycnn":
@@ -101,7 +104,7 @@ def main():
             start = time.perf_counter()
             train_step()
             step_ms.append(1000.0 * (time.perf_counter() - start))
-        if ddp_mode and world > 1:
+        if world > 1:
             dist.barrier()
         lockstep.pass_turn(round_)
         results.append(step_ms)
@@ -121,7 +124,7 @@ def main():
                 f.write(f"torch,{args.model},{args.mode},{world},{args.batch},{parameters},"
                         f"{round_},{len(step_ms)},{percentile(step_ms, 0.5):.4f},"
                         f"{percentile(step_ms, 0.1):.4f},{percentile(step_ms, 0.9):.4f},\n")
-    if ddp_mode:
+    if grouped:
         dist.destroy_process_group()
 
 

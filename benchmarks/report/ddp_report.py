@@ -9,7 +9,9 @@ in benchmarks/support/lockstep.h), so every ratio is taken within a round
 and the report gives the median over rounds, with the quartiles:
   speedup_vs_torch    = torch step time / dtrain step time, same world
                         (= dtrain samples/s / torch samples/s; above 1: dtrain faster)
-  dtrain_overhead_pct = dtrain DDP step / dtrain local step - 1, in percent
+  dtrain_overhead_pct = dtrain DDP step / dtrain local step - 1, in percent,
+                        local at the same world size (that many independent
+                        local trainings at once: the same load on the machine)
   torch_overhead_pct  = the same for torch
   hidden_pct          = dtrain's communication hidden behind backward
 Step times and samples/s are medians of the block medians.
@@ -55,8 +57,8 @@ def main():
     for model, batch, world in sorted({(k[1], k[2], k[4]) for k in blocks if k[3] == "ddp"}):
         d = ("dtrain", model, batch, "ddp", world)
         t = ("torch", model, batch, "ddp", world)
-        d_local = ("dtrain", model, batch, "local", 1)
-        t_local = ("torch", model, batch, "local", 1)
+        d_local = ("dtrain", model, batch, "local", world)
+        t_local = ("torch", model, batch, "local", world)
         speedups = per_round(t, d)
         if not speedups:
             continue
