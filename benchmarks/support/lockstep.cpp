@@ -31,8 +31,9 @@ std::vector<std::string> read_order(const std::string& dir) {
 
 void write_round(const std::filesystem::path& fifo, int round) {
   const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
-  DTRAIN_CHECK_AS(IOError, fd >= 0,
-                  fmt::format("lockstep: cannot open '{}': {}", fifo.string(), std::strerror(errno)));
+  DTRAIN_CHECK_AS(
+      IOError, fd >= 0,
+      fmt::format("lockstep: cannot open '{}': {}", fifo.string(), std::strerror(errno)));
   const std::string message = fmt::format("{}\n", round);
   const ssize_t written = ::write(fd, message.data(), message.size());
   ::close(fd);
@@ -53,8 +54,8 @@ Lockstep::Lockstep(const std::string& spec, int rank, std::chrono::seconds timeo
   dir_ = spec.substr(0, colon);
   name_ = spec.substr(colon + 1);
   order_ = read_order(dir_);
-  DTRAIN_CHECK(std::find(order_.begin(), order_.end(), name_) != order_.end(), "lockstep: '",
-               name_, "' is not listed in '", dir_, "/order'");
+  DTRAIN_CHECK(std::find(order_.begin(), order_.end(), name_) != order_.end(), "lockstep: '", name_,
+               "' is not listed in '", dir_, "/order'");
   const std::string fifo = fmt::format("{}/{}.{}", dir_, name_, rank_);
   // Read-write: the open never blocks and never sees end-of-file.
   fifo_fd_ = ::open(fifo.c_str(), O_RDWR);
@@ -78,7 +79,8 @@ void Lockstep::wait_turn(int round) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     pollfd request{fifo_fd_, POLLIN, 0};
-    const int ready = ::poll(&request, 1, static_cast<int>(std::max<std::int64_t>(0, left.count())));
+    const int ready =
+        ::poll(&request, 1, static_cast<int>(std::max<std::int64_t>(0, left.count())));
     if (ready < 0 && errno == EINTR) {
       continue;
     }
