@@ -86,6 +86,14 @@ TEST(Knn, MatchesReferenceOnRandomAndAdversarialClouds) {
           .reshape({1, 32, 3})
           .to(at::kFloat);
   expect_knn_matches(grid, grid, 7);
+  // Many 64-point blocks, where a full list only admits closer points: a
+  // larger random cloud, and the grid repeated ten times so every distance
+  // ties with copies in later blocks (the lowest index must win).
+  expect_knn_matches(at::randn({2, 50, 3}), at::randn({2, 1000, 3}), 16);
+  const at::Tensor copies = grid.repeat({1, 10, 1});
+  for (int64_t kk : {7, 40}) {
+    expect_knn_matches(grid, copies, kk);
+  }
   expect_knn_matches(at::zeros({1, 3, 3}), at::zeros({1, 10, 3}), 10);  // all at the origin
   expect_knn_matches(at::rand({1, 4, 3}), at::rand({1, 1, 3}), 1);      // a single point
 }

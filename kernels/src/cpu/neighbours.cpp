@@ -81,9 +81,24 @@ void nearest_k(const at::Tensor& new_xyz, const at::Tensor& xyz, int64_t k, floa
     float d[kBlock];
     for (int64_t begin = 0; begin < n; begin += kBlock) {
       const int64_t count = std::min(kBlock, n - begin);
-      squared_distances(p.x + begin, p.y + begin, p.z + begin, count, q[0], q[1], q[2], d);
-      for (int64_t t = 0; t < count; ++t) {
-        best.offer(d[t], begin + t);
+      if (best.filled < k) {
+        squared_distances(p.x + begin, p.y + begin, p.z + begin, count, q[0], q[1], q[2], d);
+        for (int64_t t = 0; t < count; ++t) {
+          best.offer(d[t], begin + t);
+        }
+        continue;
+      }
+      // Full: only points closer than the current k-th can enter, and after
+      // the first blocks few are. One vector compare per 8 points finds
+      // them; each is offered with its distance recomputed (same bits), in
+      // index order, and offer() rechecks against the shrinking bound.
+      for (uint64_t closer = within_radius(p.x + begin, p.y + begin, p.z + begin, count, q[0],
+                                           q[1], q[2], best.dist[k - 1]);
+           closer != 0; closer &= closer - 1) {
+        const int64_t j = begin + __builtin_ctzll(closer);
+        float dj = 0;
+        squared_distances_scalar(p.x + j, p.y + j, p.z + j, 1, q[0], q[1], q[2], &dj);
+        best.offer(dj, j);
       }
     }
   });

@@ -58,7 +58,8 @@ inline void squared_distances(const float* x, const float* y, const float* z, in
   squared_distances_scalar(x, y, z, count, qx, qy, qz, out);
 }
 
-// Bit t of the result is set when |p_t - q|^2 < radius2, for t < count <= 64.
+// Bit t of the result is set when |p_t - q|^2 < radius2, for t < count <= 64
+// (ball query's radius; kNN's current k-th distance).
 inline uint64_t within_radius_scalar(const float* x, const float* y, const float* z, int64_t count,
                                      float qx, float qy, float qz, float radius2) {
   float d[64];
