@@ -2,10 +2,11 @@
 // within tolerance (float32, float16, bfloat16), backward in both scatter
 // modes, and the deterministic mode repeating bitwise. Skips, saying why,
 // where no CUDA device is visible.
-#include <gtest/gtest.h>
-
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
 
 #include "dtrain/config.h"
 #include "dtrain/kernels/pointnet2.h"
@@ -57,6 +58,34 @@ TEST(PointNet2Cuda, FurthestPointSampleAgreesExactly) {
   const at::Tensor half = at::randn({2, 500, 3}).to(at::kHalf);
   expect_same(k::furthest_point_sample(cuda(half), 100), k::furthest_point_sample(half, 100),
               "float16");
+}
+
+// Every FPS path and cluster size agrees with the CPU: the register kernel
+// with 8, 4, 2 and 1 blocks per cloud (batch 2, 32, 40 and 200 on a GPU of
+// 66-132 SMs; one block on GPUs without clusters), and the one-block
+// kernels forced with DTRAIN_CUDA_FPS on clouds the register kernel takes.
+TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
+  SKIP_WITHOUT_CUDA();
+  at::manual_seed(34);
+  for (int64_t batch : {2, 32, 40, 200}) {
+    for (int64_t n : {1000, 8192}) {
+      const at::Tensor xyz = at::rand({batch, n, 3});
+      expect_same(k::furthest_point_sample(cuda(xyz), 512, 7),
+                  k::furthest_point_sample(xyz, 512, 7),
+                  "batch " + std::to_string(batch) + ", n " + std::to_string(n));
+    }
+  }
+  const at::Tensor xyz = at::rand({3, 4096, 3});
+  const at::Tensor expected = k::furthest_point_sample(xyz, 300);
+  for (const char* path : {"registers", "shared", "global"}) {
+    setenv("DTRAIN_CUDA_FPS", path, 1);
+    expect_same(k::furthest_point_sample(cuda(xyz), 300), expected, path);
+  }
+  setenv("DTRAIN_CUDA_FPS", "registers", 1);
+  EXPECT_THROW(k::furthest_point_sample(cuda(at::rand({1, 9000, 3})), 10), std::exception);
+  setenv("DTRAIN_CUDA_FPS", "fastest", 1);
+  EXPECT_THROW(k::furthest_point_sample(cuda(xyz), 10), std::exception);
+  unsetenv("DTRAIN_CUDA_FPS");
 }
 
 TEST(PointNet2Cuda, FurthestPointSampleMillionPoints) {

@@ -1,13 +1,19 @@
-// Furthest point sampling: one block per batch element, looping over the
-// npoint picks. Each pick, every thread updates its strided share of
-// dist[j] = min(dist[j], d(j, last pick)) and keeps its own first maximum;
-// warp shuffles then shared memory reduce (value, index) to the block's
-// maximum with the lowest index (Note [FPS distance] in
-// src/cpu/furthest_point_sample.cpp; sampled points hold dist = -1).
+// Furthest point sampling: the choice of kernel, and the one-block-per-cloud
+// kernel for clouds beyond the register kernel's 8192 points
+// (furthest_point_sample_registers.cu, Note [FPS on registers and clusters]).
+// One block per batch element loops over the npoint picks. Each pick, every
+// thread updates its strided share of dist[j] = min(dist[j], d(j, last
+// pick)) and keeps its own first maximum; warp shuffles then shared memory
+// reduce (value, index) to the block's maximum with the lowest index (Note
+// [FPS distance] in src/cpu/furthest_point_sample.cpp; sampled points hold
+// dist = -1).
 //
 //   xyz   [b][j][x y z]  float32, global
 //   kShared: shared memory holds x[n] y[n] z[n] dist[n] (16 bytes a point)
 //   else:    dist lives in dist_scratch[b][n] (global), points read from xyz
+
+#include <cstdlib>
+#include <string>
 
 #include "cuda_check.cuh"
 #include "launchers.h"
@@ -134,20 +140,54 @@ int shared_memory_limit() {
   return limit;
 }
 
-}  // namespace
+enum class FpsPath { kAuto, kRegisters, kShared, kGlobal };
 
-void launch_furthest_point_sample(const float* xyz, std::int64_t batch, std::int64_t n,
-                                  std::int64_t npoint, std::int64_t start, float* dist_scratch,
-                                  std::int64_t* out, cudaStream_t stream) {
-  if (batch == 0) {
-    return;
+FpsPath requested_path() {
+  const char* setting = std::getenv("DTRAIN_CUDA_FPS");
+  if (setting == nullptr || std::string(setting).empty() || std::string(setting) == "auto") {
+    return FpsPath::kAuto;
   }
+  const std::string path(setting);
+  if (path == "registers") {
+    return FpsPath::kRegisters;
+  }
+  if (path == "shared") {
+    return FpsPath::kShared;
+  }
+  if (path == "global") {
+    return FpsPath::kGlobal;
+  }
+  throw std::invalid_argument("DTRAIN_CUDA_FPS must be auto, registers, shared or global, got '" +
+                              path + "'");
+}
+
+// Blocks per cloud for the register kernel: the most (up to 8) that keep
+// batch * blocks within the SM count, on GPUs with thread-block clusters.
+unsigned int cluster_blocks_for(std::int64_t batch) {
+  int device = 0;
+  DTRAIN_CUDA_CHECK(cudaGetDevice(&device));
+  int clusters = 0;
+  DTRAIN_CUDA_CHECK(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, device));
+  if (clusters == 0) {
+    return 1;
+  }
+  int sms = 0;
+  DTRAIN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  for (unsigned int blocks : {8u, 4u, 2u}) {
+    if (batch * blocks <= sms) {
+      return blocks;
+    }
+  }
+  return 1;
+}
+
+void launch_one_block_per_cloud(bool shared, const float* xyz, std::int64_t batch, std::int64_t n,
+                                std::int64_t npoint, std::int64_t start, float* dist_scratch,
+                                std::int64_t* out, cudaStream_t stream) {
   std::int64_t threads = n < kMaxThreads ? n : kMaxThreads;
   threads = (threads + kWarp - 1) / kWarp * kWarp;
-  // Leave room for the kernel's static shared memory.
-  constexpr std::int64_t kStaticReserve = 1024;
   const std::int64_t shared_bytes = 4 * n * static_cast<std::int64_t>(sizeof(float));
-  if (shared_bytes + kStaticReserve <= shared_memory_limit()) {
+  if (shared) {
     const auto kernel = furthest_point_sample_kernel<true>;
     DTRAIN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(shared_bytes)));
@@ -160,6 +200,41 @@ void launch_furthest_point_sample(const float* xyz, std::int64_t batch, std::int
             xyz, n, npoint, start, dist_scratch, out);
   }
   DTRAIN_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void launch_furthest_point_sample(const float* xyz, std::int64_t batch, std::int64_t n,
+                                  std::int64_t npoint, std::int64_t start, float* dist_scratch,
+                                  std::int64_t* out, cudaStream_t stream) {
+  if (batch == 0) {
+    return;
+  }
+  constexpr std::int64_t kRegisterPoints = 8192;
+  // Leave room for the kernel's static shared memory.
+  constexpr std::int64_t kStaticReserve = 1024;
+  const bool fits_shared =
+      4 * n * static_cast<std::int64_t>(sizeof(float)) + kStaticReserve <= shared_memory_limit();
+  FpsPath path = requested_path();
+  if (path == FpsPath::kAuto) {
+    path = n <= kRegisterPoints ? FpsPath::kRegisters
+                                : (fits_shared ? FpsPath::kShared : FpsPath::kGlobal);
+  }
+  if (path == FpsPath::kRegisters && n > kRegisterPoints) {
+    throw std::invalid_argument("DTRAIN_CUDA_FPS=registers: the register kernel takes at most " +
+                                std::to_string(kRegisterPoints) + " points, got " +
+                                std::to_string(n));
+  }
+  if (path == FpsPath::kShared && !fits_shared) {
+    throw std::invalid_argument("DTRAIN_CUDA_FPS=shared: " + std::to_string(n) +
+                                " points do not fit in shared memory");
+  }
+  if (path == FpsPath::kRegisters) {
+    launch_fps_registers(xyz, batch, n, npoint, start, cluster_blocks_for(batch), out, stream);
+  } else {
+    launch_one_block_per_cloud(path == FpsPath::kShared, xyz, batch, n, npoint, start, dist_scratch,
+                               out, stream);
+  }
 }
 
 }  // namespace dtrain::kernels::cuda
