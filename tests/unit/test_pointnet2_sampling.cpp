@@ -46,6 +46,25 @@ TEST(FurthestPointSample, MatchesReferenceOnRandomClouds) {
   }
 }
 
+// A batch smaller than the thread pool splits each large cloud across the
+// threads (Note [FPS across threads]); the picks must equal one thread's,
+// also when every distance ties with copies in other threads' chunks.
+TEST(FurthestPointSample, LargeCloudSplitAcrossThreadsMatchesReference) {
+  const int threads = at::get_num_threads();
+  at::set_num_threads(4);
+  at::manual_seed(4);
+  const at::Tensor random = at::rand({1, 70001, 3});
+  const at::Tensor copies = at::rand({1, 9, 3}).repeat({1, 8000, 1});  // 72000 points, 9 places
+  for (const at::Tensor& xyz : {random, copies}) {
+    for (int64_t start : {int64_t{0}, int64_t{50000}}) {
+      const at::Tensor got = furthest_point_sample(xyz, 30, start);
+      EXPECT_TRUE(at::equal(got, ref_furthest_point_sample(xyz, 30, start))) << "start " << start;
+      expect_distinct_rows(got);
+    }
+  }
+  at::set_num_threads(threads);
+}
+
 TEST(FurthestPointSample, HandWorkedLine) {
   // x = 0, 1, 2, 3, 10: from 0 the furthest is 10 (index 4), then 3 is 9
   // away from {0, 10}, then 1 and 2 are both 1 away from the set: the tie goes

@@ -1,6 +1,8 @@
 // Furthest point sampling on CPU: one task per batch element, each keeping
 // the points as structure-of-arrays (x[], y[], z[]) and the running minimum
-// squared distance dist[] to the sampled set.
+// squared distance dist[] to the sampled set; or, for a batch smaller than
+// the thread pool, every thread on one large cloud at a time (Note [FPS
+// across threads]).
 //
 // Note [FPS distance]: d = dx*dx + dy*dy + dz*dz in float32, evaluated left
 // to right with no fused multiply-add (the CUDA kernel uses __fmul_rn and
@@ -10,6 +12,9 @@
 #include <ATen/Parallel.h>
 #include <ATen/ops/empty.h>
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -147,6 +152,79 @@ void sample_one(const float* xyz, int64_t n, int64_t npoint, int64_t start, int6
   }
 }
 
+// Note [FPS across threads]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// One task per cloud leaves threads idle when the batch is smaller than the
+// pool (a single cloud of a million points runs on one core). Then each
+// cloud is split into one contiguous chunk per thread, and every pick is:
+// each thread updates its chunk and writes its chunk's first maximum to a
+// slot; one barrier; every thread reduces all slots itself (largest value,
+// then lowest index: the chunks are in index order, so this is the
+// single-thread answer) and the owner of the pick marks it sampled. The
+// slots alternate between two buffers, so a thread's next write never lands
+// in a slot another thread is still reading, and one barrier per pick
+// suffices. Chunks of at least kPointsPerThread points keep the barrier
+// small against the work.
+constexpr int64_t kPointsPerThread = 16384;
+
+int split_threads(int64_t batch, int64_t n) {
+  if (at::in_parallel_region()) {
+    return 1;
+  }
+  const int64_t pool = at::get_num_threads();
+  if (batch >= pool) {
+    return 1;
+  }
+  return static_cast<int>(std::clamp<int64_t>(n / kPointsPerThread, 1, pool));
+}
+
+void sample_one_split(const float* xyz, int64_t n, int64_t npoint, int64_t start, int64_t* out,
+                      int threads) {
+  std::vector<float> storage(static_cast<size_t>(4 * n));
+  float* x = storage.data();
+  float* y = x + n;
+  float* z = y + n;
+  float* dist = z + n;
+  std::vector<Best> slots(static_cast<size_t>(2 * threads));
+  out[0] = start;
+#pragma omp parallel num_threads(threads)
+  {
+    const int team = omp_get_num_threads();  // the runtime may grant fewer
+    const int t = omp_get_thread_num();
+    const int64_t begin = n * t / team;
+    const int64_t end = n * (t + 1) / team;
+    for (int64_t j = begin; j < end; ++j) {
+      x[j] = xyz[3 * j];
+      y[j] = xyz[3 * j + 1];
+      z[j] = xyz[3 * j + 2];
+      dist[j] = j == start ? -1.0f : std::numeric_limits<float>::infinity();
+    }
+#pragma omp barrier
+    const Cloud chunk{x + begin, y + begin, z + begin, dist + begin, end - begin};
+    int64_t selected = start;
+    for (int64_t i = 1; i < npoint; ++i) {
+      Best local = update(chunk, x[selected], y[selected], z[selected]);
+      local.index += begin;
+      Best* buffer = slots.data() + (i & 1) * team;
+      buffer[t] = local;
+#pragma omp barrier
+      Best best = buffer[0];
+      for (int u = 1; u < team; ++u) {
+        if (buffer[u].value > best.value) {  // equal values: the earlier chunk's lower index
+          best = buffer[u];
+        }
+      }
+      selected = best.index;
+      if (selected >= begin && selected < end) {
+        dist[selected] = -1.0f;
+      }
+      if (t == 0) {
+        out[i] = selected;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 at::Tensor furthest_point_sample_cpu(const at::Tensor& xyz, int64_t npoint, int64_t start) {
@@ -155,6 +233,12 @@ at::Tensor furthest_point_sample_cpu(const at::Tensor& xyz, int64_t npoint, int6
   at::Tensor out = at::empty({batch, npoint}, xyz.options().dtype(at::kLong));
   const float* points = xyz.const_data_ptr<float>();
   int64_t* indices = out.mutable_data_ptr<int64_t>();
+  if (const int threads = split_threads(batch, n); threads > 1) {
+    for (int64_t b = 0; b < batch; ++b) {
+      sample_one_split(points + b * n * 3, n, npoint, start, indices + b * npoint, threads);
+    }
+    return out;
+  }
   at::parallel_for(0, batch, /*grain_size=*/1, [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
       sample_one(points + b * n * 3, n, npoint, start, indices + b * npoint);
