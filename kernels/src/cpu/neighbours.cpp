@@ -92,8 +92,8 @@ void nearest_k(const at::Tensor& new_xyz, const at::Tensor& xyz, int64_t k, floa
       // the first blocks few are. One vector compare per 8 points finds
       // them; each is offered with its distance recomputed (same bits), in
       // index order, and offer() rechecks against the shrinking bound.
-      for (uint64_t closer = within_radius(p.x + begin, p.y + begin, p.z + begin, count, q[0],
-                                           q[1], q[2], best.dist[k - 1]);
+      for (uint64_t closer = within_radius(p.x + begin, p.y + begin, p.z + begin, count, q[0], q[1],
+                                           q[2], best.dist[k - 1]);
            closer != 0; closer &= closer - 1) {
         const int64_t j = begin + __builtin_ctzll(closer);
         float dj = 0;
