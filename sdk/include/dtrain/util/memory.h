@@ -20,7 +20,7 @@ std::int64_t current_rss_bytes();
 // and a free heap top above the trim threshold is released), so the next
 // step takes page faults and the kernel zeroes those pages again: 456
 // faults per step in a toy-CNN DDP step, 8-11 thousand in a PointMLP step,
-// which spent 15% of its time in the kernel. Like PyTorch's CUDA caching
+// which spent 10-11% of its time in the kernel. Like PyTorch's CUDA caching
 // allocator, dtrain keeps freed memory in the process instead: blocks up
 // to 32 MiB (glibc's largest mmap threshold) come from the heap, and up to
 // 1 GiB of free heap stays mapped. The resident size stays near the peak
