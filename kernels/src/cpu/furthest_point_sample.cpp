@@ -129,26 +129,43 @@ Best update(const Cloud& cloud, float cx, float cy, float cz) {
   return update_scalar(cloud, cx, cy, cz);
 }
 
-void sample_one(const float* xyz, int64_t n, int64_t npoint, int64_t start, int64_t* out) {
-  std::vector<float> storage(static_cast<size_t>(4 * n));
-  float* x = storage.data();
-  float* y = x + n;
-  float* z = y + n;
-  float* dist = z + n;
-  for (int64_t j = 0; j < n; ++j) {
-    x[j] = xyz[3 * j];
-    y[j] = xyz[3 * j + 1];
-    z[j] = xyz[3 * j + 2];
-    dist[j] = std::numeric_limits<float>::infinity();
+// One cloud's x[], y[], z[] and dist[] in one allocation.
+struct CloudStorage {
+  explicit CloudStorage(int64_t n)
+      : data(static_cast<size_t>(4 * n)), x(data.data()), y(x + n), z(y + n), dist(z + n) {}
+
+  // Copies points [begin, end) of xyz (B=1, N, 3) in; their distances start
+  // at +inf, the start point's at -1 (sampled).
+  void fill(const float* xyz, int64_t begin, int64_t end, int64_t start) {
+    for (int64_t j = begin; j < end; ++j) {
+      x[j] = xyz[3 * j];
+      y[j] = xyz[3 * j + 1];
+      z[j] = xyz[3 * j + 2];
+      dist[j] = j == start ? -1.0f : std::numeric_limits<float>::infinity();
+    }
   }
-  const Cloud cloud{x, y, z, dist, n};
+
+  Cloud chunk(int64_t begin, int64_t end) const {
+    return {x + begin, y + begin, z + begin, dist + begin, end - begin};
+  }
+
+  std::vector<float> data;
+  float* x;
+  float* y;
+  float* z;
+  float* dist;
+};
+
+void sample_one(const float* xyz, int64_t n, int64_t npoint, int64_t start, int64_t* out) {
+  CloudStorage cloud(n);
+  cloud.fill(xyz, 0, n, start);
+  const Cloud all = cloud.chunk(0, n);
   int64_t selected = start;
   out[0] = selected;
-  dist[selected] = -1.0f;
   for (int64_t i = 1; i < npoint; ++i) {
-    selected = update(cloud, x[selected], y[selected], z[selected]).index;
+    selected = update(all, cloud.x[selected], cloud.y[selected], cloud.z[selected]).index;
     out[i] = selected;
-    dist[selected] = -1.0f;
+    cloud.dist[selected] = -1.0f;
   }
 }
 
@@ -180,11 +197,7 @@ int split_threads(int64_t batch, int64_t n) {
 
 void sample_one_split(const float* xyz, int64_t n, int64_t npoint, int64_t start, int64_t* out,
                       int threads) {
-  std::vector<float> storage(static_cast<size_t>(4 * n));
-  float* x = storage.data();
-  float* y = x + n;
-  float* z = y + n;
-  float* dist = z + n;
+  CloudStorage cloud(n);
   std::vector<Best> slots(static_cast<size_t>(2 * threads));
   out[0] = start;
 #pragma omp parallel num_threads(threads)
@@ -193,17 +206,12 @@ void sample_one_split(const float* xyz, int64_t n, int64_t npoint, int64_t start
     const int t = omp_get_thread_num();
     const int64_t begin = n * t / team;
     const int64_t end = n * (t + 1) / team;
-    for (int64_t j = begin; j < end; ++j) {
-      x[j] = xyz[3 * j];
-      y[j] = xyz[3 * j + 1];
-      z[j] = xyz[3 * j + 2];
-      dist[j] = j == start ? -1.0f : std::numeric_limits<float>::infinity();
-    }
+    cloud.fill(xyz, begin, end, start);
 #pragma omp barrier
-    const Cloud chunk{x + begin, y + begin, z + begin, dist + begin, end - begin};
+    const Cloud chunk = cloud.chunk(begin, end);
     int64_t selected = start;
     for (int64_t i = 1; i < npoint; ++i) {
-      Best local = update(chunk, x[selected], y[selected], z[selected]);
+      Best local = update(chunk, cloud.x[selected], cloud.y[selected], cloud.z[selected]);
       local.index += begin;
       Best* buffer = slots.data() + (i & 1) * team;
       buffer[t] = local;
@@ -216,7 +224,7 @@ void sample_one_split(const float* xyz, int64_t n, int64_t npoint, int64_t start
       }
       selected = best.index;
       if (selected >= begin && selected < end) {
-        dist[selected] = -1.0f;
+        cloud.dist[selected] = -1.0f;
       }
       if (t == 0) {
         out[i] = selected;
