@@ -269,6 +269,11 @@ TEST(HostMemory, ReleaseSettingKeepsGlibcDefaults) {
     return dtrain::util::retain_freed_host_memory() ? 1 : 0;
   });
   EXPECT_EQ(in_force, 0);
+  const std::int64_t misspelt = in_child([] {
+    setenv("DTRAIN_HOST_MEMORY", "relase", 1);  // warns, keeps the policy
+    return dtrain::util::retain_freed_host_memory() ? 1 : 0;
+  });
+  EXPECT_EQ(misspelt, 1);
 }
 
 }  // namespace

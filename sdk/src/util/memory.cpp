@@ -32,10 +32,17 @@ std::int64_t current_rss_bytes() {
 
 bool retain_freed_host_memory() {
   static const bool in_force = [] {
-    const char* setting = std::getenv("DTRAIN_HOST_MEMORY");
-    if (setting != nullptr && std::string_view(setting) == "release") {
+    const char* raw = std::getenv("DTRAIN_HOST_MEMORY");
+    const std::string_view setting = raw != nullptr ? raw : "";
+    if (setting == "release") {
       spdlog::debug("host memory: DTRAIN_HOST_MEMORY=release, glibc's defaults kept");
       return false;
+    }
+    if (!setting.empty() && setting != "retain") {
+      spdlog::warn(
+          "host memory: DTRAIN_HOST_MEMORY='{}' is neither 'retain' nor 'release'; "
+          "keeping freed memory in the process (retain)",
+          setting);
     }
     constexpr int kMmapThreshold = 32 << 20;  // glibc's maximum (HEAP_MAX_SIZE / 2)
     constexpr int kTrimThreshold = 1 << 30;

@@ -28,7 +28,8 @@ std::int64_t current_rss_bytes();
 //
 // Applied once per process by dtrain::dist::init_process_group (and by the
 // applications' local paths); DTRAIN_HOST_MEMORY=release keeps glibc's
-// defaults. Returns whether the policy is in force.
+// defaults (retain, the default, or any other value warns and retains).
+// Returns whether the policy is in force.
 bool retain_freed_host_memory();
 
 }  // namespace dtrain::util
