@@ -172,7 +172,8 @@ void run_size(const at::Device& device, int64_t n, int repeats, std::ostream& cs
 
 // The CUDA goal of the kernels issue: B = 32 clouds of 8192 points -> 1024
 // picks in under 0.5 ms, beside the usual one-block-per-cloud kernel
-// (forced with DTRAIN_CUDA_FPS=shared; impl "one_block_per_cloud").
+// (forced with DTRAIN_CUDA_FPS=shared; impl "one_block_per_cloud"; with
+// DTRAIN_CUDA_FPS=global, "one_block_per_cloud_global").
 void run_fps_goal(const at::Device& device, int repeats, std::ostream& csv) {
   constexpr int64_t kBatch = 32;
   constexpr int64_t kPoints = 8192;
@@ -190,6 +191,10 @@ void run_fps_goal(const at::Device& device, int repeats, std::ostream& csv) {
   if (device.is_cuda()) {
     setenv("DTRAIN_CUDA_FPS", "shared", 1);
     row("one_block_per_cloud");
+    // The layout of the usual extension kernels: points and running
+    // distances in global memory.
+    setenv("DTRAIN_CUDA_FPS", "global", 1);
+    row("one_block_per_cloud_global");
     unsetenv("DTRAIN_CUDA_FPS");
   }
 }

@@ -39,7 +39,11 @@ B, C, RADIUS, NSAMPLE, K = 8, 32, 0.2, 32, 16
 
 
 # ---- pure PyTorch -----------------------------------------------------------
-def fps_torch(xyz, npoint):
+def fps_torch(xyz, npoint, exact=False):
+    """The FPS loop users write. exact: the squared distance as
+    (dx*dx + dy*dy) + dz*dz, one rounded operation at a time, as dtrain
+    documents it; the timed sum over the last dimension may add in another
+    order on CUDA, and FPS magnifies one differently rounded near-tie."""
     b, n, _ = xyz.shape
     centroids = torch.zeros(b, npoint, dtype=torch.long, device=xyz.device)
     distance = torch.full((b, n), float("inf"), device=xyz.device)
@@ -48,7 +52,11 @@ def fps_torch(xyz, npoint):
     for i in range(npoint):
         centroids[:, i] = farthest
         centroid = xyz[batch, farthest, :].view(b, 1, 3)
-        dist = torch.sum((xyz - centroid) ** 2, -1)
+        if exact:
+            d = xyz - centroid
+            dist = (d[..., 0] * d[..., 0] + d[..., 1] * d[..., 1]) + d[..., 2] * d[..., 2]
+        else:
+            dist = torch.sum((xyz - centroid) ** 2, -1)
         distance = torch.minimum(distance, dist)
         farthest = torch.max(distance, -1)[1]
     return centroids
@@ -142,7 +150,8 @@ def run_size(n, device, repeats, torch_fps_max_n, rows):
     # name, dtrain, timed pure PyTorch, the exact PyTorch result (None: the timed one)
     cases = [
         ("furthest_point_sample", lambda: ops.furthest_point_sample(xyz, npoint),
-         (lambda: fps_torch(xyz, npoint)) if n <= torch_fps_max_n else None, None),
+         (lambda: fps_torch(xyz, npoint)) if n <= torch_fps_max_n else None,
+         lambda: fps_torch(xyz, npoint, exact=True)),
         ("gather_points", lambda: ops.gather_points(features, centres),
          lambda: gather_torch(features, centres), None),
         ("ball_query", lambda: ops.ball_query(new_xyz, xyz, RADIUS, NSAMPLE)[0],

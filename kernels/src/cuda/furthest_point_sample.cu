@@ -1,6 +1,6 @@
 // Furthest point sampling: the choice of kernel, and the one-block-per-cloud
 // kernel for clouds beyond the register kernel's 8192 points
-// (furthest_point_sample_registers.cu, Note [FPS on registers and clusters]).
+// (furthest_point_sample_registers.cu, Note [FPS on registers with spatial skipping]).
 // One block per batch element loops over the npoint picks. Each pick, every
 // thread updates its strided share of dist[j] = min(dist[j], d(j, last
 // pick)) and keeps its own first maximum; warp shuffles then shared memory
@@ -161,26 +161,6 @@ FpsPath requested_path() {
                               path + "'");
 }
 
-// Blocks per cloud for the register kernel: the most (up to 8) that keep
-// batch * blocks within the SM count, on GPUs with thread-block clusters.
-unsigned int cluster_blocks_for(std::int64_t batch) {
-  int device = 0;
-  DTRAIN_CUDA_CHECK(cudaGetDevice(&device));
-  int clusters = 0;
-  DTRAIN_CUDA_CHECK(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, device));
-  if (clusters == 0) {
-    return 1;
-  }
-  int sms = 0;
-  DTRAIN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  for (unsigned int blocks : {8u, 4u, 2u}) {
-    if (batch * blocks <= sms) {
-      return blocks;
-    }
-  }
-  return 1;
-}
-
 void launch_one_block_per_cloud(bool shared, const float* xyz, std::int64_t batch, std::int64_t n,
                                 std::int64_t npoint, std::int64_t start, float* dist_scratch,
                                 std::int64_t* out, cudaStream_t stream) {
@@ -211,26 +191,28 @@ void launch_furthest_point_sample(const float* xyz, std::int64_t batch, std::int
     return;
   }
   constexpr std::int64_t kRegisterPoints = 8192;
-  // Leave room for the kernel's static shared memory.
+  // Leave room for the kernels' static shared memory.
   constexpr std::int64_t kStaticReserve = 1024;
-  const bool fits_shared =
-      4 * n * static_cast<std::int64_t>(sizeof(float)) + kStaticReserve <= shared_memory_limit();
+  const std::int64_t limit = shared_memory_limit() - kStaticReserve;
+  const bool fits_shared = 4 * n * static_cast<std::int64_t>(sizeof(float)) <= limit;
+  const bool fits_registers =
+      n <= kRegisterPoints && static_cast<std::int64_t>(fps_registers_shared_bytes(n)) <= limit;
   FpsPath path = requested_path();
   if (path == FpsPath::kAuto) {
-    path = n <= kRegisterPoints ? FpsPath::kRegisters
-                                : (fits_shared ? FpsPath::kShared : FpsPath::kGlobal);
+    path =
+        fits_registers ? FpsPath::kRegisters : (fits_shared ? FpsPath::kShared : FpsPath::kGlobal);
   }
-  if (path == FpsPath::kRegisters && n > kRegisterPoints) {
+  if (path == FpsPath::kRegisters && !fits_registers) {
     throw std::invalid_argument("DTRAIN_CUDA_FPS=registers: the register kernel takes at most " +
-                                std::to_string(kRegisterPoints) + " points, got " +
-                                std::to_string(n));
+                                std::to_string(kRegisterPoints) +
+                                " points (and their shared memory), got " + std::to_string(n));
   }
   if (path == FpsPath::kShared && !fits_shared) {
     throw std::invalid_argument("DTRAIN_CUDA_FPS=shared: " + std::to_string(n) +
                                 " points do not fit in shared memory");
   }
   if (path == FpsPath::kRegisters) {
-    launch_fps_registers(xyz, batch, n, npoint, start, cluster_blocks_for(batch), out, stream);
+    launch_fps_registers(xyz, batch, n, npoint, start, out, stream);
   } else {
     launch_one_block_per_cloud(path == FpsPath::kShared, xyz, batch, n, npoint, start, dist_scratch,
                                out, stream);

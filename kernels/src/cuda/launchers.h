@@ -23,8 +23,8 @@ void launch_count_correct(FloatType type, const void* logits, const std::int64_t
 // indices int64; features (B, C, N) row-major. All asynchronous on `stream`.
 
 // Furthest point sampling (src/cuda/furthest_point_sample.cu). Chooses the
-// kernel: registers and clusters up to 8192 points (Note [FPS on registers
-// and clusters]), else one block per batch element with the points in
+// kernel: the register kernel up to 8192 points (Note [FPS on registers with
+// spatial skipping]), else one block per batch element with the points in
 // shared memory or, beyond it, global memory. DTRAIN_CUDA_FPS=registers,
 // shared or global forces a path (tests and benchmarks). dist_scratch holds
 // batch * n floats, used only by the global path.
@@ -32,11 +32,11 @@ void launch_furthest_point_sample(const float* xyz, std::int64_t batch, std::int
                                   std::int64_t npoint, std::int64_t start, float* dist_scratch,
                                   std::int64_t* out, cudaStream_t stream);
 
-// The register kernel (furthest_point_sample_registers.cu): n <= 8192;
-// cluster_blocks 1, 2, 4 or 8 blocks per cloud (more than 1 needs sm_90).
+// The register kernel (furthest_point_sample_registers.cu): n <= 8192, and
+// fps_registers_shared_bytes(n) of shared memory per block.
 void launch_fps_registers(const float* xyz, std::int64_t batch, std::int64_t n, std::int64_t npoint,
-                          std::int64_t start, unsigned int cluster_blocks, std::int64_t* out,
-                          cudaStream_t stream);
+                          std::int64_t start, std::int64_t* out, cudaStream_t stream);
+std::size_t fps_registers_shared_bytes(std::int64_t n);
 
 // Ball query (ball_query.cu): idx (B, M, nsample), count (B, M).
 void launch_ball_query(const float* new_xyz, const float* xyz, std::int64_t batch, std::int64_t m,
