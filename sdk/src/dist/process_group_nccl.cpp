@@ -250,24 +250,27 @@ struct ProcessGroupNCCL::Impl {
     return work;
   }
 
-  void abort(const std::string& reason) {
+  // Marks the communicator aborted, so that new collectives fail at once;
+  // true for the caller that marked it (and must call ncclCommAbort).
+  bool mark_aborted(const std::string& reason) {
     const auto c = comm;  // set before any Work exists; never reset while the watchdog runs
-    if (c && !c->aborted.exchange(true)) {
-      {
-        std::lock_guard<std::mutex> lock(c->reason_mutex);
-        c->abort_reason = reason;
-      }
-      spdlog::error("{}; aborting the NCCL communicator", reason);
-      ncclCommAbort(c->comm);
+    if (!c || c->aborted.exchange(true)) {
+      return false;
     }
+    std::lock_guard<std::mutex> lock(c->reason_mutex);
+    c->abort_reason = reason;
+    return true;
   }
 
   // Note [NCCL watchdog]
   // One thread per group polls the end event of every Work in flight, in
   // issue order. A finished event finishes its Work. An asynchronous NCCL
-  // error, or a Work past its deadline, aborts the communicator (which
-  // unblocks the GPU kernels waiting on peers) and fails every Work in
-  // flight, so waiters raise instead of hanging.
+  // error, or a Work past its deadline, fails every Work in flight, so
+  // waiters raise instead of hanging, and then aborts the communicator
+  // (which unblocks the GPU kernels waiting on peers). In that order because
+  // ncclCommAbort can block until work queued ahead of the collective on
+  // its stream drains (seen on an H200: a collective behind a 10 s kernel
+  // held ncclCommAbort for seconds); the tensors are released only after it.
   void watch() {
     bool device_set = false;
     std::unique_lock<std::mutex> lock(watch_mutex);
@@ -321,8 +324,9 @@ struct ProcessGroupNCCL::Impl {
         work->release_tensors();
         work->finish();
       }
-      if (culprit != nullptr) {
-        abort(failure);
+      const bool must_abort = culprit != nullptr && mark_aborted(failure);
+      if (must_abort) {
+        spdlog::error("{}; aborting the NCCL communicator", failure);
       }
       lock.lock();
       for (const auto& work : done) {
@@ -334,13 +338,21 @@ struct ProcessGroupNCCL::Impl {
       }
       const std::string reason = failure + "; the group's NCCL communicator was aborted";
       for (const auto& work : in_flight) {
-        work->release_tensors();
         const std::string message =
             work.get() == culprit ? reason : work->description() + ": aborted because " + reason;
         work->finish(timed_out ? std::make_exception_ptr(CollectiveTimeoutError(message))
                                : std::make_exception_ptr(CollectiveError(message)));
       }
+      auto failed = std::move(in_flight);
       in_flight.clear();
+      lock.unlock();
+      if (must_abort) {
+        ncclCommAbort(comm->comm);
+      }
+      for (const auto& work : failed) {
+        work->release_tensors();
+      }
+      lock.lock();
     }
   }
 };
