@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -244,6 +245,15 @@ int spawn_ranks(const BenchOptions& o) {
     int status = 0;
     const pid_t pid = ::wait(&status);
     if (pid > 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+      // A rank that crashed prints nothing itself: say how it ended.
+      const auto rank = std::find(pids.begin(), pids.end(), pid) - pids.begin();
+      if (WIFSIGNALED(status)) {
+        std::fprintf(stderr, "bench_allreduce: rank %d: killed by signal %d (%s)\n",
+                     static_cast<int>(rank), WTERMSIG(status), ::strsignal(WTERMSIG(status)));
+      } else if (WIFEXITED(status)) {
+        std::fprintf(stderr, "bench_allreduce: rank %d: exit status %d\n", static_cast<int>(rank),
+                     WEXITSTATUS(status));
+      }
       ++failed;
       for (pid_t other : pids) {
         ::kill(other, SIGTERM);
