@@ -105,7 +105,8 @@ fail_early() {
 # ---- the machine ------------------------------------------------------------
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)   host: $(uname -srm)   cores: $(nproc)"
-  echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  # --dirty: a tree copied onto the machine can differ from the .git beside it.
+  echo "commit: $(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)"
   if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1
   else

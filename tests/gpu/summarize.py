@@ -39,10 +39,12 @@ def test_lines(tests_log):
     if not os.path.exists(tests_log):
         return ["  no test log"]
     text = open(tests_log).read()
-    total = re.search(r"(\d+)% tests passed, (\d+) tests? failed out of (\d+)", text)
+    # CTest 3 prints "N% tests passed, F tests failed out of T"; CTest 4
+    # leaves out the failed count when nothing failed.
+    total = re.search(r"(\d+)% tests passed(?:, (\d+) tests? failed)? out of (\d+)", text)
     if not total:
         return ["  ctest printed no result line (see gpu_tests.log)"]
-    failed, count = int(total.group(2)), int(total.group(3))
+    failed, count = int(total.group(2) or 0), int(total.group(3))
     skipped = re.findall(r"^\s*\d+ - (\S+) \(Skipped\)", text, re.M)
     failures = re.findall(r"^\s*\d+ - (\S+) \((?!Skipped)([^)]*)\)", text, re.M)
     lines = [f"  {count - failed - len(skipped)} passed, {failed} failed, "
