@@ -18,6 +18,8 @@
 #   DTRAIN_GPU_JOBS        compile jobs (default: nproc)
 #   DTRAIN_GPU_TEST_JOBS   tests run at once on the GPU (default: 4)
 #   DTRAIN_GPU_BUDGET_S    seconds for the whole run (default: 450)
+#   DTRAIN_GPU_RESERVE_S   seconds kept for tests and benchmarks after the
+#                          build (default: 150)
 #   DTRAIN_GPU_CMAKE_ARGS  extra arguments for dtrain's configure
 set -uo pipefail
 
@@ -212,9 +214,10 @@ found_paths | tee -a "$build_log" | sed 's/^/    /'
 
 gpu_targets=(dtrain_gpu_tests dtrain_data_parallel_gpu_tests
   bench_pointnet2_ops bench_allreduce bench_amp_toycnn)
-# The tests and benchmarks need some 150 s after the build. A build cut
-# short is carried on by the next run (the build folder stays).
-build_cap=$(($(left) - 150))
+# The tests and benchmarks need some 150 s after the build (less when the
+# benchmarks may be cut short). A build cut short is carried on by the next
+# run (the build folder stays).
+build_cap=$(($(left) - ${DTRAIN_GPU_RESERVE_S:-150}))
 ((build_cap < 60)) && build_cap=60
 step build "$build_cap" "$build_log" cmake --build "$build" -j "$jobs" --target "${gpu_targets[@]}"
 

@@ -41,7 +41,7 @@ void expect_same(const at::Tensor& gpu, const at::Tensor& cpu, const std::string
 TEST(PointNet2Cuda, FurthestPointSampleAgreesExactly) {
   SKIP_WITHOUT_CUDA();
   at::manual_seed(31);
-  // Shared-memory path (small N), global path (N beyond shared memory), and
+  // The register kernel (N <= 8192), the chunk kernel (beyond), and
   // adversarial clouds.
   for (int64_t n : {1, 33, 1000, 4096, 20000, 100000}) {
     const at::Tensor xyz = at::rand({2, n, 3});
@@ -61,9 +61,10 @@ TEST(PointNet2Cuda, FurthestPointSampleAgreesExactly) {
 }
 
 // Every FPS path agrees with the CPU: the register kernel (Morton order and
-// warps skipped by their bounding box) on random clouds, clouds of ties and
-// duplicates, and clouds whose warps hold only padding; and the one-block
-// kernels forced with DTRAIN_CUDA_FPS on clouds the register kernel takes.
+// warps skipped by their bounding box) and the chunk kernel (sorted by cell,
+// chunks skipped by their bounding box) on random clouds, clouds of ties and
+// duplicates, clumps, and clouds whose warps hold only padding; and the
+// one-block kernels forced with DTRAIN_CUDA_FPS.
 TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
   SKIP_WITHOUT_CUDA();
   at::manual_seed(34);
@@ -77,29 +78,41 @@ TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
   }
   // A 16^3 grid cut to 4096 points (equal distances everywhere), sampled to
   // the last point; 8 distinct points repeated; 8 tight far-apart clumps; a
-  // cloud of 33 points (most warps padding only).
+  // cloud of 33 points (most warps padding only). Each on the register
+  // kernel (the default at these sizes) and the chunk kernel.
   const at::Tensor cells = at::arange(4096, at::kInt);
   const at::Tensor grid =
       at::stack({cells % 16, cells.div(16, "floor") % 16, cells.div(256, "floor")}, 1)
           .to(at::kFloat)
           .unsqueeze(0);
-  expect_same(k::furthest_point_sample(cuda(grid), 4096, 5),
-              k::furthest_point_sample(grid, 4096, 5), "grid");
   const at::Tensor repeated = at::rand({2, 8, 3}).repeat({1, 1000, 1});
-  expect_same(k::furthest_point_sample(cuda(repeated), 8000),
-              k::furthest_point_sample(repeated, 8000), "8 points repeated");
-  const at::Tensor clumps =
-      (at::rand({3, 8192, 3}) * 0.01 +
-       at::arange(8192).div(1024, "floor").to(at::kFloat).view({1, -1, 1}) * 3)
-          .contiguous();
-  expect_same(k::furthest_point_sample(cuda(clumps), 2048), k::furthest_point_sample(clumps, 2048),
-              "clumps");
+  auto clumps_of = [](int64_t batch, int64_t n) {
+    return (at::rand({batch, n, 3}) * 0.01 +
+            at::arange(n).div(n / 8, "floor").to(at::kFloat).view({1, -1, 1}) * 3)
+        .contiguous();
+  };
+  const at::Tensor clumps = clumps_of(3, 8192);
   const at::Tensor small = at::rand({5, 33, 3});
-  expect_same(k::furthest_point_sample(cuda(small), 33, 32),
-              k::furthest_point_sample(small, 33, 32), "33 points");
+  for (const char* path : {"auto", "chunks"}) {
+    setenv("DTRAIN_CUDA_FPS", path, 1);
+    const std::string on = std::string(" (") + path + ")";
+    expect_same(k::furthest_point_sample(cuda(grid), 4096, 5),
+                k::furthest_point_sample(grid, 4096, 5), "grid" + on);
+    expect_same(k::furthest_point_sample(cuda(repeated), 8000),
+                k::furthest_point_sample(repeated, 8000), "8 points repeated" + on);
+    expect_same(k::furthest_point_sample(cuda(clumps), 2048),
+                k::furthest_point_sample(clumps, 2048), "clumps" + on);
+    expect_same(k::furthest_point_sample(cuda(small), 33, 32),
+                k::furthest_point_sample(small, 33, 32), "33 points" + on);
+  }
+  unsetenv("DTRAIN_CUDA_FPS");
+  // Beyond 8192 points the chunk kernel is the default.
+  const at::Tensor big_clumps = clumps_of(2, 40000);
+  expect_same(k::furthest_point_sample(cuda(big_clumps), 3000, 123),
+              k::furthest_point_sample(big_clumps, 3000, 123), "40000 points in clumps");
   const at::Tensor xyz = at::rand({3, 4096, 3});
   const at::Tensor expected = k::furthest_point_sample(xyz, 300);
-  for (const char* path : {"registers", "shared", "global"}) {
+  for (const char* path : {"registers", "chunks", "shared", "global"}) {
     setenv("DTRAIN_CUDA_FPS", path, 1);
     expect_same(k::furthest_point_sample(cuda(xyz), 300), expected, path);
   }

@@ -1,6 +1,8 @@
-// Furthest point sampling: the choice of kernel, and the one-block-per-cloud
-// kernel for clouds beyond the register kernel's 8192 points
-// (furthest_point_sample_registers.cu, Note [FPS on registers with spatial skipping]).
+// Furthest point sampling: the choice of kernel (the register kernel up to
+// 8192 points, Note [FPS on registers with spatial skipping]; the chunk
+// kernel beyond, Note [FPS in spatial chunks]), and the plain
+// one-block-per-cloud kernel, for a GPU whose shared memory is too small
+// for the chunk table, and as the benchmarks' baseline.
 // One block per batch element loops over the npoint picks. Each pick, every
 // thread updates its strided share of dist[j] = min(dist[j], d(j, last
 // pick)) and keeps its own first maximum; warp shuffles then shared memory
@@ -140,7 +142,7 @@ int shared_memory_limit() {
   return limit;
 }
 
-enum class FpsPath { kAuto, kRegisters, kShared, kGlobal };
+enum class FpsPath { kAuto, kRegisters, kChunks, kShared, kGlobal };
 
 FpsPath requested_path() {
   const char* setting = std::getenv("DTRAIN_CUDA_FPS");
@@ -151,14 +153,17 @@ FpsPath requested_path() {
   if (path == "registers") {
     return FpsPath::kRegisters;
   }
+  if (path == "chunks") {
+    return FpsPath::kChunks;
+  }
   if (path == "shared") {
     return FpsPath::kShared;
   }
   if (path == "global") {
     return FpsPath::kGlobal;
   }
-  throw std::invalid_argument("DTRAIN_CUDA_FPS must be auto, registers, shared or global, got '" +
-                              path + "'");
+  throw std::invalid_argument(
+      "DTRAIN_CUDA_FPS must be auto, registers, chunks, shared or global, got '" + path + "'");
 }
 
 void launch_one_block_per_cloud(bool shared, const float* xyz, std::int64_t batch, std::int64_t n,
@@ -184,38 +189,52 @@ void launch_one_block_per_cloud(bool shared, const float* xyz, std::int64_t batc
 
 }  // namespace
 
+std::size_t fps_scratch_bytes(std::int64_t batch, std::int64_t n) {
+  // The chunk kernel's sorted (x, y, z, distance) and original index per
+  // point; the global-memory kernel uses the first batch * n floats.
+  return static_cast<std::size_t>(batch * n) * (sizeof(float) * 4 + sizeof(int));
+}
+
 void launch_furthest_point_sample(const float* xyz, std::int64_t batch, std::int64_t n,
-                                  std::int64_t npoint, std::int64_t start, float* dist_scratch,
+                                  std::int64_t npoint, std::int64_t start, void* scratch,
                                   std::int64_t* out, cudaStream_t stream) {
   if (batch == 0) {
     return;
   }
   constexpr std::int64_t kRegisterPoints = 8192;
   // Leave room for the kernels' static shared memory.
-  constexpr std::int64_t kStaticReserve = 1024;
+  constexpr std::int64_t kStaticReserve = 8192;
   const std::int64_t limit = shared_memory_limit() - kStaticReserve;
   const bool fits_shared = 4 * n * static_cast<std::int64_t>(sizeof(float)) <= limit;
   const bool fits_registers =
       n <= kRegisterPoints && static_cast<std::int64_t>(fps_registers_shared_bytes(n)) <= limit;
+  const bool fits_chunks = static_cast<std::int64_t>(fps_chunks_shared_bytes(n)) <= limit;
   FpsPath path = requested_path();
   if (path == FpsPath::kAuto) {
     path =
-        fits_registers ? FpsPath::kRegisters : (fits_shared ? FpsPath::kShared : FpsPath::kGlobal);
+        fits_registers ? FpsPath::kRegisters : (fits_chunks ? FpsPath::kChunks : FpsPath::kGlobal);
   }
   if (path == FpsPath::kRegisters && !fits_registers) {
     throw std::invalid_argument("DTRAIN_CUDA_FPS=registers: the register kernel takes at most " +
                                 std::to_string(kRegisterPoints) +
                                 " points (and their shared memory), got " + std::to_string(n));
   }
+  if (path == FpsPath::kChunks && !fits_chunks) {
+    throw std::invalid_argument("DTRAIN_CUDA_FPS=chunks: the chunk table of " + std::to_string(n) +
+                                " points does not fit in shared memory");
+  }
   if (path == FpsPath::kShared && !fits_shared) {
     throw std::invalid_argument("DTRAIN_CUDA_FPS=shared: " + std::to_string(n) +
                                 " points do not fit in shared memory");
   }
-  if (path == FpsPath::kRegisters) {
-    launch_fps_registers(xyz, batch, n, npoint, start, out, stream);
-  } else {
-    launch_one_block_per_cloud(path == FpsPath::kShared, xyz, batch, n, npoint, start, dist_scratch,
-                               out, stream);
+  switch (path) {
+    case FpsPath::kRegisters:
+      return launch_fps_registers(xyz, batch, n, npoint, start, out, stream);
+    case FpsPath::kChunks:
+      return launch_fps_chunks(xyz, batch, n, npoint, start, scratch, out, stream);
+    default:
+      return launch_one_block_per_cloud(path == FpsPath::kShared, xyz, batch, n, npoint, start,
+                                        static_cast<float*>(scratch), out, stream);
   }
 }
 

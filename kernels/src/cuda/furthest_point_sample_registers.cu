@@ -44,6 +44,7 @@
 #include <cub/block/block_radix_sort.cuh>
 
 #include "cuda_check.cuh"
+#include "fps_common.cuh"
 #include "launchers.h"
 #include "point_common.cuh"
 
@@ -51,11 +52,14 @@ namespace dtrain::kernels::cuda {
 
 namespace {
 
-constexpr unsigned int kWarp = 32;
+using fps::distance_key;
+using fps::key_distance;
+using fps::kFullMask;
+using fps::kNoIndex;
+using fps::kWarp;
+
 constexpr unsigned int kThreads = 512;
 constexpr unsigned int kWarps = kThreads / kWarp;
-constexpr unsigned int kFullMask = 0xffffffffu;
-constexpr unsigned int kNoIndex = 0xffffffffu;
 constexpr unsigned int kPaddingCode = 1u << 30;  // after every 30-bit Morton code
 
 struct WarpCandidate {
@@ -81,38 +85,6 @@ std::size_t shared_bytes(std::int64_t n) {
   return points_bytes(n) + sort_bytes<kPerThread>();
 }
 
-// The low 10 bits of v spread to every third bit.
-__device__ inline unsigned int spread_bits(unsigned int v) {
-  v &= 0x3ffu;
-  v = (v | (v << 16)) & 0x030000ffu;
-  v = (v | (v << 8)) & 0x0300f00fu;
-  v = (v | (v << 4)) & 0x030c30c3u;
-  v = (v | (v << 2)) & 0x09249249u;
-  return v;
-}
-
-// Minimum (or maximum) of v over the block; every thread gets it.
-__device__ inline float block_extreme(float v, bool maximum, float* scratch) {
-  for (unsigned int offset = kWarp / 2; offset > 0; offset /= 2) {
-    const float other = __shfl_xor_sync(kFullMask, v, offset);
-    v = maximum ? fmaxf(v, other) : fminf(v, other);
-  }
-  __syncthreads();  // the previous call's readers are done with scratch
-  if (threadIdx.x % kWarp == 0) {
-    scratch[threadIdx.x / kWarp] = v;
-  }
-  __syncthreads();
-  v = scratch[0];
-  for (unsigned int w = 1; w < kWarps; ++w) {
-    v = maximum ? fmaxf(v, scratch[w]) : fminf(v, scratch[w]);
-  }
-  return v;
-}
-
-__device__ inline unsigned int distance_key(float running) {
-  return running >= 0.0f ? __float_as_uint(running) + 1u : 0u;
-}
-
 template <int kPerThread>
 __global__ void __launch_bounds__(kThreads)
     fps_registers_kernel(const float* __restrict__ xyz, int n, std::int64_t npoint, int start,
@@ -130,24 +102,13 @@ __global__ void __launch_bounds__(kThreads)
   std::int64_t* picks = out + static_cast<std::int64_t>(blockIdx.x) * npoint;
 
   // The cloud into shared memory, and its bounding box.
-  float low[3] = {INFINITY, INFINITY, INFINITY};
-  float high[3] = {-INFINITY, -INFINITY, -INFINITY};
   for (int j = threadIdx.x; j < n; j += kThreads) {
-    const float p[3] = {points[3 * j], points[3 * j + 1], points[3 * j + 2]};
-    xs[j] = p[0];
-    ys[j] = p[1];
-    zs[j] = p[2];
-#pragma unroll
-    for (int a = 0; a < 3; ++a) {
-      low[a] = fminf(low[a], p[a]);
-      high[a] = fmaxf(high[a], p[a]);
-    }
+    xs[j] = points[3 * j];
+    ys[j] = points[3 * j + 1];
+    zs[j] = points[3 * j + 2];
   }
-#pragma unroll
-  for (int a = 0; a < 3; ++a) {
-    low[a] = block_extreme(low[a], false, scratch);
-    high[a] = block_extreme(high[a], true, scratch);
-  }
+  float low[3], high[3];
+  fps::block_bounding_box<kThreads>(points, n, scratch, low, high);
   __syncthreads();
 
   // Morton order: thread t ends with the kPerThread consecutive codes from
@@ -159,14 +120,7 @@ __global__ void __launch_bounds__(kThreads)
     const int j = static_cast<int>(threadIdx.x) * kPerThread + s;
     if (j < n) {
       const float p[3] = {xs[j], ys[j], zs[j]};
-      unsigned int cell[3];
-#pragma unroll
-      for (int a = 0; a < 3; ++a) {
-        const float extent = high[a] - low[a];
-        const float scaled = extent > 0.0f ? (p[a] - low[a]) * (1023.0f / extent) : 0.0f;
-        cell[a] = __float2uint_rz(fminf(fmaxf(scaled, 0.0f), 1023.0f));
-      }
-      codes[s] = spread_bits(cell[0]) | (spread_bits(cell[1]) << 1) | (spread_bits(cell[2]) << 2);
+      codes[s] = fps::morton_code<10>(p, low, high);
       idx[s] = j;
     } else {
       codes[s] = kPaddingCode;
@@ -218,11 +172,7 @@ __global__ void __launch_bounds__(kThreads)
   float largest = INFINITY;  // the warp's largest running distance
   bool stale = true;         // the warp's candidate was picked: recompute
   for (std::int64_t i = 1; i < npoint; ++i) {
-    const float nearest_x = fminf(fmaxf(cx, box_low[0]), box_high[0]);
-    const float nearest_y = fminf(fmaxf(cy, box_low[1]), box_high[1]);
-    const float nearest_z = fminf(fmaxf(cz, box_low[2]), box_high[2]);
-    const float box_distance = squared_distance(cx, cy, cz, nearest_x, nearest_y, nearest_z);
-    if (stale || !(box_distance >= largest)) {
+    if (stale || !(fps::box_squared_distance(cx, cy, cz, box_low, box_high) >= largest)) {
       float best = -3.0f;
 #pragma unroll
       for (int s = 0; s < kPerThread; ++s) {
@@ -241,7 +191,7 @@ __global__ void __launch_bounds__(kThreads)
       const unsigned int key = distance_key(best);
       mine.key = __reduce_max_sync(kFullMask, key);
       mine.index = __reduce_min_sync(kFullMask, key == mine.key ? candidate : kNoIndex);
-      largest = mine.key > 0 ? __uint_as_float(mine.key - 1u) : -1.0f;
+      largest = key_distance(mine.key);
       stale = false;
     }
     WarpCandidate* buffer = slots[i & 1];

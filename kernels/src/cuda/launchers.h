@@ -24,19 +24,28 @@ void launch_count_correct(FloatType type, const void* logits, const std::int64_t
 
 // Furthest point sampling (src/cuda/furthest_point_sample.cu). Chooses the
 // kernel: the register kernel up to 8192 points (Note [FPS on registers with
-// spatial skipping]), else one block per batch element with the points in
-// shared memory or, beyond it, global memory. DTRAIN_CUDA_FPS=registers,
-// shared or global forces a path (tests and benchmarks). dist_scratch holds
-// batch * n floats, used only by the global path.
+// spatial skipping]), else the chunk kernel (Note [FPS in spatial chunks]),
+// else (shared memory too small for its chunk table) one block per batch
+// element with the points in global memory. DTRAIN_CUDA_FPS=registers,
+// chunks, shared or global forces a path (tests and benchmarks). scratch:
+// fps_scratch_bytes(batch, n) bytes of device memory.
 void launch_furthest_point_sample(const float* xyz, std::int64_t batch, std::int64_t n,
-                                  std::int64_t npoint, std::int64_t start, float* dist_scratch,
+                                  std::int64_t npoint, std::int64_t start, void* scratch,
                                   std::int64_t* out, cudaStream_t stream);
+std::size_t fps_scratch_bytes(std::int64_t batch, std::int64_t n);
 
 // The register kernel (furthest_point_sample_registers.cu): n <= 8192, and
 // fps_registers_shared_bytes(n) of shared memory per block.
 void launch_fps_registers(const float* xyz, std::int64_t batch, std::int64_t n, std::int64_t npoint,
                           std::int64_t start, std::int64_t* out, cudaStream_t stream);
 std::size_t fps_registers_shared_bytes(std::int64_t n);
+
+// The chunk kernel (furthest_point_sample_chunks.cu): any n, with
+// fps_chunks_shared_bytes(n) of shared memory per block and batch * n * 20
+// bytes of scratch.
+void launch_fps_chunks(const float* xyz, std::int64_t batch, std::int64_t n, std::int64_t npoint,
+                       std::int64_t start, void* scratch, std::int64_t* out, cudaStream_t stream);
+std::size_t fps_chunks_shared_bytes(std::int64_t n);
 
 // Ball query (ball_query.cu): idx (B, M, nsample), count (B, M).
 void launch_ball_query(const float* new_xyz, const float* xyz, std::int64_t batch, std::int64_t m,
