@@ -69,6 +69,27 @@ __device__ inline float block_extreme(float v, bool maximum, float* scratch) {
   return v;
 }
 
+// Grows the box [low, high] to hold p.
+__device__ inline void grow_box(float (&low)[3], float (&high)[3], const float (&p)[3]) {
+#pragma unroll
+  for (int a = 0; a < 3; ++a) {
+    low[a] = fminf(low[a], p[a]);
+    high[a] = fmaxf(high[a], p[a]);
+  }
+}
+
+// The box around every lane's box; every lane of the warp gets it.
+__device__ inline void warp_box(float (&low)[3], float (&high)[3]) {
+#pragma unroll
+  for (unsigned int offset = kWarp / 2; offset > 0; offset /= 2) {
+#pragma unroll
+    for (int a = 0; a < 3; ++a) {
+      low[a] = fminf(low[a], __shfl_xor_sync(kFullMask, low[a], offset));
+      high[a] = fmaxf(high[a], __shfl_xor_sync(kFullMask, high[a], offset));
+    }
+  }
+}
+
 // The bounding box of a cloud of n points (x, y, z rows) over a block.
 template <unsigned int kThreads>
 __device__ inline void block_bounding_box(const float* points, int n, float* scratch,
@@ -79,11 +100,7 @@ __device__ inline void block_bounding_box(const float* points, int n, float* scr
     high[a] = -INFINITY;
   }
   for (int j = threadIdx.x; j < n; j += kThreads) {
-#pragma unroll
-    for (int a = 0; a < 3; ++a) {
-      low[a] = fminf(low[a], points[3 * j + a]);
-      high[a] = fmaxf(high[a], points[3 * j + a]);
-    }
+    grow_box(low, high, {points[3 * j], points[3 * j + 1], points[3 * j + 2]});
   }
 #pragma unroll
   for (int a = 0; a < 3; ++a) {

@@ -45,11 +45,7 @@ namespace dtrain::kernels::cuda {
 
 namespace {
 
-using fps::distance_key;
-using fps::key_distance;
-using fps::kFullMask;
-using fps::kNoIndex;
-using fps::kWarp;
+using namespace fps;  // fps_common.cuh: keys, Morton codes, box distances
 
 constexpr unsigned int kThreads = 1024;
 constexpr unsigned int kWarps = kThreads / kWarp;
@@ -210,21 +206,9 @@ __global__ void __launch_bounds__(kThreads)
     const int end = min(n, (c + 1) * chunk);
     for (int p = c * chunk + static_cast<int>(lane); p < end; p += kWarp) {
       const float4 point = sorted[p];
-      const float coordinate[3] = {point.x, point.y, point.z};
-#pragma unroll
-      for (int a = 0; a < 3; ++a) {
-        low[a] = fminf(low[a], coordinate[a]);
-        high[a] = fmaxf(high[a], coordinate[a]);
-      }
+      grow_box(low, high, {point.x, point.y, point.z});
     }
-#pragma unroll
-    for (unsigned int offset = kWarp / 2; offset > 0; offset /= 2) {
-#pragma unroll
-      for (int a = 0; a < 3; ++a) {
-        low[a] = fminf(low[a], __shfl_xor_sync(kFullMask, low[a], offset));
-        high[a] = fmaxf(high[a], __shfl_xor_sync(kFullMask, high[a], offset));
-      }
-    }
+    warp_box(low, high);
     if (lane == 0) {
       Chunk& state = chunks[chunk_slot(c, rows)];
 #pragma unroll

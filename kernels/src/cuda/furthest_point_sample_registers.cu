@@ -52,11 +52,7 @@ namespace dtrain::kernels::cuda {
 
 namespace {
 
-using fps::distance_key;
-using fps::key_distance;
-using fps::kFullMask;
-using fps::kNoIndex;
-using fps::kWarp;
+using namespace fps;  // fps_common.cuh: keys, Morton codes, box distances
 
 constexpr unsigned int kThreads = 512;
 constexpr unsigned int kWarps = kThreads / kWarp;
@@ -139,26 +135,14 @@ __global__ void __launch_bounds__(kThreads)
       py[s] = ys[idx[s]];
       pz[s] = zs[idx[s]];
       dist[s] = idx[s] == start ? -1.0f : INFINITY;  // sampled: -1
-      box_low[0] = fminf(box_low[0], px[s]);
-      box_low[1] = fminf(box_low[1], py[s]);
-      box_low[2] = fminf(box_low[2], pz[s]);
-      box_high[0] = fmaxf(box_high[0], px[s]);
-      box_high[1] = fmaxf(box_high[1], py[s]);
-      box_high[2] = fmaxf(box_high[2], pz[s]);
+      grow_box(box_low, box_high, {px[s], py[s], pz[s]});
     } else {
       px[s] = py[s] = pz[s] = 0.0f;
       dist[s] = -2.0f;  // padding: below every real point, never picked
     }
   }
   // The warp's box (a warp of padding only has an empty box, always skipped).
-#pragma unroll
-  for (unsigned int offset = kWarp / 2; offset > 0; offset /= 2) {
-#pragma unroll
-    for (int a = 0; a < 3; ++a) {
-      box_low[a] = fminf(box_low[a], __shfl_xor_sync(kFullMask, box_low[a], offset));
-      box_high[a] = fmaxf(box_high[a], __shfl_xor_sync(kFullMask, box_high[a], offset));
-    }
-  }
+  warp_box(box_low, box_high);
 
   const unsigned int lane = threadIdx.x % kWarp;
   const unsigned int warp = threadIdx.x / kWarp;
