@@ -87,7 +87,11 @@ skip() { # skip NAME REASON
 }
 
 # Prints the report; its status is the run's: 0 all well, 3 a step failed.
+# The logs name files relative to the repository and the output folder:
+# they are recorded in benchmarks/results/, and the machine's paths mean
+# nothing there.
 summarize() {
+  sed -i -e "s|$repo/||g" -e "s|$out/||g" "$out"/*.log 2>/dev/null
   "$py" "$repo/tests/gpu/summarize.py" --steps "$steps" --out "$out"
   local rc=$?
   if ((rc != 0 && rc != 3)); then
