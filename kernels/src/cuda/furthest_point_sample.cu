@@ -189,18 +189,7 @@ void launch_one_block_per_cloud(bool shared, const float* xyz, std::int64_t batc
 
 }  // namespace
 
-std::size_t fps_scratch_bytes(std::int64_t batch, std::int64_t n) {
-  // The chunk kernel's sorted (x, y, z, distance) and original index per
-  // point; the global-memory kernel uses the first batch * n floats.
-  return static_cast<std::size_t>(batch * n) * (sizeof(float) * 4 + sizeof(int));
-}
-
-void launch_furthest_point_sample(const float* xyz, std::int64_t batch, std::int64_t n,
-                                  std::int64_t npoint, std::int64_t start, void* scratch,
-                                  std::int64_t* out, cudaStream_t stream) {
-  if (batch == 0) {
-    return;
-  }
+FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
   constexpr std::int64_t kRegisterPoints = 8192;
   // Leave room for the kernels' static shared memory.
   constexpr std::int64_t kStaticReserve = 8192;
@@ -227,14 +216,34 @@ void launch_furthest_point_sample(const float* xyz, std::int64_t batch, std::int
     throw std::invalid_argument("DTRAIN_CUDA_FPS=shared: " + std::to_string(n) +
                                 " points do not fit in shared memory");
   }
+  const auto points = static_cast<std::size_t>(batch * n);
   switch (path) {
     case FpsPath::kRegisters:
+      return {FpsKernel::kRegisters, 0};
+    case FpsPath::kChunks:  // sorted (x, y, z, distance) and original index per point
+      return {FpsKernel::kChunks, points * (sizeof(float) * 4 + sizeof(int))};
+    case FpsPath::kShared:
+      return {FpsKernel::kShared, 0};
+    default:  // running distances
+      return {FpsKernel::kGlobal, points * sizeof(float)};
+  }
+}
+
+void launch_furthest_point_sample(const FpsPlan& plan, const float* xyz, std::int64_t batch,
+                                  std::int64_t n, std::int64_t npoint, std::int64_t start,
+                                  void* scratch, std::int64_t* out, cudaStream_t stream) {
+  if (batch == 0) {
+    return;
+  }
+  switch (plan.kernel) {
+    case FpsKernel::kRegisters:
       return launch_fps_registers(xyz, batch, n, npoint, start, out, stream);
-    case FpsPath::kChunks:
+    case FpsKernel::kChunks:
       return launch_fps_chunks(xyz, batch, n, npoint, start, scratch, out, stream);
-    default:
-      return launch_one_block_per_cloud(path == FpsPath::kShared, xyz, batch, n, npoint, start,
-                                        static_cast<float*>(scratch), out, stream);
+    case FpsKernel::kShared:
+    case FpsKernel::kGlobal:
+      return launch_one_block_per_cloud(plan.kernel == FpsKernel::kShared, xyz, batch, n, npoint,
+                                        start, static_cast<float*>(scratch), out, stream);
   }
 }
 

@@ -22,17 +22,24 @@ void launch_count_correct(FloatType type, const void* logits, const std::int64_t
 // ---- PointNet++ point ops. Coordinates are float32 (B, N, 3) row-major;
 // indices int64; features (B, C, N) row-major. All asynchronous on `stream`.
 
-// Furthest point sampling (src/cuda/furthest_point_sample.cu). Chooses the
-// kernel: the register kernel up to 8192 points (Note [FPS on registers with
-// spatial skipping]), else the chunk kernel (Note [FPS in spatial chunks]),
-// else (shared memory too small for its chunk table) one block per batch
-// element with the points in global memory. DTRAIN_CUDA_FPS=registers,
-// chunks, shared or global forces a path (tests and benchmarks). scratch:
-// fps_scratch_bytes(batch, n) bytes of device memory.
-void launch_furthest_point_sample(const float* xyz, std::int64_t batch, std::int64_t n,
-                                  std::int64_t npoint, std::int64_t start, void* scratch,
-                                  std::int64_t* out, cudaStream_t stream);
-std::size_t fps_scratch_bytes(std::int64_t batch, std::int64_t n);
+// Furthest point sampling (src/cuda/furthest_point_sample.cu), in two
+// steps so that the caller allocates the scratch the chosen kernel needs.
+// The plan chooses the kernel: the register kernel up to 8192 points (Note
+// [FPS on registers with spatial skipping]), else the chunk kernel (Note
+// [FPS in spatial chunks]), else (shared memory too small for its chunk
+// table) one block per batch element with the points in global memory.
+// DTRAIN_CUDA_FPS=registers, chunks, shared or global forces a kernel
+// (tests and benchmarks); a forced kernel that cannot take the cloud, or an
+// unknown value, throws std::invalid_argument.
+enum class FpsKernel { kRegisters, kChunks, kShared, kGlobal };
+struct FpsPlan {
+  FpsKernel kernel;
+  std::size_t scratch_bytes;  // device memory the launch needs (may be 0)
+};
+FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n);
+void launch_furthest_point_sample(const FpsPlan& plan, const float* xyz, std::int64_t batch,
+                                  std::int64_t n, std::int64_t npoint, std::int64_t start,
+                                  void* scratch, std::int64_t* out, cudaStream_t stream);
 
 // The register kernel (furthest_point_sample_registers.cu): n <= 8192, and
 // fps_registers_shared_bytes(n) of shared memory per block.

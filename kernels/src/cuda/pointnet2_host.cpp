@@ -29,9 +29,10 @@ at::Tensor furthest_point_sample_cuda(const at::Tensor& xyz, int64_t npoint, int
   const int64_t batch = xyz.size(0);
   const int64_t n = xyz.size(1);
   at::Tensor out = at::empty({batch, npoint}, long_options(xyz));
-  at::Tensor scratch = at::empty({static_cast<int64_t>(cuda::fps_scratch_bytes(batch, n))},
-                                 xyz.options().dtype(at::kByte));
-  cuda::launch_furthest_point_sample(xyz.const_data_ptr<float>(), batch, n, npoint, start,
+  const cuda::FpsPlan plan = cuda::plan_furthest_point_sample(batch, n);
+  at::Tensor scratch =
+      at::empty({static_cast<int64_t>(plan.scratch_bytes)}, xyz.options().dtype(at::kByte));
+  cuda::launch_furthest_point_sample(plan, xyz.const_data_ptr<float>(), batch, n, npoint, start,
                                      scratch.mutable_data_ptr(), out.mutable_data_ptr<int64_t>(),
                                      current_stream());
   return out;
