@@ -171,7 +171,9 @@ void run_size(const at::Device& device, int64_t n, int repeats, std::ostream& cs
 }
 
 // The CUDA goal of the kernels issue: B = 32 clouds of 8192 points -> 1024
-// picks in under 0.5 ms, beside the usual one-block-per-cloud kernel
+// picks in under 0.5 ms, beside the striped kernel (impl
+// "striped_round<R>", DTRAIN_CUDA_FPS=striped) and the usual
+// one-block-per-cloud kernel
 // (forced with DTRAIN_CUDA_FPS=shared; impl "one_block_per_cloud"; with
 // DTRAIN_CUDA_FPS=global, "one_block_per_cloud_global").
 void run_fps_goal(const at::Device& device, int repeats, std::ostream& csv) {
@@ -189,6 +191,14 @@ void run_fps_goal(const at::Device& device, int repeats, std::ostream& csv) {
   };
   row("dtrain");
   if (device.is_cuda()) {
+    // The striped kernel, not yet the default, with 1, 2 and 4 picks per
+    // round (Note [FPS in rounds of independent picks]).
+    setenv("DTRAIN_CUDA_FPS", "striped", 1);
+    for (const char* round : {"1", "2", "4"}) {
+      setenv("DTRAIN_CUDA_FPS_ROUND", round, 1);
+      row(std::string("striped_round") + round);
+    }
+    unsetenv("DTRAIN_CUDA_FPS_ROUND");
     setenv("DTRAIN_CUDA_FPS", "shared", 1);
     row("one_block_per_cloud");
     // The layout of the usual extension kernels: points and running

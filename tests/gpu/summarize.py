@@ -89,6 +89,14 @@ def pointnet2_lines(out):
                 line += (f"; {what} {goal[impl]:.3f} ms, "
                          f"{goal[impl] / goal['dtrain']:.1f}x slower")
         lines.append(line)
+        striped = sorted((impl, ms) for impl, ms in goal.items() if impl.startswith("striped"))
+        if striped:
+            best_impl, best_ms = min(striped, key=lambda item: item[1])
+            lines.append("  striped kernel (DTRAIN_CUDA_FPS=striped): " + ", ".join(
+                f"{impl.replace('striped_', '')} {ms:.3f} ms" for impl, ms in striped) +
+                f"; best {best_impl} {best_ms:.3f} ms "
+                f"(goal {'met' if best_ms < 0.5 else 'NOT met'}; "
+                f"{goal['dtrain'] / best_ms:.2f}x the default)")
     vs = [r for r in read_csv(os.path.join(out, "gpu_pointnet2_ops_vs_torch.csv"))
           if r["impl"] == "dtrain"]
     if vs:

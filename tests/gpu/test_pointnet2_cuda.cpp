@@ -60,26 +60,60 @@ TEST(PointNet2Cuda, FurthestPointSampleAgreesExactly) {
               "float16");
 }
 
+// Forces an FPS kernel (and the striped kernel's picks per round) for the
+// lifetime of the object.
+class ForcedFps {
+ public:
+  ForcedFps(const char* path, const char* round) {
+    setenv("DTRAIN_CUDA_FPS", path, 1);
+    setenv("DTRAIN_CUDA_FPS_ROUND", round, 1);
+  }
+  ~ForcedFps() {
+    unsetenv("DTRAIN_CUDA_FPS");
+    unsetenv("DTRAIN_CUDA_FPS_ROUND");
+  }
+  ForcedFps(const ForcedFps&) = delete;
+  ForcedFps& operator=(const ForcedFps&) = delete;
+};
+
+// The spatial kernels on a setting: the default (the register kernel up to
+// 8192 points), the chunk kernel, and the striped kernel with 1, 2 and 4
+// picks per round.
+struct FpsSetting {
+  const char* path;
+  const char* round;
+};
+constexpr FpsSetting kSpatialSettings[] = {
+    {"auto", ""}, {"chunks", ""}, {"striped", "1"}, {"striped", "2"}, {"striped", "4"}};
+
+std::string describe(const FpsSetting& setting) {
+  return std::string(" (") + setting.path + (*setting.round ? std::string(" round ") : "") +
+         setting.round + ")";
+}
+
 // Every FPS path agrees with the CPU: the register kernel (Morton order and
-// warps skipped by their bounding box) and the chunk kernel (sorted by cell,
-// chunks skipped by their bounding box) on random clouds, clouds of ties and
-// duplicates, clumps, and clouds whose warps hold only padding; and the
-// one-block kernels forced with DTRAIN_CUDA_FPS.
+// warps skipped by their bounding box), the striped kernel (chunks of 32
+// skipped by their box, several picks per round), and the chunk kernel
+// (sorted by cell, chunks skipped by their bounding box) on random clouds,
+// clouds of ties and duplicates, clumps, and clouds whose warps hold only
+// padding; and the one-block kernels forced with DTRAIN_CUDA_FPS.
 TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
   SKIP_WITHOUT_CUDA();
   at::manual_seed(34);
   for (int64_t batch : {2, 32, 200}) {
     for (int64_t n : {1000, 8192}) {
       const at::Tensor xyz = at::rand({batch, n, 3});
-      expect_same(k::furthest_point_sample(cuda(xyz), 512, 7),
-                  k::furthest_point_sample(xyz, 512, 7),
-                  "batch " + std::to_string(batch) + ", n " + std::to_string(n));
+      const at::Tensor expected = k::furthest_point_sample(xyz, 512, 7);
+      const std::string what = "batch " + std::to_string(batch) + ", n " + std::to_string(n);
+      expect_same(k::furthest_point_sample(cuda(xyz), 512, 7), expected, what);
+      const ForcedFps striped("striped", "4");
+      expect_same(k::furthest_point_sample(cuda(xyz), 512, 7), expected, what + " (striped)");
     }
   }
   // A 16^3 grid cut to 4096 points (equal distances everywhere), sampled to
   // the last point; 8 distinct points repeated; 8 tight far-apart clumps; a
-  // cloud of 33 points (most warps padding only). Each on the register
-  // kernel (the default at these sizes) and the chunk kernel.
+  // cloud of 33 points (most warps padding only); Gaussian points, whose
+  // picks are far apart (many picks per round). Each on every spatial kernel.
   const at::Tensor cells = at::arange(4096, at::kInt);
   const at::Tensor grid =
       at::stack({cells % 16, cells.div(16, "floor") % 16, cells.div(256, "floor")}, 1)
@@ -93,34 +127,46 @@ TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
   };
   const at::Tensor clumps = clumps_of(3, 8192);
   const at::Tensor small = at::rand({5, 33, 3});
-  for (const char* path : {"auto", "chunks"}) {
-    setenv("DTRAIN_CUDA_FPS", path, 1);
-    const std::string on = std::string(" (") + path + ")";
-    expect_same(k::furthest_point_sample(cuda(grid), 4096, 5),
-                k::furthest_point_sample(grid, 4096, 5), "grid" + on);
-    expect_same(k::furthest_point_sample(cuda(repeated), 8000),
-                k::furthest_point_sample(repeated, 8000), "8 points repeated" + on);
-    expect_same(k::furthest_point_sample(cuda(clumps), 2048),
-                k::furthest_point_sample(clumps, 2048), "clumps" + on);
-    expect_same(k::furthest_point_sample(cuda(small), 33, 32),
-                k::furthest_point_sample(small, 33, 32), "33 points" + on);
+  const at::Tensor gaussian = at::randn({4, 8192, 3});
+  const at::Tensor expected_grid = k::furthest_point_sample(grid, 4096, 5);
+  const at::Tensor expected_repeated = k::furthest_point_sample(repeated, 8000);
+  const at::Tensor expected_clumps = k::furthest_point_sample(clumps, 2048);
+  const at::Tensor expected_small = k::furthest_point_sample(small, 33, 32);
+  const at::Tensor expected_gaussian = k::furthest_point_sample(gaussian, 8192, 3);
+  for (const FpsSetting& setting : kSpatialSettings) {
+    const ForcedFps forced(setting.path, setting.round);
+    const std::string on = describe(setting);
+    expect_same(k::furthest_point_sample(cuda(grid), 4096, 5), expected_grid, "grid" + on);
+    expect_same(k::furthest_point_sample(cuda(repeated), 8000), expected_repeated,
+                "8 points repeated" + on);
+    expect_same(k::furthest_point_sample(cuda(clumps), 2048), expected_clumps, "clumps" + on);
+    expect_same(k::furthest_point_sample(cuda(small), 33, 32), expected_small, "33 points" + on);
+    expect_same(k::furthest_point_sample(cuda(gaussian), 8192, 3), expected_gaussian,
+                "Gaussian, every point" + on);
   }
-  unsetenv("DTRAIN_CUDA_FPS");
   // Beyond 8192 points the chunk kernel is the default.
   const at::Tensor big_clumps = clumps_of(2, 40000);
   expect_same(k::furthest_point_sample(cuda(big_clumps), 3000, 123),
               k::furthest_point_sample(big_clumps, 3000, 123), "40000 points in clumps");
   const at::Tensor xyz = at::rand({3, 4096, 3});
   const at::Tensor expected = k::furthest_point_sample(xyz, 300);
-  for (const char* path : {"registers", "chunks", "shared", "global"}) {
-    setenv("DTRAIN_CUDA_FPS", path, 1);
+  for (const char* path : {"registers", "striped", "chunks", "shared", "global"}) {
+    const ForcedFps forced(path, "");
     expect_same(k::furthest_point_sample(cuda(xyz), 300), expected, path);
   }
-  setenv("DTRAIN_CUDA_FPS", "registers", 1);
-  EXPECT_THROW(k::furthest_point_sample(cuda(at::rand({1, 9000, 3})), 10), std::exception);
-  setenv("DTRAIN_CUDA_FPS", "fastest", 1);
-  EXPECT_THROW(k::furthest_point_sample(cuda(xyz), 10), std::exception);
-  unsetenv("DTRAIN_CUDA_FPS");
+  for (const char* path : {"registers", "striped"}) {
+    const ForcedFps forced(path, "");
+    EXPECT_THROW(k::furthest_point_sample(cuda(at::rand({1, 9000, 3})), 10), std::exception)
+        << path;
+  }
+  {
+    const ForcedFps forced("fastest", "");
+    EXPECT_THROW(k::furthest_point_sample(cuda(xyz), 10), std::exception);
+  }
+  {
+    const ForcedFps forced("striped", "3");
+    EXPECT_THROW(k::furthest_point_sample(cuda(xyz), 10), std::exception);
+  }
 }
 
 TEST(PointNet2Cuda, FurthestPointSampleMillionPoints) {

@@ -1,6 +1,7 @@
 // Furthest point sampling: the choice of kernel (the register kernel up to
 // 8192 points, Note [FPS on registers with spatial skipping]; the chunk
-// kernel beyond, Note [FPS in spatial chunks]), and the plain
+// kernel beyond, Note [FPS in spatial chunks]; the striped kernel, Note [FPS
+// on registers in striped chunks], on request until measured), and the plain
 // one-block-per-cloud kernel, for a GPU whose shared memory is too small
 // for the chunk table, and as the benchmarks' baseline.
 // One block per batch element loops over the npoint picks. Each pick, every
@@ -142,7 +143,7 @@ int shared_memory_limit() {
   return limit;
 }
 
-enum class FpsPath { kAuto, kRegisters, kChunks, kShared, kGlobal };
+enum class FpsPath { kAuto, kRegisters, kStriped, kChunks, kShared, kGlobal };
 
 FpsPath requested_path() {
   const char* setting = std::getenv("DTRAIN_CUDA_FPS");
@@ -152,6 +153,9 @@ FpsPath requested_path() {
   const std::string path(setting);
   if (path == "registers") {
     return FpsPath::kRegisters;
+  }
+  if (path == "striped") {
+    return FpsPath::kStriped;
   }
   if (path == "chunks") {
     return FpsPath::kChunks;
@@ -163,7 +167,21 @@ FpsPath requested_path() {
     return FpsPath::kGlobal;
   }
   throw std::invalid_argument(
-      "DTRAIN_CUDA_FPS must be auto, registers, chunks, shared or global, got '" + path + "'");
+      "DTRAIN_CUDA_FPS must be auto, registers, striped, chunks, shared or global, got '" + path +
+      "'");
+}
+
+// DTRAIN_CUDA_FPS_ROUND: the striped kernel's picks per round.
+int requested_round() {
+  const char* setting = std::getenv("DTRAIN_CUDA_FPS_ROUND");
+  const std::string round = setting == nullptr ? "" : setting;
+  if (round.empty() || round == "4") {
+    return 4;
+  }
+  if (round == "1" || round == "2") {
+    return std::stoi(round);
+  }
+  throw std::invalid_argument("DTRAIN_CUDA_FPS_ROUND must be 1, 2 or 4, got '" + round + "'");
 }
 
 void launch_one_block_per_cloud(bool shared, const float* xyz, std::int64_t batch, std::int64_t n,
@@ -197,6 +215,8 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
   const bool fits_shared = 4 * n * static_cast<std::int64_t>(sizeof(float)) <= limit;
   const bool fits_registers =
       n <= kRegisterPoints && static_cast<std::int64_t>(fps_registers_shared_bytes(n)) <= limit;
+  const bool fits_striped =
+      n <= kRegisterPoints && static_cast<std::int64_t>(fps_striped_shared_bytes(n)) <= limit;
   const bool fits_chunks = static_cast<std::int64_t>(fps_chunks_shared_bytes(n)) <= limit;
   FpsPath path = requested_path();
   if (path == FpsPath::kAuto) {
@@ -207,6 +227,13 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
     throw std::invalid_argument("DTRAIN_CUDA_FPS=registers: the register kernel takes at most " +
                                 std::to_string(kRegisterPoints) +
                                 " points (and their shared memory), got " + std::to_string(n));
+  }
+  if (path == FpsPath::kStriped && !fits_striped) {
+    throw std::invalid_argument(
+        "DTRAIN_CUDA_FPS=striped: the striped register kernel takes at "
+        "most " +
+        std::to_string(kRegisterPoints) + " points (and their shared memory), got " +
+        std::to_string(n));
   }
   if (path == FpsPath::kChunks && !fits_chunks) {
     throw std::invalid_argument("DTRAIN_CUDA_FPS=chunks: the chunk table of " + std::to_string(n) +
@@ -220,6 +247,8 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
   switch (path) {
     case FpsPath::kRegisters:
       return {FpsKernel::kRegisters, 0};
+    case FpsPath::kStriped:
+      return {FpsKernel::kStriped, 0, requested_round()};
     case FpsPath::kChunks:  // sorted (x, y, z, distance) and original index per point
       return {FpsKernel::kChunks, points * (sizeof(float) * 4 + sizeof(int))};
     case FpsPath::kShared:
@@ -238,6 +267,8 @@ void launch_furthest_point_sample(const FpsPlan& plan, const float* xyz, std::in
   switch (plan.kernel) {
     case FpsKernel::kRegisters:
       return launch_fps_registers(xyz, batch, n, npoint, start, out, stream);
+    case FpsKernel::kStriped:
+      return launch_fps_striped(plan.round, xyz, batch, n, npoint, start, out, stream);
     case FpsKernel::kChunks:
       return launch_fps_chunks(xyz, batch, n, npoint, start, scratch, out, stream);
     case FpsKernel::kShared:

@@ -41,10 +41,9 @@
 // SM), fewer warps each walking several chunks (0.84-1.1 ms: the per-chunk
 // tests cost more than they save).
 
-#include <cub/block/block_radix_sort.cuh>
-
 #include "cuda_check.cuh"
 #include "fps_common.cuh"
+#include "fps_on_chip.cuh"
 #include "launchers.h"
 #include "point_common.cuh"
 
@@ -52,111 +51,47 @@ namespace dtrain::kernels::cuda {
 
 namespace {
 
-using namespace fps;  // fps_common.cuh: keys, Morton codes, box distances
+using namespace fps;  // fps_common.cuh, fps_on_chip.cuh
 
 constexpr unsigned int kThreads = 512;
 constexpr unsigned int kWarps = kThreads / kWarp;
-constexpr unsigned int kPaddingCode = 1u << 30;  // after every 30-bit Morton code
-
-struct WarpCandidate {
-  unsigned int key;    // running distance's bits + 1; 0: nothing left to pick
-  unsigned int index;  // lowest index holding it
-};
-
-template <int kPerThread>
-using MortonSort = cub::BlockRadixSort<unsigned int, kThreads, kPerThread, int>;
-
-template <int kPerThread>
-constexpr std::size_t sort_bytes() {
-  return sizeof(typename MortonSort<kPerThread>::TempStorage);
-}
-
-// Dynamic shared memory: x, y and z of the cloud, then the sort's storage.
-__host__ __device__ inline std::size_t points_bytes(std::int64_t n) {
-  return (static_cast<std::size_t>(12 * n) + 15) / 16 * 16;
-}
-
-template <int kPerThread>
-std::size_t shared_bytes(std::int64_t n) {
-  return points_bytes(n) + sort_bytes<kPerThread>();
-}
 
 template <int kPerThread>
 __global__ void __launch_bounds__(kThreads)
     fps_registers_kernel(const float* __restrict__ xyz, int n, std::int64_t npoint, int start,
                          std::int64_t* __restrict__ out) {
   extern __shared__ __align__(16) unsigned char shared[];
-  float* xs = reinterpret_cast<float*>(shared);
-  float* ys = xs + n;
-  float* zs = ys + n;
-  auto& sort_storage =
-      *reinterpret_cast<typename MortonSort<kPerThread>::TempStorage*>(shared + points_bytes(n));
   __shared__ WarpCandidate slots[2][kWarps];
   __shared__ float scratch[kWarps];
-
-  const float* points = xyz + static_cast<std::int64_t>(blockIdx.x) * n * 3;
   std::int64_t* picks = out + static_cast<std::int64_t>(blockIdx.x) * npoint;
-
-  // The cloud into shared memory, and its bounding box.
-  for (int j = threadIdx.x; j < n; j += kThreads) {
-    xs[j] = points[3 * j];
-    ys[j] = points[3 * j + 1];
-    zs[j] = points[3 * j + 2];
-  }
-  float low[3], high[3];
-  fps::block_bounding_box<kThreads>(points, n, scratch, low, high);
-  __syncthreads();
-
-  // Morton order: thread t ends with the kPerThread consecutive codes from
-  // t * kPerThread on, so warp w holds one compact stretch of the curve.
-  unsigned int codes[kPerThread];
+  // Thread t holds the kPerThread consecutive codes from t * kPerThread on,
+  // so warp w holds one compact stretch of the curve.
   int idx[kPerThread];
-#pragma unroll
-  for (int s = 0; s < kPerThread; ++s) {
-    const int j = static_cast<int>(threadIdx.x) * kPerThread + s;
-    if (j < n) {
-      const float p[3] = {xs[j], ys[j], zs[j]};
-      codes[s] = fps::morton_code<10>(p, low, high);
-      idx[s] = j;
-    } else {
-      codes[s] = kPaddingCode;
-      idx[s] = n;
-    }
-  }
-  MortonSort<kPerThread>(sort_storage).Sort(codes, idx, 0, 31);
-
+  const Cloud cloud = deal_cloud<kThreads, kPerThread, false>(xyz, n, shared, scratch, idx);
   float px[kPerThread], py[kPerThread], pz[kPerThread], dist[kPerThread];
+  point_registers(cloud, n, start, idx, px, py, pz, dist);
   float box_low[3] = {INFINITY, INFINITY, INFINITY};
   float box_high[3] = {-INFINITY, -INFINITY, -INFINITY};
 #pragma unroll
   for (int s = 0; s < kPerThread; ++s) {
     if (idx[s] < n) {
-      px[s] = xs[idx[s]];
-      py[s] = ys[idx[s]];
-      pz[s] = zs[idx[s]];
-      dist[s] = idx[s] == start ? -1.0f : INFINITY;  // sampled: -1
       grow_box(box_low, box_high, {px[s], py[s], pz[s]});
-    } else {
-      px[s] = py[s] = pz[s] = 0.0f;
-      dist[s] = -2.0f;  // padding: below every real point, never picked
     }
   }
   // The warp's box (a warp of padding only has an empty box, always skipped).
   warp_box(box_low, box_high);
 
-  const unsigned int lane = threadIdx.x % kWarp;
-  const unsigned int warp = threadIdx.x / kWarp;
   if (threadIdx.x == 0) {
     picks[0] = start;
   }
-  float cx = xs[start];
-  float cy = ys[start];
-  float cz = zs[start];
+  float cx = cloud.xs[start];
+  float cy = cloud.ys[start];
+  float cz = cloud.zs[start];
   WarpCandidate mine{0u, kNoIndex};
   float largest = INFINITY;  // the warp's largest running distance
   bool stale = true;         // the warp's candidate was picked: recompute
   for (std::int64_t i = 1; i < npoint; ++i) {
-    if (stale || !(fps::box_squared_distance(cx, cy, cz, box_low, box_high) >= largest)) {
+    if (stale || !(box_squared_distance(cx, cy, cz, box_low, box_high) >= largest)) {
       float best = -3.0f;
 #pragma unroll
       for (int s = 0; s < kPerThread; ++s) {
@@ -178,17 +113,10 @@ __global__ void __launch_bounds__(kThreads)
       largest = key_distance(mine.key);
       stale = false;
     }
-    WarpCandidate* buffer = slots[i & 1];
-    if (lane == 0) {
-      buffer[warp] = mine;
-    }
-    __syncthreads();
-    const WarpCandidate slot = lane < kWarps ? buffer[lane] : WarpCandidate{0u, kNoIndex};
-    const unsigned int key = __reduce_max_sync(kFullMask, slot.key);
-    const unsigned int pick = __reduce_min_sync(kFullMask, slot.key == key ? slot.index : kNoIndex);
-    const unsigned int owner =
-        __ffs(__ballot_sync(kFullMask, slot.key == key && slot.index == pick)) - 1;
-    if (warp == owner) {
+    const unsigned int pick = block_pick<kWarps>(slots[i & 1], mine);
+    // An index lives in one warp only; a warp with nothing left to pick
+    // holds key 0 and an index already sampled, never the pick.
+    if (pick == mine.index) {
 #pragma unroll
       for (int s = 0; s < kPerThread; ++s) {
         if (idx[s] == static_cast<int>(pick)) {
@@ -200,48 +128,18 @@ __global__ void __launch_bounds__(kThreads)
     if (threadIdx.x == 0) {
       picks[i] = pick;
     }
-    cx = xs[pick];
-    cy = ys[pick];
-    cz = zs[pick];
+    cx = cloud.xs[pick];
+    cy = cloud.ys[pick];
+    cz = cloud.zs[pick];
   }
-}
-
-template <int kPerThread>
-void launch(const float* xyz, std::int64_t batch, std::int64_t n, std::int64_t npoint,
-            std::int64_t start, std::int64_t* out, cudaStream_t stream) {
-  const auto kernel = fps_registers_kernel<kPerThread>;
-  const std::size_t bytes = shared_bytes<kPerThread>(n);
-  DTRAIN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(bytes)));
-  kernel<<<static_cast<unsigned int>(batch), kThreads, bytes, stream>>>(
-      xyz, static_cast<int>(n), npoint, static_cast<int>(start), out);
-  DTRAIN_CUDA_CHECK_LAUNCH();
-}
-
-int per_thread(std::int64_t n) {
-  const std::int64_t needed = (n + kThreads - 1) / kThreads;
-  int per = 1;
-  while (per < needed) {
-    per *= 2;
-  }
-  return per;
 }
 
 }  // namespace
 
 std::size_t fps_registers_shared_bytes(std::int64_t n) {
-  switch (per_thread(n)) {
-    case 1:
-      return shared_bytes<1>(n);
-    case 2:
-      return shared_bytes<2>(n);
-    case 4:
-      return shared_bytes<4>(n);
-    case 8:
-      return shared_bytes<8>(n);
-    default:
-      return shared_bytes<16>(n);
-  }
+  return with_points_per_thread<kThreads>(n, [&](auto per_thread) {
+    return on_chip_shared_bytes<kThreads, decltype(per_thread)::value>(n);
+  });
 }
 
 void launch_fps_registers(const float* xyz, std::int64_t batch, std::int64_t n, std::int64_t npoint,
@@ -249,18 +147,11 @@ void launch_fps_registers(const float* xyz, std::int64_t batch, std::int64_t n, 
   if (batch == 0) {
     return;
   }
-  switch (per_thread(n)) {
-    case 1:
-      return launch<1>(xyz, batch, n, npoint, start, out, stream);
-    case 2:
-      return launch<2>(xyz, batch, n, npoint, start, out, stream);
-    case 4:
-      return launch<4>(xyz, batch, n, npoint, start, out, stream);
-    case 8:
-      return launch<8>(xyz, batch, n, npoint, start, out, stream);
-    default:
-      return launch<16>(xyz, batch, n, npoint, start, out, stream);
-  }
+  with_points_per_thread<kThreads>(n, [&](auto per_thread) {
+    constexpr int kPerThread = decltype(per_thread)::value;
+    launch_on_chip<kThreads, kPerThread>(fps_registers_kernel<kPerThread>, xyz, batch, n, npoint,
+                                         start, out, stream);
+  });
 }
 
 }  // namespace dtrain::kernels::cuda

@@ -28,13 +28,15 @@ void launch_count_correct(FloatType type, const void* logits, const std::int64_t
 // [FPS on registers with spatial skipping]), else the chunk kernel (Note
 // [FPS in spatial chunks]), else (shared memory too small for its chunk
 // table) one block per batch element with the points in global memory.
-// DTRAIN_CUDA_FPS=registers, chunks, shared or global forces a kernel
-// (tests and benchmarks); a forced kernel that cannot take the cloud, or an
-// unknown value, throws std::invalid_argument.
-enum class FpsKernel { kRegisters, kChunks, kShared, kGlobal };
+// DTRAIN_CUDA_FPS=registers, striped, chunks, shared or global forces a
+// kernel (tests and benchmarks); DTRAIN_CUDA_FPS_ROUND=1, 2 or 4 sets the
+// striped kernel's picks per round (default 4). A forced kernel that cannot
+// take the cloud, or an unknown value, throws std::invalid_argument.
+enum class FpsKernel { kRegisters, kStriped, kChunks, kShared, kGlobal };
 struct FpsPlan {
   FpsKernel kernel;
   std::size_t scratch_bytes;  // device memory the launch needs (may be 0)
+  int round = 1;              // the striped kernel's largest number of picks per round
 };
 FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n);
 void launch_furthest_point_sample(const FpsPlan& plan, const float* xyz, std::int64_t batch,
@@ -46,6 +48,16 @@ void launch_furthest_point_sample(const FpsPlan& plan, const float* xyz, std::in
 void launch_fps_registers(const float* xyz, std::int64_t batch, std::int64_t n, std::int64_t npoint,
                           std::int64_t start, std::int64_t* out, cudaStream_t stream);
 std::size_t fps_registers_shared_bytes(std::int64_t n);
+
+// The register kernel with skipping per chunk of 32 points and up to
+// `round` (1, 2 or 4) picks per barrier (furthest_point_sample_striped.cu,
+// Note [FPS on registers in striped chunks], Note [FPS in rounds of
+// independent picks]): the same limits as the register kernel. Not chosen
+// by the plan until it has been measured faster on a GPU.
+void launch_fps_striped(int round, const float* xyz, std::int64_t batch, std::int64_t n,
+                        std::int64_t npoint, std::int64_t start, std::int64_t* out,
+                        cudaStream_t stream);
+std::size_t fps_striped_shared_bytes(std::int64_t n);
 
 // The chunk kernel (furthest_point_sample_chunks.cu): any n, with
 // fps_chunks_shared_bytes(n) of shared memory per block and batch * n * 20
