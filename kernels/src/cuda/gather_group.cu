@@ -6,12 +6,14 @@
 //   grad     [b][c][j] = sum over l with idx[b][l] == j of
 //                        weight[b][l] * grad_out[b][c][l / group]
 //
-// Atomic mode: one thread per (b, c, l) does atomicAdd into a zeroed
+// Gather and atomic scatter: one thread per (b, l) and block of channels
+// (channel_block) reads idx[b][l] once; the scatter atomicAdds into a zeroed
 // accumulator (fast; summation order varies between runs).
 // Deterministic mode (no float atomics): the keys b * n + idx[b][l] are
 // sorted stably with their positions e = b * L + l (cub radix sort), the
 // start of each key's segment found by binary search, and one thread per
-// (b, c, j) sums its segment in increasing l with rounded (unfused) adds:
+// (b, j) and block of channels sums, for each channel, the segment in
+// increasing l with rounded (unfused) adds:
 // the same order and the same bits as the CPU kernel.
 #include <cub/device/device_radix_sort.cuh>
 
@@ -25,24 +27,64 @@ namespace {
 
 constexpr unsigned int kThreads = 256;
 
-template <typename T>
-__global__ void gather_kernel(const T* __restrict__ features, const std::int64_t* __restrict__ idx,
-                              std::int64_t channels, std::int64_t n, std::int64_t l,
-                              std::int64_t total, T* __restrict__ out) {
-  for (std::int64_t e = grid_start(); e < total; e += grid_stride()) {
-    const std::int64_t i = e % l;
-    const std::int64_t row = e / l;  // b * channels + c
-    const std::int64_t j = idx[(row / channels) * l + i];
-    out[e] = (j >= 0 && j < n) ? features[row * n + j] : from_acc<T>(0);
-  }
+// Channels per thread: a thread reads its index (and weight) once and moves
+// a block of channels with it, with no division per element (64-bit
+// division and remainder cost dozens of instructions each). grid.y walks
+// the blocks of channels; blocks grow past kChannelBlock only when there
+// would be more than the grid's y limit.
+constexpr std::int64_t kChannelBlock = 8;
+constexpr std::int64_t kMaxGridY = 65535;
+
+std::int64_t channel_block(std::int64_t channels) {
+  const std::int64_t wide = (channels + kMaxGridY - 1) / kMaxGridY;
+  return wide > kChannelBlock ? wide : kChannelBlock;
+}
+
+// Grid over positions (x, grid-stride) by blocks of channels (y).
+dim3 position_channel_grid(std::int64_t positions, std::int64_t channels) {
+  const std::int64_t block = channel_block(channels);
+  return {grid_for(positions, kThreads), static_cast<unsigned int>((channels + block - 1) / block),
+          1};
+}
+
+// The channels [first, first + count) of this thread's block.
+struct ChannelRange {
+  std::int64_t first;
+  std::int64_t count;
+};
+
+__device__ inline ChannelRange channels_of_block(std::int64_t channels, std::int64_t block) {
+  const std::int64_t first = static_cast<std::int64_t>(blockIdx.y) * block;
+  return {first, channels - first < block ? channels - first : block};
 }
 
 template <typename T>
-__device__ inline acc_t<T> term(const T* grad_out, const T* weight, std::int64_t row,
-                                std::int64_t out_len, std::int64_t group, std::int64_t b,
-                                std::int64_t l, std::int64_t i) {
-  const acc_t<T> g = to_acc(grad_out[row * out_len + i / group]);
-  return weight != nullptr ? mul_rn(to_acc(weight[b * l + i]), g) : g;
+__global__ void gather_kernel(const T* __restrict__ features, const std::int64_t* __restrict__ idx,
+                              std::int64_t channels, std::int64_t n, std::int64_t l,
+                              std::int64_t positions, std::int64_t block, T* __restrict__ out) {
+  const ChannelRange range = channels_of_block(channels, block);
+  for (std::int64_t e = grid_start(); e < positions; e += grid_stride()) {
+    const std::int64_t b = e / l;
+    const std::int64_t i = e - b * l;
+    const std::int64_t j = idx[e];
+    const bool valid = j >= 0 && j < n;
+    const std::int64_t row = b * channels + range.first;
+    const T* from = features + row * n + (valid ? j : 0);
+    T* to = out + row * l + i;
+#pragma unroll 4
+    for (std::int64_t c = 0; c < range.count; ++c) {
+      to[c * l] = valid ? from[c * n] : from_acc<T>(0);
+    }
+  }
+}
+
+// One term of the scatter: grad_out[row][i / group], times weight[b][i] when
+// there are weights. `row` is b * channels + c.
+template <typename T>
+__device__ inline acc_t<T> term(const T* grad_out, acc_t<T> weight, bool weighted, std::int64_t row,
+                                std::int64_t out_len, std::int64_t at) {
+  const acc_t<T> g = to_acc(grad_out[row * out_len + at]);
+  return weighted ? mul_rn(weight, g) : g;
 }
 
 template <typename T>
@@ -50,15 +92,23 @@ __global__ void scatter_atomic_kernel(const T* __restrict__ grad_out,
                                       const std::int64_t* __restrict__ idx,
                                       const T* __restrict__ weight, std::int64_t channels,
                                       std::int64_t out_len, std::int64_t l, std::int64_t n,
-                                      std::int64_t total, acc_t<T>* __restrict__ grad) {
-  for (std::int64_t e = grid_start(); e < total; e += grid_stride()) {
-    const std::int64_t i = e % l;
-    const std::int64_t row = e / l;
-    const std::int64_t b = row / channels;
-    const std::int64_t j = idx[b * l + i];
-    if (j >= 0 && j < n) {
-      atomicAdd(grad + row * n + j,
-                term(grad_out, weight, row, out_len, out_len ? l / out_len : 1, b, l, i));
+                                      std::int64_t positions, std::int64_t block,
+                                      acc_t<T>* __restrict__ grad) {
+  const ChannelRange range = channels_of_block(channels, block);
+  const std::int64_t group = out_len ? l / out_len : 1;
+  for (std::int64_t e = grid_start(); e < positions; e += grid_stride()) {
+    const std::int64_t j = idx[e];
+    if (j < 0 || j >= n) {
+      continue;
+    }
+    const std::int64_t b = e / l;
+    const std::int64_t at = (e - b * l) / group;
+    const acc_t<T> w = weight != nullptr ? to_acc(weight[e]) : acc_t<T>(1);
+    const std::int64_t row = b * channels + range.first;
+#pragma unroll 4
+    for (std::int64_t c = 0; c < range.count; ++c) {
+      atomicAdd(grad + (row + c) * n + j,
+                term(grad_out, w, weight != nullptr, row + c, out_len, at));
     }
   }
 }
@@ -93,25 +143,34 @@ __global__ void segment_offsets_kernel(const std::int64_t* __restrict__ sorted_k
   }
 }
 
+// One thread per (b, j) and block of channels: each channel's sum over the
+// segment of j, in increasing l.
 template <typename T>
 __global__ void scatter_segment_kernel(const T* __restrict__ grad_out,
                                        const std::int64_t* __restrict__ sorted_positions,
                                        const std::int64_t* __restrict__ offsets,
                                        const T* __restrict__ weight, std::int64_t channels,
                                        std::int64_t out_len, std::int64_t l, std::int64_t n,
-                                       std::int64_t total, acc_t<T>* __restrict__ grad) {
+                                       std::int64_t points, std::int64_t block,
+                                       acc_t<T>* __restrict__ grad) {
+  const ChannelRange range = channels_of_block(channels, block);
   const std::int64_t group = out_len ? l / out_len : 1;
-  for (std::int64_t e = grid_start(); e < total; e += grid_stride()) {
-    const std::int64_t j = e % n;
-    const std::int64_t row = e / n;  // b * channels + c
-    const std::int64_t b = row / channels;
-    const std::int64_t key = b * n + j;
-    acc_t<T> acc = 0;
-    for (std::int64_t s = offsets[key]; s < offsets[key + 1]; ++s) {
-      const std::int64_t i = sorted_positions[s] - b * l;
-      acc = add_rn(acc, term(grad_out, weight, row, out_len, group, b, l, i));
+  for (std::int64_t key = grid_start(); key < points; key += grid_stride()) {
+    const std::int64_t b = key / n;
+    const std::int64_t j = key - b * n;
+    const std::int64_t first = offsets[key];
+    const std::int64_t last = offsets[key + 1];
+    const std::int64_t row = b * channels + range.first;
+    for (std::int64_t c = 0; c < range.count; ++c) {
+      acc_t<T> acc = 0;
+      for (std::int64_t s = first; s < last; ++s) {
+        const std::int64_t e = sorted_positions[s];
+        const acc_t<T> w = weight != nullptr ? to_acc(weight[e]) : acc_t<T>(1);
+        acc = add_rn(acc,
+                     term(grad_out, w, weight != nullptr, row + c, out_len, (e - b * l) / group));
+      }
+      grad[(row + c) * n + j] = acc;
     }
-    grad[e] = acc;
   }
 }
 
@@ -166,12 +225,13 @@ template <typename T>
 void launch_gather(const void* features, const std::int64_t* idx, std::int64_t batch,
                    std::int64_t channels, std::int64_t n, std::int64_t l, void* out,
                    cudaStream_t stream) {
-  const std::int64_t total = batch * channels * l;
-  if (total == 0) {
+  const std::int64_t positions = batch * l;
+  if (positions == 0 || channels == 0) {
     return;
   }
-  gather_kernel<T><<<grid_for(total, kThreads), kThreads, 0, stream>>>(
-      static_cast<const T*>(features), idx, channels, n, l, total, static_cast<T*>(out));
+  gather_kernel<T><<<position_channel_grid(positions, channels), kThreads, 0, stream>>>(
+      static_cast<const T*>(features), idx, channels, n, l, positions, channel_block(channels),
+      static_cast<T*>(out));
   DTRAIN_CUDA_CHECK_LAUNCH();
 }
 
@@ -183,18 +243,19 @@ void launch_scatter(const void* grad_out, const std::int64_t* idx, const void* w
   const T* g = static_cast<const T*>(grad_out);
   const T* w = static_cast<const T*>(weight);
   auto* acc = static_cast<acc_t<T>*>(grad_acc);
+  const std::int64_t block = channel_block(channels);
   if (!deterministic) {
-    const std::int64_t total = batch * channels * l;
-    if (total == 0) {
+    const std::int64_t positions = batch * l;
+    if (positions == 0 || channels == 0) {
       return;
     }
-    scatter_atomic_kernel<T><<<grid_for(total, kThreads), kThreads, 0, stream>>>(
-        g, idx, w, channels, out_len, l, n, total, acc);
+    scatter_atomic_kernel<T><<<position_channel_grid(positions, channels), kThreads, 0, stream>>>(
+        g, idx, w, channels, out_len, l, n, positions, block, acc);
     DTRAIN_CUDA_CHECK_LAUNCH();
     return;
   }
-  const std::int64_t total = batch * channels * n;
-  if (total == 0) {
+  const std::int64_t points = batch * n;
+  if (points == 0 || channels == 0) {
     return;
   }
   if (scratch_bytes < scatter_add_points_scratch_bytes(batch, l, n)) {
@@ -210,12 +271,11 @@ void launch_scatter(const void* grad_out, const std::int64_t* idx, const void* w
                                                       s.keys_out, s.positions_in, s.positions_out,
                                                       items, 0, key_bits(batch * n), stream));
   }
-  const std::int64_t keys = batch * n;
-  segment_offsets_kernel<<<grid_for(keys + 1, kThreads), kThreads, 0, stream>>>(s.keys_out, items,
-                                                                                keys, s.offsets);
+  segment_offsets_kernel<<<grid_for(points + 1, kThreads), kThreads, 0, stream>>>(
+      s.keys_out, items, points, s.offsets);
   DTRAIN_CUDA_CHECK_LAUNCH();
-  scatter_segment_kernel<T><<<grid_for(total, kThreads), kThreads, 0, stream>>>(
-      g, s.positions_out, s.offsets, w, channels, out_len, l, n, total, acc);
+  scatter_segment_kernel<T><<<position_channel_grid(points, channels), kThreads, 0, stream>>>(
+      g, s.positions_out, s.offsets, w, channels, out_len, l, n, points, block, acc);
   DTRAIN_CUDA_CHECK_LAUNCH();
 }
 
