@@ -6,6 +6,7 @@
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 
+#include "dtrain/util/crash_trace.h"
 #include "dtrain/util/errors.h"
 #include "dtrain/util/launch_env.h"
 
@@ -20,6 +21,7 @@ std::string rank_text(std::optional<int> value) {
 }
 
 void apply_pattern(std::optional<int> rank, std::optional<int> local_rank) {
+  set_crash_trace_rank(rank, local_rank);
   spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] [rank " + rank_text(rank) + "/local " +
                       rank_text(local_rank) + "] [%^%l%$] %v");
 }

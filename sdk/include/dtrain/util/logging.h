@@ -6,7 +6,8 @@
 // launcher's environment (see launch_env.h) and DTRAIN_LOG_LEVEL (trace,
 // debug, info, warn, error, critical, off; default info). Code logs with
 // spdlog::info(...) etc. Lines go to stderr, so a program's stdout stays its
-// own. set_log_rank() updates the prefix once a process group knows better.
+// own. set_log_rank() updates the prefix once a process group knows better
+// (and the rank that crash traces name, crash_trace.h).
 // All functions are thread-safe.
 #pragma once
 

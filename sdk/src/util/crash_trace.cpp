@@ -1,0 +1,123 @@
+#include "dtrain/util/crash_trace.h"
+
+#include <execinfo.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace dtrain::util {
+
+namespace {
+
+constexpr std::array<int, 5> kFatalSignals = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+constexpr int kMaxFrames = 64;
+
+// What the handler writes before the stack. Written outside the handler
+// (set_crash_trace_rank), read inside it: a fixed buffer, never reallocated.
+char g_prefix[64] = "[rank -/local -]";
+
+// An alternate stack, so that a stack overflow can still be reported.
+alignas(16) char g_alternate_stack[64 * 1024];
+
+void write_text(const char* text) {
+  // Only async-signal-safe calls in here; a short write is not retried.
+  const ssize_t written = ::write(STDERR_FILENO, text, std::strlen(text));
+  (void)written;
+}
+
+const char* signal_name(int signal) {
+  switch (signal) {
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGILL:
+      return "SIGILL";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGABRT:
+      return "SIGABRT";
+    default:
+      return "?";
+  }
+}
+
+void on_fatal_signal(int signal) {
+  char number[16];
+  int digits = 0;
+  char reversed[16];
+  for (int value = signal; value > 0 && digits < 15; value /= 10) {
+    reversed[digits++] = static_cast<char>('0' + value % 10);
+  }
+  for (int i = 0; i < digits; ++i) {
+    number[i] = reversed[digits - 1 - i];
+  }
+  number[digits] = '\0';
+  write_text(g_prefix);
+  write_text(" fatal signal ");
+  write_text(number);
+  write_text(" (");
+  write_text(signal_name(signal));
+  write_text("); native stack:\n");
+  void* frames[kMaxFrames];
+  const int count = ::backtrace(frames, kMaxFrames);
+  ::backtrace_symbols_fd(frames, count, STDERR_FILENO);
+  // Die of the same signal: the default action, raised again.
+  ::signal(signal, SIG_DFL);
+  ::raise(signal);
+}
+
+bool crash_trace_wanted() {
+  const char* setting = std::getenv("DTRAIN_CRASH_TRACE");
+  return setting == nullptr || std::string(setting) != "0";
+}
+
+}  // namespace
+
+void install_crash_trace() {
+  if (!crash_trace_wanted()) {
+    return;
+  }
+  // backtrace() loads libgcc on its first call, which may allocate: do it
+  // now rather than inside a handler.
+  void* warm[1];
+  ::backtrace(warm, 1);
+  stack_t alternate{};
+  alternate.ss_sp = g_alternate_stack;
+  alternate.ss_size = sizeof(g_alternate_stack);
+  ::sigaltstack(&alternate, nullptr);
+  for (const int signal : kFatalSignals) {
+    struct sigaction current {};
+    if (::sigaction(signal, nullptr, &current) != 0 || current.sa_handler != SIG_DFL ||
+        (current.sa_flags & SA_SIGINFO) != 0) {
+      continue;  // someone else's handler, or already ours
+    }
+    struct sigaction action {};
+    action.sa_handler = on_fatal_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_ONSTACK | SA_RESETHAND;
+    ::sigaction(signal, &action, nullptr);
+  }
+}
+
+void set_crash_trace_rank(std::optional<int> rank, std::optional<int> local_rank) {
+  auto text = [](std::optional<int> value) {
+    return value ? std::to_string(*value) : std::string("-");
+  };
+  const std::string prefix = "[rank " + text(rank) + "/local " + text(local_rank) + "]";
+  // A handler running now reads either the old or the new text, or a mix of
+  // the two: it only labels the trace.
+  std::snprintf(g_prefix, sizeof(g_prefix), "%s", prefix.c_str());
+}
+
+namespace {
+// Every process that loads the SDK reports its crashes (logging.cpp sets the rank).
+const bool g_crash_trace_ready = (install_crash_trace(), true);
+}  // namespace
+
+}  // namespace dtrain::util

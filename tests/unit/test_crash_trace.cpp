@@ -1,0 +1,103 @@
+// dtrain::util crash traces: a fatal signal writes the rank, the signal and
+// the native stack to stderr, then the process dies of that signal.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <functional>
+#include <string>
+
+#include "dtrain/util/crash_trace.h"
+
+namespace {
+
+struct ChildEnd {
+  int status = 0;
+  std::string stderr_text;
+};
+
+// Runs `body` in a forked child whose stderr is a pipe; returns how the
+// child ended and what it wrote there.
+ChildEnd run_in_child(const std::function<void()>& body) {
+  int fds[2];
+  EXPECT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], STDERR_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    body();
+    _exit(0);
+  }
+  close(fds[1]);
+  ChildEnd end;
+  char buffer[4096];
+  for (ssize_t got; (got = read(fds[0], buffer, sizeof buffer)) > 0;) {
+    end.stderr_text.append(buffer, static_cast<size_t>(got));
+  }
+  close(fds[0]);
+  waitpid(pid, &end.status, 0);
+  return end;
+}
+
+bool died_of(const ChildEnd& end, int signal) {
+  return WIFSIGNALED(end.status) && WTERMSIG(end.status) == signal;
+}
+
+// The header line, then at least one frame ("...[0x<address>]").
+void expect_trace(const ChildEnd& end, const std::string& header) {
+  const size_t at = end.stderr_text.find(header);
+  ASSERT_NE(at, std::string::npos) << end.stderr_text;
+  EXPECT_NE(end.stderr_text.find("[0x", at + header.size()), std::string::npos) << end.stderr_text;
+}
+
+TEST(CrashTrace, SegfaultPrintsRankSignalAndStackThenDiesOfIt) {
+  const ChildEnd end = run_in_child([] {
+    dtrain::util::set_crash_trace_rank(3, 1);
+    // A null pointer the compiler cannot see through: a real fault.
+    volatile int* nowhere = reinterpret_cast<volatile int*>(std::getenv("DTRAIN_NO_SUCH_VARIABLE"));
+    *nowhere = 1;
+  });
+  EXPECT_TRUE(died_of(end, SIGSEGV)) << end.status;
+  expect_trace(end, "[rank 3/local 1] fatal signal 11 (SIGSEGV); native stack:\n");
+}
+
+TEST(CrashTrace, AbortIsTracedWithoutARank) {
+  const ChildEnd end = run_in_child([] {
+    dtrain::util::set_crash_trace_rank(std::nullopt, std::nullopt);
+    std::abort();
+  });
+  EXPECT_TRUE(died_of(end, SIGABRT)) << end.status;
+  expect_trace(end, "[rank -/local -] fatal signal 6 (SIGABRT); native stack:\n");
+}
+
+TEST(CrashTrace, SwitchedOffLeavesTheDefault) {
+  const ChildEnd end = run_in_child([] {
+    std::signal(SIGSEGV, SIG_DFL);  // undo the handler installed at load
+    setenv("DTRAIN_CRASH_TRACE", "0", 1);
+    dtrain::util::install_crash_trace();
+    std::raise(SIGSEGV);
+  });
+  EXPECT_TRUE(died_of(end, SIGSEGV)) << end.status;
+  EXPECT_EQ(end.stderr_text, "");
+}
+
+void own_handler(int) {
+  constexpr char kText[] = "the program's own handler\n";
+  (void)!write(STDERR_FILENO, kText, sizeof kText - 1);
+  _exit(7);
+}
+
+TEST(CrashTrace, AProgramsOwnHandlerStays) {
+  const ChildEnd end = run_in_child([] {
+    std::signal(SIGFPE, own_handler);
+    dtrain::util::install_crash_trace();
+    std::raise(SIGFPE);
+  });
+  EXPECT_TRUE(WIFEXITED(end.status) && WEXITSTATUS(end.status) == 7) << end.status;
+  EXPECT_EQ(end.stderr_text, "the program's own handler\n");
+}
+
+}  // namespace
