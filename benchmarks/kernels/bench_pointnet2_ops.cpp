@@ -168,6 +168,25 @@ void run_size(const at::Device& device, int64_t n, int repeats, std::ostream& cs
     csv << name << ',' << device.str() << ',' << kBatch << ',' << n << ",dtrain," << ms << '\n';
     std::cout << name << " " << device.str() << " N=" << n << ": " << ms << " ms" << std::endl;
   }
+  // The striped FPS kernel, not yet the default (one block per cloud up to
+  // 8192 points, a cluster of blocks up to 65536 on sm_90), same picks.
+  if (device.is_cuda()) {
+    setenv("DTRAIN_CUDA_FPS", "striped", 1);
+    try {
+      if (!at::equal(k::furthest_point_sample(xyz, npoint), centres_idx)) {
+        throw std::invalid_argument("its picks differ from the default kernel's");
+      }
+      const double ms = median_ms(device, repeats, [&] { k::furthest_point_sample(xyz, npoint); });
+      csv << "furthest_point_sample," << device.str() << ',' << kBatch << ',' << n
+          << ",striped_round4," << ms << '\n';
+      std::cout << "furthest_point_sample " << device.str() << " N=" << n
+                << " (striped, rounds of 4): " << ms << " ms" << std::endl;
+    } catch (const std::invalid_argument& e) {
+      std::cout << "furthest_point_sample N=" << n << ": no striped row (" << e.what() << ")"
+                << std::endl;
+    }
+    unsetenv("DTRAIN_CUDA_FPS");
+  }
 }
 
 // The CUDA goal of the kernels issue: B = 32 clouds of 8192 points -> 1024

@@ -78,6 +78,9 @@ def pointnet2_lines(out):
     body = [[op] + [f"{ms[(op, n)]:.3f}" if (op, n) in ms else "-" for n in sizes] for op in ops]
     lines = [f"PointNet++ ops, dtrain on {device}: median ms (B=8)"]
     lines += table(["op"] + [f"N={n}" for n in sizes], body)
+    def ms_of(n):
+        return ms.get(("furthest_point_sample", n), float("nan"))
+
     goal = {r["impl"]: float(r["median_ms"]) for r in all_rows
             if r["B"] == "32" and r["device"] != "cpu"}
     if "dtrain" in goal:
@@ -89,6 +92,14 @@ def pointnet2_lines(out):
                 line += (f"; {what} {goal[impl]:.3f} ms, "
                          f"{goal[impl] / goal['dtrain']:.1f}x slower")
         lines.append(line)
+        by_size = {int(r["N"]): float(r["median_ms"]) for r in all_rows
+                   if r["B"] == "8" and r["op"] == "furthest_point_sample"
+                   and r["impl"] == "striped_round4"}
+        if by_size:
+            lines.append("  striped FPS, rounds of 4 (B=8, npoint=N/4; default in brackets): " +
+                         ", ".join(f"N={n} {ms:.3f} ms ({ms_default:.3f})"
+                                   for n, ms in sorted(by_size.items())
+                                   for ms_default in [ms_of(n)]))
         striped = sorted((impl, ms) for impl, ms in goal.items() if impl.startswith("striped"))
         if striped:
             best_impl, best_ms = min(striped, key=lambda item: item[1])

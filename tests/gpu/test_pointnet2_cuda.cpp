@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "dtrain/config.h"
 #include "dtrain/kernels/pointnet2.h"
@@ -154,10 +157,14 @@ TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
     const ForcedFps forced(path, "");
     expect_same(k::furthest_point_sample(cuda(xyz), 300), expected, path);
   }
-  for (const char* path : {"registers", "striped"}) {
-    const ForcedFps forced(path, "");
-    EXPECT_THROW(k::furthest_point_sample(cuda(at::rand({1, 9000, 3})), 10), std::exception)
-        << path;
+  {
+    const ForcedFps forced("registers", "");
+    EXPECT_THROW(k::furthest_point_sample(cuda(at::rand({1, 9000, 3})), 10), std::exception);
+  }
+  {
+    // One block takes 8192 points; from sm_90 on a cluster of 8 takes 65536.
+    const ForcedFps forced("striped", "");
+    EXPECT_THROW(k::furthest_point_sample(cuda(at::rand({1, 65537, 3})), 10), std::exception);
   }
   {
     const ForcedFps forced("fastest", "");
@@ -166,6 +173,63 @@ TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
   {
     const ForcedFps forced("striped", "3");
     EXPECT_THROW(k::furthest_point_sample(cuda(xyz), 10), std::exception);
+  }
+}
+
+// Beyond 8192 points the striped kernel runs a cluster of 2, 4 or 8 blocks
+// per cloud (sm_90 and later): clouds whose shares are uneven, clumps that
+// straddle blocks, a grid of ties, the start in the last block, every round
+// size.
+// Whether the striped kernel takes more than one block's 8192 points here
+// (its limit on GPUs before sm_90, which have no clusters).
+bool striped_takes_clusters() {
+  const ForcedFps forced("striped", "");
+  try {
+    k::furthest_point_sample(cuda(at::rand({1, 8193, 3})), 2);
+    return true;
+  } catch (const std::exception& e) {
+    if (std::string(e.what()).find("at most 8192 points") == std::string::npos) {
+      throw;
+    }
+    return false;
+  }
+}
+
+TEST(PointNet2Cuda, FurthestPointSampleOnAClusterAgrees) {
+  SKIP_WITHOUT_CUDA();
+  if (!striped_takes_clusters()) {
+    GTEST_SKIP() << "thread-block clusters need sm_90";
+  }
+  at::manual_seed(35);
+  const at::Tensor cells = at::arange(16384, at::kInt);
+  struct Case {
+    std::string name;
+    at::Tensor xyz;
+    int64_t npoint;
+    int64_t start;
+  };
+  const std::vector<Case> cases = {
+      {"9000 uniform (2 blocks)", at::rand({3, 9000, 3}), 2000, 8999},
+      {"20000 Gaussian (4 blocks)", at::randn({2, 20000, 3}), 3000, 4},
+      {"16^3 x 4 grid (2 blocks)",
+       at::stack({cells % 16, cells.div(16, "floor") % 16, cells.div(256, "floor")}, 1)
+           .to(at::kFloat)
+           .unsqueeze(0),
+       4096, 1},
+      {"40000 in 8 clumps (8 blocks)",
+       (at::rand({2, 40000, 3}) * 0.01 +
+        at::arange(40000).div(5000, "floor").to(at::kFloat).view({1, -1, 1}) * 3)
+           .contiguous(),
+       2500, 39999},
+      {"65536 uniform (8 blocks)", at::rand({1, 65536, 3}), 1024, 0},
+  };
+  for (const Case& c : cases) {
+    const at::Tensor expected = k::furthest_point_sample(c.xyz, c.npoint, c.start);
+    for (const char* round : {"1", "2", "4"}) {
+      const ForcedFps forced("striped", round);
+      expect_same(k::furthest_point_sample(cuda(c.xyz), c.npoint, c.start), expected,
+                  c.name + " (round " + round + ")");
+    }
   }
 }
 

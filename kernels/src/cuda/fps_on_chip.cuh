@@ -85,15 +85,15 @@ __device__ inline void morton_order(const Cloud& cloud, int n, const float (&low
   }
 }
 
-// The block's cloud in shared memory, and this thread's share of it in
-// Morton order (morton_order). scratch: kThreads / 32 floats of shared memory.
+// The points (x, y, z rows; n of them) in shared memory, and this thread's
+// share of them in Morton order (morton_order). scratch: kThreads / 32
+// floats of shared memory.
 template <unsigned int kThreads, int kPerThread, bool kStriped>
-__device__ inline Cloud deal_cloud(const float* xyz, int n, unsigned char* shared, float* scratch,
-                                   int (&idx)[kPerThread]) {
+__device__ inline Cloud deal_cloud(const float* points, int n, unsigned char* shared,
+                                   float* scratch, int (&idx)[kPerThread]) {
   const Cloud cloud = cloud_in(shared, n);
   float low[3], high[3];
-  load_cloud<kThreads>(xyz + static_cast<std::int64_t>(blockIdx.x) * n * 3, n, cloud, scratch, low,
-                       high);
+  load_cloud<kThreads>(points, n, cloud, scratch, low, high);
   morton_order<kThreads, kPerThread, kStriped>(cloud, n, low, high, idx);
   return cloud;
 }

@@ -134,13 +134,12 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
 }
 
-int shared_memory_limit() {
+int device_attribute(cudaDeviceAttr attribute) {
   int device = 0;
   DTRAIN_CUDA_CHECK(cudaGetDevice(&device));
-  int limit = 0;
-  DTRAIN_CUDA_CHECK(
-      cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return limit;
+  int value = 0;
+  DTRAIN_CUDA_CHECK(cudaDeviceGetAttribute(&value, attribute, device));
+  return value;
 }
 
 enum class FpsPath { kAuto, kRegisters, kStriped, kChunks, kShared, kGlobal };
@@ -211,12 +210,15 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
   constexpr std::int64_t kRegisterPoints = 8192;
   // Leave room for the kernels' static shared memory.
   constexpr std::int64_t kStaticReserve = 8192;
-  const std::int64_t limit = shared_memory_limit() - kStaticReserve;
+  const std::int64_t limit =
+      device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin) - kStaticReserve;
   const bool fits_shared = 4 * n * static_cast<std::int64_t>(sizeof(float)) <= limit;
   const bool fits_registers =
       n <= kRegisterPoints && static_cast<std::int64_t>(fps_registers_shared_bytes(n)) <= limit;
+  const std::int64_t striped_points =
+      fps_striped_max_points(device_attribute(cudaDevAttrComputeCapabilityMajor));
   const bool fits_striped =
-      n <= kRegisterPoints && static_cast<std::int64_t>(fps_striped_shared_bytes(n)) <= limit;
+      n <= striped_points && static_cast<std::int64_t>(fps_striped_shared_bytes(n)) <= limit;
   const bool fits_chunks = static_cast<std::int64_t>(fps_chunks_shared_bytes(n)) <= limit;
   FpsPath path = requested_path();
   if (path == FpsPath::kAuto) {
@@ -229,11 +231,10 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
                                 " points (and their shared memory), got " + std::to_string(n));
   }
   if (path == FpsPath::kStriped && !fits_striped) {
-    throw std::invalid_argument(
-        "DTRAIN_CUDA_FPS=striped: the striped register kernel takes at "
-        "most " +
-        std::to_string(kRegisterPoints) + " points (and their shared memory), got " +
-        std::to_string(n));
+    throw std::invalid_argument("DTRAIN_CUDA_FPS=striped: the striped kernel takes at most " +
+                                std::to_string(striped_points) +
+                                " points on this GPU (and their shared memory), got " +
+                                std::to_string(n));
   }
   if (path == FpsPath::kChunks && !fits_chunks) {
     throw std::invalid_argument("DTRAIN_CUDA_FPS=chunks: the chunk table of " + std::to_string(n) +

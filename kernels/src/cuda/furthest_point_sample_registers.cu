@@ -67,7 +67,8 @@ __global__ void __launch_bounds__(kThreads)
   // Thread t holds the kPerThread consecutive codes from t * kPerThread on,
   // so warp w holds one compact stretch of the curve.
   int idx[kPerThread];
-  const Cloud cloud = deal_cloud<kThreads, kPerThread, false>(xyz, n, shared, scratch, idx);
+  const Cloud cloud = deal_cloud<kThreads, kPerThread, false>(
+      xyz + static_cast<std::int64_t>(blockIdx.x) * n * 3, n, shared, scratch, idx);
   float px[kPerThread], py[kPerThread], pz[kPerThread], dist[kPerThread];
   point_registers(cloud, n, start, idx, px, py, pz, dist);
   float box_low[3] = {INFINITY, INFINITY, INFINITY};

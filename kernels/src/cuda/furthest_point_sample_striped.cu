@@ -1,7 +1,9 @@
-// Furthest point sampling for clouds of up to 8192 points with the points
-// on chip, skipping decided per chunk of 32 points, and several picks per
-// barrier when they cannot disturb one another (Note [FPS on registers in
-// striped chunks], Note [FPS in rounds of independent picks]).
+// Furthest point sampling with the points on chip, skipping decided per
+// chunk of 32 points, and several picks per barrier when they cannot
+// disturb one another (Note [FPS on registers in striped chunks], Note [FPS
+// in rounds of independent picks]): up to 8192 points in one block per
+// cloud, up to 65536 in a cluster of blocks (Note [FPS on a cluster of
+// blocks]).
 //
 // Note [FPS on registers in striped chunks]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -56,6 +58,31 @@
 // averages 1.9 picks per round with 2 and 3.1 with 4 on 8192 uniform or
 // Gaussian points -> 1024, and ~1 on grids, whose ties the strict rule
 // rejects.
+//
+// Note [FPS on a cluster of blocks]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A block holds at most 8192 points in registers, and one block per cloud
+// leaves most of the GPU idle when the batch is small. From sm_90 on, clouds
+// of 8193 to 65536 points take a thread-block cluster of 2, 4 or 8 blocks
+// per cloud: block r holds the points [r * share, (r + 1) * share) exactly
+// as above, in the Morton order of its own share (its chunks stay compact;
+// its share is spread over the cloud). Each round the block's warps give the
+// block's candidate and rest as a warp's points give the warp's; warp 0
+// writes them, with the candidate's coordinates (the other blocks do not
+// hold them), to the block's shared memory; one cluster barrier; every warp
+// of every block reads the cluster's entries through distributed shared
+// memory and takes the round's picks by the rule above, the blocks being the
+// units (a block gives at most one pick a round). A last cluster barrier
+// keeps each block's entries alive until every block has read them. The
+// model replays this as well: on 32768 uniform points -> 2048 with 4 blocks,
+// picks equal sequential FPS, 1.7 picks per round with rounds of 2 and 2.1
+// with 4, 1650 points updated per pick (the register kernel's whole warps:
+// 8190).
+
+#include <cooperative_groups.h>
+
+#include <stdexcept>
+#include <string>
 
 #include "cuda_check.cuh"
 #include "fps_common.cuh"
@@ -71,6 +98,8 @@ using namespace fps;  // fps_common.cuh, fps_on_chip.cuh
 
 constexpr unsigned int kThreads = 512;
 constexpr unsigned int kWarps = kThreads / kWarp;
+constexpr std::int64_t kOnChipPoints = 16 * kThreads;  // per block
+constexpr int kMaxCluster = 8;                         // portable cluster size
 
 // A warp's candidate for a round: its best point (largest key, lowest index)
 // and the largest key among its other points.
@@ -104,20 +133,72 @@ __device__ inline void lane_top_two(const float (&dist)[kSlots], unsigned int& b
   second = next[0];
 }
 
-template <int kSlots, int kRound>
+// A block's candidate for a cluster's round (Note [FPS on a cluster of
+// blocks]): its best point, the largest key among its other points, and the
+// best point's coordinates, which the other blocks do not hold.
+struct BlockEntry {
+  RoundCandidate candidate;
+  float x, y, z;
+};
+
+// The first kRound candidates of a round in order (largest key, then lowest
+// index), one unit per lane (lanes without one hold key 0), each taken unit
+// then out of play; with the rest of each, and (kHolders) the lane that held
+// it.
+template <int kRound>
+struct RoundOrder {
+  unsigned int keys[kRound];
+  unsigned int picks[kRound];
+  unsigned int rests[kRound];
+  unsigned int holders[kRound];
+};
+
+template <int kRound, bool kHolders>
+__device__ inline RoundOrder<kRound> take_in_order(const RoundCandidate& unit) {
+  RoundOrder<kRound> order;
+  unsigned int in_play = unit.key;  // 0 once the unit's candidate is taken
+#pragma unroll
+  for (int j = 0; j < kRound; ++j) {
+    order.keys[j] = __reduce_max_sync(kFullMask, in_play);
+    order.picks[j] = __reduce_min_sync(kFullMask, in_play == order.keys[j] ? unit.index : kNoIndex);
+    const bool taken = unit.index == order.picks[j];
+    if constexpr (kHolders) {
+      order.holders[j] = __ffs(__ballot_sync(kFullMask, taken)) - 1;
+    }
+    if constexpr (kRound > 1) {
+      order.rests[j] = __reduce_max_sync(kFullMask, taken ? unit.rest : 0u);
+    }
+    in_play = taken ? 0u : in_play;
+  }
+  return order;
+}
+
+// kCluster = 1: one block per cloud, the points of the whole cloud. Else the
+// block of rank r in a cluster of kCluster blocks per cloud holds the points
+// [r * share, (r + 1) * share), share = ceil(n / kCluster) (Note [FPS on a
+// cluster of blocks]); sm_90 and later.
+template <int kSlots, int kRound, int kCluster>
 __global__ void __launch_bounds__(kThreads)
     fps_striped_kernel(const float* __restrict__ xyz, int n, std::int64_t npoint, int start,
                        std::int64_t* __restrict__ out) {
   static_assert(kSlots < static_cast<int>(kWarp), "one lane keeps each chunk of a warp");
   static_assert(kRound >= 1 && kRound <= static_cast<int>(kWarps), "picks per round");
+  static_assert(kCluster >= 1 && kCluster <= static_cast<int>(kWarp), "one lane per block");
   extern __shared__ __align__(16) unsigned char shared[];
   __shared__ RoundCandidate slots[2][kWarps];
   __shared__ float scratch[kWarps];
-  std::int64_t* picks = out + static_cast<std::int64_t>(blockIdx.x) * npoint;
-  int idx[kSlots];
-  const Cloud cloud = deal_cloud<kThreads, kSlots, true>(xyz, n, shared, scratch, idx);
+  const int cloud_index = static_cast<int>(blockIdx.x) / kCluster;
+  const int rank = static_cast<int>(blockIdx.x) % kCluster;
+  const int share = (n + kCluster - 1) / kCluster;
+  const int first = rank * share;                   // the block's first point
+  const int count = max(0, min(share, n - first));  // and how many it holds
+  const float* points = xyz + static_cast<std::int64_t>(cloud_index) * n * 3;
+  std::int64_t* picks = out + static_cast<std::int64_t>(cloud_index) * npoint;
+  int idx[kSlots];  // indices within the block's points
+  const Cloud cloud =
+      deal_cloud<kThreads, kSlots, true>(points + 3 * first, count, shared, scratch, idx);
   float px[kSlots], py[kSlots], pz[kSlots], dist[kSlots];
-  point_registers(cloud, n, start, idx, px, py, pz, dist);
+  point_registers(cloud, count, start - first, idx, px, py, pz, dist);
 
   const unsigned int lane = threadIdx.x % kWarp;
   // Lane s: the box of the warp's chunk s (lanes past the chunks, and chunks
@@ -128,7 +209,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int s = 0; s < kSlots; ++s) {
     float box_low[3] = {INFINITY, INFINITY, INFINITY};
     float box_high[3] = {-INFINITY, -INFINITY, -INFINITY};
-    if (idx[s] < n) {
+    if (idx[s] < count) {
       grow_box(box_low, box_high, {px[s], py[s], pz[s]});
     }
     warp_box(box_low, box_high);
@@ -141,14 +222,14 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
 
-  if (threadIdx.x == 0) {
+  if (threadIdx.x == 0 && rank == 0) {
     picks[0] = start;
   }
   // The centres of the last round (Note [FPS in rounds of independent picks]).
   float cx[kRound], cy[kRound], cz[kRound];
-  cx[0] = cloud.xs[start];
-  cy[0] = cloud.ys[start];
-  cz[0] = cloud.zs[start];
+  cx[0] = points[3 * start];
+  cy[0] = points[3 * start + 1];
+  cz[0] = points[3 * start + 2];
   int centres = 1;
   RoundCandidate mine{0u, kNoIndex, 0u};
   unsigned int chunk_key = 0;                // lane s: chunk s's largest key
@@ -194,8 +275,8 @@ __global__ void __launch_bounds__(kThreads)
       unsigned int candidate = kNoIndex;
 #pragma unroll
       for (int s = 0; s < kSlots; ++s) {
-        if (((holders >> s) & 1u) && distance_key(dist[s]) == mine.key) {
-          candidate = min(candidate, static_cast<unsigned int>(idx[s]));
+        if (((holders >> s) & 1u) && distance_key(dist[s]) == mine.key && idx[s] < count) {
+          candidate = min(candidate, static_cast<unsigned int>(first + idx[s]));
         }
       }
       mine.index = __reduce_min_sync(kFullMask, candidate);
@@ -212,55 +293,88 @@ __global__ void __launch_bounds__(kThreads)
       stale = 0;
     }
 
-    // The round's picks from the warps' candidates (one barrier; the slot
-    // buffers alternate between rounds, as in block_pick).
+    // The round's units: the warps of the block (one barrier), or the blocks
+    // of the cluster (a barrier, each block's entry, a cluster barrier). The
+    // buffers alternate between rounds, as in block_pick.
     RoundCandidate* buffer = slots[round & 1];
     if (lane == 0) {
       buffer[threadIdx.x / kWarp] = mine;
     }
     __syncthreads();
-    const RoundCandidate slot = lane < kWarps ? buffer[lane] : RoundCandidate{0u, kNoIndex, 0u};
-    unsigned int keys[kRound], picks_now[kRound], rests[kRound];
-    unsigned int in_play = slot.key;  // 0 once the warp's candidate is taken
-#pragma unroll
-    for (int j = 0; j < kRound; ++j) {
-      keys[j] = __reduce_max_sync(kFullMask, in_play);
-      picks_now[j] = __reduce_min_sync(kFullMask, in_play == keys[j] ? slot.index : kNoIndex);
-      const bool taken = slot.index == picks_now[j];
-      if constexpr (kRound > 1) {
-        rests[j] = __reduce_max_sync(kFullMask, taken ? slot.rest : 0u);
+    const RoundCandidate none{0u, kNoIndex, 0u};
+    RoundCandidate unit = lane < kWarps ? buffer[lane] : none;
+    float unit_x = 0.0f, unit_y = 0.0f, unit_z = 0.0f;  // kCluster > 1: the unit's point
+    if constexpr (kCluster > 1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+      __shared__ BlockEntry entries[2];
+      if (threadIdx.x < kWarp) {  // warp 0 writes the block's entry
+        const unsigned int key = __reduce_max_sync(kFullMask, unit.key);
+        const unsigned int index =
+            __reduce_min_sync(kFullMask, unit.key == key ? unit.index : kNoIndex);
+        const unsigned int rest =
+            __reduce_max_sync(kFullMask, unit.index == index ? unit.rest : unit.key);
+        if (lane == 0) {
+          const unsigned int local = index - static_cast<unsigned int>(first);
+          const bool real = key > 0 && local < static_cast<unsigned int>(count);
+          entries[round & 1] = {{key, index, rest},
+                                real ? cloud.xs[local] : 0.0f,
+                                real ? cloud.ys[local] : 0.0f,
+                                real ? cloud.zs[local] : 0.0f};
+        }
       }
-      in_play = taken ? 0u : in_play;
+      cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+      cluster.sync();
+      BlockEntry entry{none, 0.0f, 0.0f, 0.0f};
+      if (lane < static_cast<unsigned int>(kCluster)) {
+        entry = *cluster.map_shared_rank(&entries[round & 1], lane);
+      }
+      unit = entry.candidate;
+      unit_x = entry.x;
+      unit_y = entry.y;
+      unit_z = entry.z;
+#else
+      __trap();  // launch_fps_striped launches clusters on sm_90 and later only
+#endif
     }
+    const RoundOrder<kRound> order = take_in_order<kRound, (kCluster > 1)>(unit);
+    // The coordinates of the j-th candidate: in the cloud (one block holds
+    // it all), or from the entry of the block that holds it.
+    auto place = [&](int j, float& x, float& y, float& z) {
+      if constexpr (kCluster == 1) {
+        const unsigned int at = order.picks[j] < static_cast<unsigned int>(n) ? order.picks[j] : 0u;
+        x = cloud.xs[at];
+        y = cloud.ys[at];
+        z = cloud.zs[at];
+      } else {
+        x = __shfl_sync(kFullMask, unit_x, order.holders[j] & (kWarp - 1));
+        y = __shfl_sync(kFullMask, unit_y, order.holders[j] & (kWarp - 1));
+        z = __shfl_sync(kFullMask, unit_z, order.holders[j] & (kWarp - 1));
+      }
+    };
     // Accept the longest prefix whose picks follow one another exactly.
     int accepted = 1;
-    cx[0] = cloud.xs[picks_now[0]];
-    cy[0] = cloud.ys[picks_now[0]];
-    cz[0] = cloud.zs[picks_now[0]];
+    place(0, cx[0], cy[0], cz[0]);
     if constexpr (kRound > 1) {
-      unsigned int rest_taken = rests[0];
+      unsigned int rest_taken = order.rests[0];
 #pragma unroll
       for (int j = 1; j < kRound; ++j) {
-        const unsigned int pick = picks_now[j] < static_cast<unsigned int>(n) ? picks_now[j] : 0u;
-        cx[j] = cloud.xs[pick];
-        cy[j] = cloud.ys[pick];
-        cz[j] = cloud.zs[pick];
-        const float running = key_distance(keys[j]);
-        bool follows = accepted == j && keys[j] > rest_taken && picked + j < npoint;
+        place(j, cx[j], cy[j], cz[j]);
+        const float running = key_distance(order.keys[j]);
+        bool follows = accepted == j && order.keys[j] > rest_taken && picked + j < npoint;
 #pragma unroll
         for (int i = 0; i < j; ++i) {
           follows =
               follows && !(squared_distance(cx[i], cy[i], cz[i], cx[j], cy[j], cz[j]) < running);
         }
         accepted = follows ? j + 1 : accepted;
-        rest_taken = max(rest_taken, rests[j]);
+        rest_taken = max(rest_taken, order.rests[j]);
       }
     }
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 0 && rank == 0) {
 #pragma unroll
       for (int j = 0; j < kRound; ++j) {
         if (j < accepted) {
-          picks[picked + j] = picks_now[j];
+          picks[picked + j] = order.picks[j];
         }
       }
     }
@@ -268,13 +382,13 @@ __global__ void __launch_bounds__(kThreads)
     bool owner = false;
 #pragma unroll
     for (int j = 0; j < kRound; ++j) {
-      owner = owner || (j < accepted && picks_now[j] == mine.index);
+      owner = owner || (j < accepted && order.picks[j] == mine.index);
     }
     if (owner) {
       unsigned int chunk = 0;  // the picked point's slot + 1 in its lane, else 0
 #pragma unroll
       for (int s = 0; s < kSlots; ++s) {
-        if (static_cast<unsigned int>(idx[s]) == mine.index) {
+        if (idx[s] < count && static_cast<unsigned int>(first + idx[s]) == mine.index) {
           dist[s] = -1.0f;
           chunk = s + 1;
         }
@@ -284,13 +398,90 @@ __global__ void __launch_bounds__(kThreads)
     centres = accepted;
     picked += accepted;
   }
+  if constexpr (kCluster > 1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    // No block leaves while another may still read its entries.
+    cooperative_groups::this_cluster().sync();
+#endif
+  }
+}
+
+// The blocks per cloud the striped kernel uses for n points: one up to
+// kOnChipPoints, else a cluster of 2, 4 or 8; 0 beyond 8 * kOnChipPoints.
+int blocks_per_cloud(std::int64_t n) {
+  int blocks = 1;
+  while (blocks <= kMaxCluster && blocks * kOnChipPoints < n) {
+    blocks *= 2;
+  }
+  return blocks <= kMaxCluster ? blocks : 0;
+}
+
+template <int kRound, int kCluster>
+void launch_cluster(const float* xyz, std::int64_t batch, std::int64_t n, std::int64_t npoint,
+                    std::int64_t start, std::int64_t* out, cudaStream_t stream) {
+  constexpr int kSlots = kOnChipPoints / kThreads;  // share > kOnChipPoints / 2 points
+  const auto kernel = fps_striped_kernel<kSlots, kRound, kCluster>;
+  const std::int64_t share = (n + kCluster - 1) / kCluster;
+  const std::size_t bytes = on_chip_shared_bytes<kThreads, kSlots>(share);
+  DTRAIN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(bytes)));
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned int>(batch * kCluster));
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = bytes;
+  config.stream = stream;
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = kCluster;
+  cluster.val.clusterDim.y = 1;
+  cluster.val.clusterDim.z = 1;
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  int clusters = 0;
+  DTRAIN_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+  if (clusters < 1) {
+    throw std::runtime_error("furthest_point_sample: this GPU cannot run a cluster of " +
+                             std::to_string(kCluster) + " blocks of " + std::to_string(bytes) +
+                             " bytes of shared memory");
+  }
+  DTRAIN_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, xyz, static_cast<int>(n), npoint,
+                                       static_cast<int>(start), out));
+}
+
+template <int kRound>
+void launch_rounds(const float* xyz, std::int64_t batch, std::int64_t n, std::int64_t npoint,
+                   std::int64_t start, std::int64_t* out, cudaStream_t stream) {
+  switch (blocks_per_cloud(n)) {
+    case 1:
+      return with_points_per_thread<kThreads>(n, [&](auto per_thread) {
+        constexpr int kSlots = decltype(per_thread)::value;
+        launch_on_chip<kThreads, kSlots>(fps_striped_kernel<kSlots, kRound, 1>, xyz, batch, n,
+                                         npoint, start, out, stream);
+      });
+    case 2:
+      return launch_cluster<kRound, 2>(xyz, batch, n, npoint, start, out, stream);
+    case 4:
+      return launch_cluster<kRound, 4>(xyz, batch, n, npoint, start, out, stream);
+    case 8:
+      return launch_cluster<kRound, 8>(xyz, batch, n, npoint, start, out, stream);
+    default:
+      throw std::invalid_argument("furthest_point_sample: the striped kernel takes at most " +
+                                  std::to_string(kMaxCluster * kOnChipPoints) + " points, got " +
+                                  std::to_string(n));
+  }
 }
 
 }  // namespace
 
+std::int64_t fps_striped_max_points(int compute_major) {
+  return compute_major >= 9 ? kMaxCluster * kOnChipPoints : kOnChipPoints;
+}
+
 std::size_t fps_striped_shared_bytes(std::int64_t n) {
-  return with_points_per_thread<kThreads>(n, [&](auto per_thread) {
-    return on_chip_shared_bytes<kThreads, decltype(per_thread)::value>(n);
+  const int blocks = blocks_per_cloud(n);
+  const std::int64_t share = blocks > 0 ? (n + blocks - 1) / blocks : n;
+  return with_points_per_thread<kThreads>(share, [&](auto per_thread) {
+    return on_chip_shared_bytes<kThreads, decltype(per_thread)::value>(share);
   });
 }
 
@@ -300,13 +491,14 @@ void launch_fps_striped(int round, const float* xyz, std::int64_t batch, std::in
   if (batch == 0) {
     return;
   }
-  with_points_per_thread<kThreads>(n, [&](auto per_thread) {
-    constexpr int kSlots = decltype(per_thread)::value;
-    const auto kernel = round >= 4   ? fps_striped_kernel<kSlots, 4>
-                        : round == 2 ? fps_striped_kernel<kSlots, 2>
-                                     : fps_striped_kernel<kSlots, 1>;
-    launch_on_chip<kThreads, kSlots>(kernel, xyz, batch, n, npoint, start, out, stream);
-  });
+  switch (round) {
+    case 1:
+      return launch_rounds<1>(xyz, batch, n, npoint, start, out, stream);
+    case 2:
+      return launch_rounds<2>(xyz, batch, n, npoint, start, out, stream);
+    default:
+      return launch_rounds<4>(xyz, batch, n, npoint, start, out, stream);
+  }
 }
 
 }  // namespace dtrain::kernels::cuda

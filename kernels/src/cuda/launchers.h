@@ -49,15 +49,20 @@ void launch_fps_registers(const float* xyz, std::int64_t batch, std::int64_t n, 
                           std::int64_t start, std::int64_t* out, cudaStream_t stream);
 std::size_t fps_registers_shared_bytes(std::int64_t n);
 
-// The register kernel with skipping per chunk of 32 points and up to
-// `round` (1, 2 or 4) picks per barrier (furthest_point_sample_striped.cu,
-// Note [FPS on registers in striped chunks], Note [FPS in rounds of
-// independent picks]): the same limits as the register kernel. Not chosen
-// by the plan until it has been measured faster on a GPU.
+// The striped kernel (furthest_point_sample_striped.cu): points on chip,
+// skipping per chunk of 32 points, up to `round` (1, 2 or 4) picks per
+// barrier (Note [FPS on registers in striped chunks], Note [FPS in rounds of
+// independent picks]); one block per cloud up to 8192 points, a cluster of
+// blocks beyond (Note [FPS on a cluster of blocks]). Not chosen by the plan
+// until it has been measured faster on a GPU.
 void launch_fps_striped(int round, const float* xyz, std::int64_t batch, std::int64_t n,
                         std::int64_t npoint, std::int64_t start, std::int64_t* out,
                         cudaStream_t stream);
 std::size_t fps_striped_shared_bytes(std::int64_t n);
+// The largest cloud the striped kernel takes on a GPU of this compute
+// capability: 8192 points in one block; from sm_90 on, up to 65536 in a
+// cluster of 2, 4 or 8 blocks (Note [FPS on a cluster of blocks]).
+std::int64_t fps_striped_max_points(int compute_major);
 
 // The chunk kernel (furthest_point_sample_chunks.cu): any n, with
 // fps_chunks_shared_bytes(n) of shared memory per block and batch * n * 20
