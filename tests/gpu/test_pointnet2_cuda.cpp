@@ -254,14 +254,23 @@ TEST(PointNet2Cuda, NeighbourIndicesAgreeExactly) {
   }
   const auto empty = k::ball_query(cuda(q + 10), cuda(x), 0.1, 8);
   expect_same(empty.count, at::zeros({3, 300}, at::kLong), "empty balls");
-  for (int64_t kk : {1, 16, 100}) {
+  // Every list size: registers of 8, 16 and 32 entries (k below and at each
+  // size) and the list in global memory beyond 32.
+  for (int64_t kk : {1, 5, 8, 9, 16, 20, 32, 33, 100}) {
     const auto gpu = k::knn(cuda(q), cuda(x), kk);
     const auto cpu = k::knn(q, x, kk);
-    expect_same(gpu.idx, cpu.idx, "knn idx");
-    expect_same(gpu.dist2, cpu.dist2, "knn dist2");
+    const std::string what = "knn k=" + std::to_string(kk);
+    expect_same(gpu.idx, cpu.idx, what + " idx");
+    expect_same(gpu.dist2, cpu.dist2, what + " dist2");
   }
-  const auto grid = at::zeros({1, 50, 3});
-  expect_same(k::knn(cuda(grid), cuda(grid), 10).idx, k::knn(grid, grid, 10).idx, "knn ties");
+  // Ties: every point at the origin; a coarse grid (many equal distances).
+  const auto zeros = at::zeros({1, 50, 3});
+  const auto grid = at::floor(at::rand({2, 400, 3}) * 4);
+  for (int64_t kk : {3, 10, 24, 40}) {
+    const std::string what = "knn ties k=" + std::to_string(kk);
+    expect_same(k::knn(cuda(zeros), cuda(zeros), kk).idx, k::knn(zeros, zeros, kk).idx, what);
+    expect_same(k::knn(cuda(grid), cuda(grid), kk).idx, k::knn(grid, grid, kk).idx, what);
+  }
   const auto gpu3 = k::three_nn(cuda(q), cuda(x));
   const auto cpu3 = k::three_nn(q, x);
   expect_same(gpu3.idx, cpu3.idx, "three_nn idx");

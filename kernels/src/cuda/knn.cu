@@ -1,10 +1,19 @@
-// k nearest neighbours: one thread per (batch, query), keeping its k best
-// (distance, index) pairs sorted in its own output row (global memory, so
-// any k fits; no fixed-size local array). An equal distance never displaces
-// a lower index, as in the CPU kernel (NearestK in src/cpu/neighbours.cpp).
+// k nearest neighbours: one thread per (batch, query), keeping its best
+// (distance, index) pairs sorted. An equal distance never displaces a lower
+// index, as in the CPU kernel (NearestK in src/cpu/neighbours.cpp).
+//  - k <= 32: the list lives in registers, kList = 8, 16 or 32 entries (the
+//    first k of the kList best are the k best, with the same ties), and an
+//    insertion is one unrolled pass of compares and selects;
+//  - larger k: the list lives in the thread's output row (global memory, so
+//    any k fits; no fixed-size local array).
+// The registers replace a row in global memory whose every insertion shifted
+// entries through dependent global loads and stores: 0.71 ms at B = 8,
+// N = 1024, 256 queries, k = 16 on an H200, 2.7x PyTorch's cdist + topk only.
 //
 //   new_xyz [b][i][x y z]   xyz [b][j][x y z]
 //   dist2, idx [b][i][0..k): ascending distance, ties by lowest index
+#include <limits>
+
 #include "cuda_check.cuh"
 #include "launchers.h"
 #include "point_common.cuh"
@@ -45,6 +54,63 @@ __global__ void knn_kernel(const float* __restrict__ new_xyz, const float* __res
   }
 }
 
+// The list's entries past `filled` are empty; a new distance d goes after
+// every filled entry <= d (ties keep the earlier, lower index), as in
+// NearestK::offer. Once full, only d below the last entry enters, and the
+// last entry leaves.
+template <int kList>
+__global__ void knn_registers_kernel(const float* __restrict__ new_xyz,
+                                     const float* __restrict__ xyz, std::int64_t batch,
+                                     std::int64_t m, std::int64_t n, std::int64_t k,
+                                     std::int64_t* __restrict__ idx, float* __restrict__ dist2) {
+  for (std::int64_t q = grid_start(); q < batch * m; q += grid_stride()) {
+    const std::int64_t b = q / m;
+    const float qx = new_xyz[3 * q];
+    const float qy = new_xyz[3 * q + 1];
+    const float qz = new_xyz[3 * q + 2];
+    const float* points = xyz + b * n * 3;
+    float best_d[kList];
+    int best_j[kList];
+#pragma unroll
+    for (int s = 0; s < kList; ++s) {
+      best_d[s] = 0.0f;
+      best_j[s] = 0;
+    }
+    int filled = 0;
+    for (std::int64_t j = 0; j < n; ++j) {
+      const float d = squared_distance(qx, qy, qz, __ldg(points + 3 * j), __ldg(points + 3 * j + 1),
+                                       __ldg(points + 3 * j + 2));
+      if (filled == kList && !(d < best_d[kList - 1])) {
+        continue;
+      }
+      // after[s]: entry s comes after d (or is empty). From the top down,
+      // entry s takes entry s - 1 when that one comes after d, else d when
+      // entry s does.
+#pragma unroll
+      for (int s = kList - 1; s > 0; --s) {
+        const bool previous_after = s - 1 >= filled || best_d[s - 1] > d;
+        const bool this_after = s >= filled || best_d[s] > d;
+        best_d[s] = previous_after ? best_d[s - 1] : (this_after ? d : best_d[s]);
+        best_j[s] = previous_after ? best_j[s - 1] : (this_after ? static_cast<int>(j) : best_j[s]);
+      }
+      if (filled == 0 || best_d[0] > d) {
+        best_d[0] = d;
+        best_j[0] = static_cast<int>(j);
+      }
+      filled = filled < kList ? filled + 1 : kList;
+    }
+    float* row_dist = dist2 + q * k;
+    std::int64_t* row_idx = idx + q * k;
+#pragma unroll
+    for (int s = 0; s < kList; ++s) {
+      if (s < k) {
+        row_dist[s] = best_d[s];
+        row_idx[s] = best_j[s];
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void launch_knn(const float* new_xyz, const float* xyz, std::int64_t batch, std::int64_t m,
@@ -54,8 +120,20 @@ void launch_knn(const float* new_xyz, const float* xyz, std::int64_t batch, std:
     return;
   }
   constexpr unsigned int kThreads = 128;
-  knn_kernel<<<grid_for(batch * m, kThreads), kThreads, 0, stream>>>(new_xyz, xyz, batch, m, n, k,
-                                                                     idx, dist2);
+  const unsigned int blocks = grid_for(batch * m, kThreads);
+  const bool int_indices = n <= std::numeric_limits<int>::max();
+  if (!int_indices || k > 32) {
+    knn_kernel<<<blocks, kThreads, 0, stream>>>(new_xyz, xyz, batch, m, n, k, idx, dist2);
+  } else if (k <= 8) {
+    knn_registers_kernel<8>
+        <<<blocks, kThreads, 0, stream>>>(new_xyz, xyz, batch, m, n, k, idx, dist2);
+  } else if (k <= 16) {
+    knn_registers_kernel<16>
+        <<<blocks, kThreads, 0, stream>>>(new_xyz, xyz, batch, m, n, k, idx, dist2);
+  } else {
+    knn_registers_kernel<32>
+        <<<blocks, kThreads, 0, stream>>>(new_xyz, xyz, batch, m, n, k, idx, dist2);
+  }
   DTRAIN_CUDA_CHECK_LAUNCH();
 }
 
