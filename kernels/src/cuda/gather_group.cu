@@ -160,16 +160,32 @@ __global__ void scatter_segment_kernel(const T* __restrict__ grad_out,
     const std::int64_t j = key - b * n;
     const std::int64_t first = offsets[key];
     const std::int64_t last = offsets[key + 1];
-    const std::int64_t row = b * channels + range.first;
-    for (std::int64_t c = 0; c < range.count; ++c) {
-      acc_t<T> acc = 0;
+    // kChannelBlock channels at a time, with one sum each in registers: a
+    // position is read once for all of them, and their loads are
+    // independent. Each sum still runs in increasing l.
+    for (std::int64_t c0 = range.first; c0 < range.first + range.count; c0 += kChannelBlock) {
+      const std::int64_t row = b * channels + c0;
+      const std::int64_t width = range.first + range.count - c0 < kChannelBlock
+                                     ? range.first + range.count - c0
+                                     : kChannelBlock;
+      acc_t<T> acc[kChannelBlock] = {};
       for (std::int64_t s = first; s < last; ++s) {
         const std::int64_t e = sorted_positions[s];
         const acc_t<T> w = weight != nullptr ? to_acc(weight[e]) : acc_t<T>(1);
-        acc = add_rn(acc,
-                     term(grad_out, w, weight != nullptr, row + c, out_len, (e - b * l) / group));
+        const std::int64_t at = (e - b * l) / group;
+#pragma unroll
+        for (std::int64_t c = 0; c < kChannelBlock; ++c) {
+          if (c < width) {
+            acc[c] = add_rn(acc[c], term(grad_out, w, weight != nullptr, row + c, out_len, at));
+          }
+        }
       }
-      grad[(row + c) * n + j] = acc;
+#pragma unroll
+      for (std::int64_t c = 0; c < kChannelBlock; ++c) {
+        if (c < width) {
+          grad[(row + c) * n + j] = acc[c];
+        }
+      }
     }
   }
 }
