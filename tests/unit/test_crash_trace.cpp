@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "dtrain/util/crash_trace.h"
 
@@ -62,6 +64,44 @@ TEST(CrashTrace, SegfaultPrintsRankSignalAndStackThenDiesOfIt) {
   });
   EXPECT_TRUE(died_of(end, SIGSEGV)) << end.status;
   expect_trace(end, "[rank 3/local 1] fatal signal 11 (SIGSEGV); native stack:\n");
+}
+
+TEST(CrashTrace, ACrashOnAnotherThreadIsTraced) {
+  const ChildEnd end = run_in_child([] {
+    dtrain::util::set_crash_trace_rank(0, 0);
+    std::thread worker([] {
+      volatile int* nowhere =
+          reinterpret_cast<volatile int*>(std::getenv("DTRAIN_NO_SUCH_VARIABLE"));
+      *nowhere = 1;
+    });
+    worker.join();
+  });
+  EXPECT_TRUE(died_of(end, SIGSEGV)) << end.status;
+  expect_trace(end, "[rank 0/local 0] fatal signal 11 (SIGSEGV); native stack:\n");
+}
+
+// Threads running the same bug fault together (OpenMP workers do): one
+// whole trace, then the process dies of the signal, without hanging.
+TEST(CrashTrace, ThreadsFaultingTogetherLeaveOneWholeTrace) {
+  const ChildEnd end = run_in_child([] {
+    alarm(20);  // a hang would end as SIGALRM, and fail below
+    std::vector<std::thread> workers;
+    for (int t = 0; t < 4; ++t) {
+      workers.emplace_back([] {
+        volatile int* nowhere =
+            reinterpret_cast<volatile int*>(std::getenv("DTRAIN_NO_SUCH_VARIABLE"));
+        *nowhere = 1;
+      });
+    }
+    for (std::thread& worker : workers) {
+      worker.join();
+    }
+  });
+  EXPECT_TRUE(died_of(end, SIGSEGV)) << end.status;
+  expect_trace(end, "fatal signal 11 (SIGSEGV); native stack:\n");
+  const std::string header = "fatal signal";
+  EXPECT_EQ(end.stderr_text.find(header, end.stderr_text.find(header) + 1), std::string::npos)
+      << end.stderr_text;
 }
 
 TEST(CrashTrace, AbortIsTracedWithoutARank) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -47,7 +48,20 @@ const char* signal_name(int signal) {
   }
 }
 
+// Set by the first thread in the handler; the others wait for it to end
+// the process (OpenMP workers running the same bug fault together, and a
+// second fault would otherwise cut the first trace short).
+std::atomic<bool> g_claimed{false};
+
 void on_fatal_signal(int signal) {
+  if (g_claimed.exchange(true)) {
+    for (;;) {
+      ::pause();
+    }
+  }
+  // A trace that hangs (the unwinder waiting on a lock the crashed thread
+  // holds) still ends the process: SIGALRM's default action.
+  ::alarm(10);
   char number[16];
   int digits = 0;
   char reversed[16];
@@ -67,7 +81,8 @@ void on_fatal_signal(int signal) {
   void* frames[kMaxFrames];
   const int count = ::backtrace(frames, kMaxFrames);
   ::backtrace_symbols_fd(frames, count, STDERR_FILENO);
-  // Die of the same signal: the default action, raised again.
+  // Die of the same signal: the default action, raised again (delivered when
+  // the handler returns; a fault re-executes and faults again).
   ::signal(signal, SIG_DFL);
   ::raise(signal);
 }
@@ -100,7 +115,9 @@ void install_crash_trace() {
     struct sigaction action {};
     action.sa_handler = on_fatal_signal;
     sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_ONSTACK | SA_RESETHAND;
+    // No SA_NODEFER: a fault inside the handler, with the signal blocked,
+    // ends the process at once rather than recursing.
+    action.sa_flags = SA_ONSTACK;
     ::sigaction(signal, &action, nullptr);
   }
 }
