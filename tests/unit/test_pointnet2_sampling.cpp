@@ -4,8 +4,11 @@
 
 #include <ATen/ATen.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "dtrain/kernels/pointnet2.h"
 #include "test_pointnet2_reference.h"
@@ -63,6 +66,98 @@ TEST(FurthestPointSample, LargeCloudSplitAcrossThreadsMatchesReference) {
     }
   }
   at::set_num_threads(threads);
+}
+
+// A 16^3 grid of points, one cloud: equal distances everywhere.
+at::Tensor grid_16() {
+  const at::Tensor cells = at::arange(4096, at::kInt);
+  return at::stack({cells % 16, cells.div(16, "floor") % 16, cells.div(256, "floor")}, 1)
+      .to(at::kFloat)
+      .unsqueeze(0);
+}
+
+// Forces a CPU FPS path (DTRAIN_CPU_FPS) for the lifetime of the object.
+class ForcedCpuFps {
+ public:
+  explicit ForcedCpuFps(const char* path) { setenv("DTRAIN_CPU_FPS", path, 1); }
+  ~ForcedCpuFps() { unsetenv("DTRAIN_CPU_FPS"); }
+  ForcedCpuFps(const ForcedCpuFps&) = delete;
+  ForcedCpuFps& operator=(const ForcedCpuFps&) = delete;
+};
+
+at::Tensor fps_on(const char* path, const at::Tensor& xyz, int64_t npoint, int64_t start) {
+  const ForcedCpuFps forced(path);
+  return furthest_point_sample(xyz, npoint, start);
+}
+
+// The spatial kernel (Note [FPS in spatial chunks on the CPU]) against the
+// brute-force reference, and the default path takes it for a large cloud
+// with many picks.
+TEST(FurthestPointSample, SpatialChunksMatchReference) {
+  at::manual_seed(5);
+  const at::Tensor grid = grid_16();
+  for (const at::Tensor& xyz :
+       {at::rand({2, 2500, 3}), grid, at::rand({1, 7, 3}).repeat({1, 400, 1})}) {
+    for (int64_t start : {int64_t{0}, xyz.size(1) - 1}) {
+      const at::Tensor expected = ref_furthest_point_sample(xyz, 150, start);
+      EXPECT_TRUE(at::equal(fps_on("spatial", xyz, 150, start), expected))
+          << "n=" << xyz.size(1) << " start=" << start;
+    }
+  }
+  const at::Tensor xyz = at::rand({1, 3000, 3});
+  EXPECT_TRUE(
+      at::equal(furthest_point_sample(xyz, 160, 0), ref_furthest_point_sample(xyz, 160, 0)));
+}
+
+// The spatial kernel equals the plain loop to the last pick on clouds that
+// stress its box tests and ties: a grid (equal distances everywhere),
+// repeated points, far-apart clumps, a flat plane (a box of zero extent),
+// every point at the origin, and clouds that do not fill their last chunk.
+TEST(FurthestPointSample, SpatialChunksEqualThePlainLoop) {
+  at::manual_seed(6);
+  const at::Tensor grid = grid_16();
+  const at::Tensor clumps =
+      (at::rand({2, 8000, 3}) * 0.01 +
+       at::arange(8000).div(1000, "floor").to(at::kFloat).view({1, -1, 1}) * 3)
+          .contiguous();
+  const at::Tensor plane = at::cat({at::rand({1, 5000, 2}), at::zeros({1, 5000, 1})}, 2);
+  struct Case {
+    const char* name;
+    at::Tensor xyz;
+    int64_t npoint;
+  };
+  const std::vector<Case> cases = {
+      {"grid", grid, 4096},
+      {"8 points repeated", at::rand({1, 8, 3}).repeat({1, 600, 1}), 4800},
+      {"clumps", clumps, 8000},
+      {"plane", plane, 2000},
+      {"origin", at::zeros({1, 3000, 3}), 3000},
+      {"random 20001", at::rand({2, 20001, 3}), 3000},
+      {"random 70001", at::rand({1, 70001, 3}), 1000},
+      // A NaN and an infinite coordinate: the spatial kernel hands the cloud
+      // to the plain loop (NaN distances do not order the same way).
+      {"non-finite",
+       at::rand({1, 3000, 3}).index_put_({0, 7, 1}, NAN).index_put_({0, 9, 0}, INFINITY), 500},
+  };
+  for (const Case& c : cases) {
+    for (int64_t start : {int64_t{0}, c.xyz.size(1) - 1}) {
+      EXPECT_TRUE(at::equal(fps_on("spatial", c.xyz, c.npoint, start),
+                            fps_on("plain", c.xyz, c.npoint, start)))
+          << c.name << " start=" << start;
+    }
+  }
+}
+
+TEST(FurthestPointSample, UnknownCpuPathIsNamed) {
+  const ForcedCpuFps forced("fastest");
+  try {
+    furthest_point_sample(at::rand({1, 10, 3}), 2, 0);
+    FAIL() << "expected an error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("DTRAIN_CPU_FPS must be auto, plain, spatial or split"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(FurthestPointSample, HandWorkedLine) {

@@ -16,7 +16,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
+#include <string>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -24,6 +26,8 @@
 #endif
 
 #include "../dispatch.h"
+#include "../kernel_choice.h"
+#include "furthest_point_sample_spatial.h"
 
 namespace dtrain::kernels::detail {
 
@@ -233,6 +237,26 @@ void sample_one_split(const float* xyz, int64_t n, int64_t npoint, int64_t start
   }
 }
 
+// DTRAIN_CPU_FPS: auto, plain (the loop over every point), spatial (Note
+// [FPS in spatial chunks on the CPU]) or split (Note [FPS across threads]);
+// for tests and benchmarks.
+enum class CpuFps { kAuto, kPlain, kSpatial, kSplit };
+
+// auto takes the spatial kernel for clouds of kSpatialPoints or more when
+// the picks repay its setup (sorting the cloud), which costs about as much
+// as kSetupPasses passes of the plain loop over the cloud on one thread:
+// more picks than that, times the threads the split loop would use. On the
+// 2-core development machine: B = 8, N = 16384 -> 4096 in 22 ms against 149
+// (plain), N = 4096 -> 1024 3.2 against 9.8 ms, N = 1024 -> 256 0.87
+// against 0.65 ms; one cloud of 65536 -> 1024 10.3 ms against 19.5 (split,
+// 2 threads); 2^20 -> 256 107 against 98 ms.
+constexpr int64_t kSpatialPoints = 2048;
+constexpr int64_t kSetupPasses = 150;
+
+CpuFps requested_cpu_fps() {
+  return static_cast<CpuFps>(env_choice("DTRAIN_CPU_FPS", {"auto", "plain", "spatial", "split"}));
+}
+
 }  // namespace
 
 at::Tensor furthest_point_sample_cpu(const at::Tensor& xyz, int64_t npoint, int64_t start) {
@@ -241,7 +265,25 @@ at::Tensor furthest_point_sample_cpu(const at::Tensor& xyz, int64_t npoint, int6
   at::Tensor out = at::empty({batch, npoint}, xyz.options().dtype(at::kLong));
   const float* points = xyz.const_data_ptr<float>();
   int64_t* indices = out.mutable_data_ptr<int64_t>();
-  if (const int threads = split_threads(batch, n); threads > 1) {
+  const CpuFps path = requested_cpu_fps();
+  const bool int32_indices = n <= std::numeric_limits<int32_t>::max();
+  const bool spatial_pays =
+      n >= kSpatialPoints && int32_indices && npoint > kSetupPasses * split_threads(batch, n);
+  if (path == CpuFps::kSpatial || (path == CpuFps::kAuto && spatial_pays)) {
+    TORCH_CHECK(int32_indices, "DTRAIN_CPU_FPS=spatial takes at most 2^31 - 1 points, got ", n);
+    at::parallel_for(0, batch, /*grain_size=*/1, [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) {
+        if (!sample_one_spatial(points + b * n * 3, n, npoint, start, indices + b * npoint)) {
+          sample_one(points + b * n * 3, n, npoint, start, indices + b * npoint);
+        }
+      }
+    });
+    return out;
+  }
+  const int threads = path == CpuFps::kSplit   ? std::max(2, split_threads(batch, n))
+                      : path == CpuFps::kPlain ? 1
+                                               : split_threads(batch, n);
+  if (threads > 1) {
     for (int64_t b = 0; b < batch; ++b) {
       sample_one_split(points + b * n * 3, n, npoint, start, indices + b * npoint, threads);
     }

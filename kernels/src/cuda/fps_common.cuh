@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "../morton.h"
 #include "point_common.cuh"
 
 namespace dtrain::kernels::cuda::fps {
@@ -24,15 +25,7 @@ __device__ inline float key_distance(unsigned int key) {
   return key > 0 ? __uint_as_float(key - 1u) : -1.0f;
 }
 
-// The low 10 bits of v spread to every third bit (Morton codes).
-__device__ inline unsigned int spread_bits(unsigned int v) {
-  v &= 0x3ffu;
-  v = (v | (v << 16)) & 0x030000ffu;
-  v = (v | (v << 8)) & 0x0300f00fu;
-  v = (v | (v << 4)) & 0x030c30c3u;
-  v = (v | (v << 2)) & 0x09249249u;
-  return v;
-}
+using ::dtrain::kernels::detail::spread_bits;  // morton.h
 
 // The Morton code of a point on a (2^bits)^3 grid over the box [low, high].
 template <int kBits>

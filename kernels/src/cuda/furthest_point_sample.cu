@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "../kernel_choice.h"
 #include "cuda_check.cuh"
 #include "launchers.h"
 #include "point_common.cuh"
@@ -145,42 +146,14 @@ int device_attribute(cudaDeviceAttr attribute) {
 enum class FpsPath { kAuto, kRegisters, kStriped, kChunks, kShared, kGlobal };
 
 FpsPath requested_path() {
-  const char* setting = std::getenv("DTRAIN_CUDA_FPS");
-  if (setting == nullptr || std::string(setting).empty() || std::string(setting) == "auto") {
-    return FpsPath::kAuto;
-  }
-  const std::string path(setting);
-  if (path == "registers") {
-    return FpsPath::kRegisters;
-  }
-  if (path == "striped") {
-    return FpsPath::kStriped;
-  }
-  if (path == "chunks") {
-    return FpsPath::kChunks;
-  }
-  if (path == "shared") {
-    return FpsPath::kShared;
-  }
-  if (path == "global") {
-    return FpsPath::kGlobal;
-  }
-  throw std::invalid_argument(
-      "DTRAIN_CUDA_FPS must be auto, registers, striped, chunks, shared or global, got '" + path +
-      "'");
+  return static_cast<FpsPath>(detail::env_choice(
+      "DTRAIN_CUDA_FPS", {"auto", "registers", "striped", "chunks", "shared", "global"}));
 }
 
 // DTRAIN_CUDA_FPS_ROUND: the striped kernel's picks per round.
 int requested_round() {
-  const char* setting = std::getenv("DTRAIN_CUDA_FPS_ROUND");
-  const std::string round = setting == nullptr ? "" : setting;
-  if (round.empty() || round == "4") {
-    return 4;
-  }
-  if (round == "1" || round == "2") {
-    return std::stoi(round);
-  }
-  throw std::invalid_argument("DTRAIN_CUDA_FPS_ROUND must be 1, 2 or 4, got '" + round + "'");
+  constexpr int kRounds[] = {4, 1, 2};
+  return kRounds[detail::env_choice("DTRAIN_CUDA_FPS_ROUND", {"4", "1", "2"})];
 }
 
 void launch_one_block_per_cloud(bool shared, const float* xyz, std::int64_t batch, std::int64_t n,
