@@ -4,7 +4,10 @@
 
 #include <ATen/ATen.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "dtrain/kernels/pointnet2.h"
 #include "test_pointnet2_reference.h"
@@ -96,6 +99,69 @@ TEST(Knn, MatchesReferenceOnRandomAndAdversarialClouds) {
   }
   expect_knn_matches(at::zeros({1, 3, 3}), at::zeros({1, 10, 3}), 10);  // all at the origin
   expect_knn_matches(at::rand({1, 4, 3}), at::rand({1, 1, 3}), 1);      // a single point
+}
+
+// kNN and three-NN through the grid (Note [Nearest points through a grid])
+// on clouds large enough to build one: against the reference, and against
+// the scan (DTRAIN_CPU_NEAREST=scan) on clouds that stress the grid: integer
+// lattices (ties everywhere) queried on and between lattice points, repeated
+// points, a plane and a line (flat grids), clumps, queries far outside, far
+// from the origin (the margins), and a cloud with a NaN (scanned instead).
+TEST(Knn, GridMatchesReferenceAndScan) {
+  at::manual_seed(14);
+  const at::Tensor cloud = at::rand({2, 2000, 3});
+  for (int64_t kk : {1, 3, 16, 100}) {
+    expect_knn_matches(at::rand({2, 60, 3}) * 1.4 - 0.2, cloud, kk);
+  }
+  const at::Tensor unknown = at::rand({2, 80, 3});
+  const auto three = k::three_nn(unknown, cloud);
+  const auto [three_idx, three_dist] = ref_knn(unknown, cloud, 3);
+  EXPECT_TRUE(at::equal(three.idx, three_idx));
+  EXPECT_TRUE(at::equal(three.dist2, three_dist));
+
+  auto scan = [](const at::Tensor& q, const at::Tensor& x, int64_t kk) {
+    setenv("DTRAIN_CPU_NEAREST", "scan", 1);
+    auto result = k::knn(q, x, kk);
+    unsetenv("DTRAIN_CPU_NEAREST");
+    return result;
+  };
+  const at::Tensor lattice =
+      at::stack(at::meshgrid({at::arange(16), at::arange(16), at::arange(16)}, "ij"), -1)
+          .reshape({1, 4096, 3})
+          .to(at::kFloat);
+  const at::Tensor between = lattice.slice(1, 0, 300) + 0.5;
+  const at::Tensor plane = at::cat({at::rand({1, 3000, 2}), at::zeros({1, 3000, 1})}, 2);
+  const at::Tensor line = at::cat({at::rand({1, 3000, 1}), at::zeros({1, 3000, 2})}, 2);
+  const at::Tensor clumps = (at::rand({1, 4000, 3}) * 0.01 +
+                             at::arange(4000).div(500, "floor").to(at::kFloat).view({1, -1, 1}))
+                                .contiguous();
+  at::Tensor with_nan = at::rand({1, 3000, 3});
+  with_nan.index_put_({0, 5, 2}, NAN);
+  struct Case {
+    const char* name;
+    at::Tensor queries;
+    at::Tensor points;
+  };
+  const std::vector<Case> cases = {
+      {"lattice on points", lattice.slice(1, 0, 300), lattice},
+      {"lattice between points", between, lattice},
+      {"repeated points", at::rand({1, 100, 3}), at::rand({1, 8, 3}).repeat({1, 500, 1})},
+      {"plane", at::rand({1, 100, 3}), plane},
+      {"line", at::rand({1, 100, 3}), line},
+      {"clumps", at::rand({1, 100, 3}) * 8, clumps},
+      {"far outside", at::randn({1, 50, 3}) * 100, at::rand({1, 3000, 3})},
+      {"far from the origin", at::rand({1, 100, 3}) + 1e4, at::rand({1, 3000, 3}) + 1e4},
+      {"a NaN among the points", at::rand({1, 50, 3}), with_nan},
+  };
+  for (const Case& c : cases) {
+    for (int64_t kk : {1, 3, 20}) {
+      const auto grid = k::knn(c.queries, c.points, kk);
+      const auto scanned = scan(c.queries, c.points, kk);
+      EXPECT_TRUE(at::equal(grid.idx, scanned.idx)) << c.name << " k " << kk;
+      EXPECT_TRUE(at::equal(at::nan_to_num(grid.dist2, -1.0), at::nan_to_num(scanned.dist2, -1.0)))
+          << c.name << " k " << kk;
+    }
+  }
 }
 
 TEST(Knn, HandWorkedTies) {

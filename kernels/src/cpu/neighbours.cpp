@@ -3,14 +3,21 @@
 // of kBlock distances at a time (squared_distances.h: vectorised, same bits
 // as Note [FPS distance] in src/cpu/furthest_point_sample.cpp). The points
 // are first laid out as planes (B, 3, N) so the blocks load contiguously.
+// kNN and three-NN on large clouds search a grid instead of scanning (Note
+// [Nearest points through a grid] in nearest_grid.cpp), same answers.
 #include <ATen/Parallel.h>
 #include <ATen/ops/empty.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <optional>
 #include <tuple>
+#include <vector>
 
 #include "../dispatch.h"
+#include "../kernel_choice.h"
+#include "nearest_grid.h"
 #include "squared_distances.h"
 
 namespace dtrain::kernels::detail {
@@ -56,6 +63,14 @@ struct NearestK {
   }
 };
 
+// DTRAIN_CPU_NEAREST: auto (a grid for large clouds) or scan (every point);
+// for tests and benchmarks.
+enum class NearestPath { kAuto, kScan };
+
+NearestPath nearest_path() {
+  return static_cast<NearestPath>(env_choice("DTRAIN_CPU_NEAREST", {"auto", "scan"}));
+}
+
 // Runs fn(b, m) for every query, in parallel.
 template <typename Fn>
 void for_each_query(int64_t batch, int64_t queries, int64_t grain, const Fn& fn) {
@@ -66,6 +81,14 @@ void for_each_query(int64_t batch, int64_t queries, int64_t grain, const Fn& fn)
   });
 }
 
+// Whether a grid repays its building (Note [Nearest points through a
+// grid]): clouds of kGridPoints or more, with k well below n.
+constexpr int64_t kGridPoints = 1024;
+
+bool grid_pays(int64_t n, int64_t k) {
+  return n >= kGridPoints && 16 * k <= n;
+}
+
 // Rows of k nearest points into (dist, idx) of shape (B, M, k).
 void nearest_k(const at::Tensor& new_xyz, const at::Tensor& xyz, int64_t k, float* dist_out,
                int64_t* idx_out) {
@@ -74,8 +97,24 @@ void nearest_k(const at::Tensor& new_xyz, const at::Tensor& xyz, int64_t k, floa
   const int64_t n = xyz.size(1);
   const at::Tensor planes = xyz.transpose(1, 2).contiguous();
   const float* queries = new_xyz.const_data_ptr<float>();
+  // One grid per batch element whose points suit one (all finite).
+  std::vector<std::optional<NearestGrid>> grids(static_cast<size_t>(batch));
+  if (grid_pays(n, k) && nearest_path() != NearestPath::kScan) {
+    at::parallel_for(0, batch, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) {
+        const Planes p = planes_of(planes, b);
+        if (NearestGrid::grid_suits(p.x, p.y, p.z, n)) {
+          grids[b].emplace(p.x, p.y, p.z, n, std::max<int64_t>(2, k / 2));
+        }
+      }
+    });
+  }
   for_each_query(batch, m, /*grain=*/16, [&](int64_t b, int64_t i) {
     const float* q = queries + (b * m + i) * 3;
+    if (grids[b] && std::isfinite(q[0]) && std::isfinite(q[1]) && std::isfinite(q[2])) {
+      grids[b]->nearest(q[0], q[1], q[2], k, dist_out + (b * m + i) * k, idx_out + (b * m + i) * k);
+      return;
+    }
     const Planes p = planes_of(planes, b);
     NearestK best{dist_out + (b * m + i) * k, idx_out + (b * m + i) * k, k};
     float d[kBlock];
