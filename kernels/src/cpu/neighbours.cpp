@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <optional>
 #include <tuple>
-#include <vector>
 
 #include "../dispatch.h"
 #include "../kernel_choice.h"
@@ -89,6 +88,36 @@ bool grid_pays(int64_t n, int64_t k) {
   return n >= kGridPoints && 16 * k <= n;
 }
 
+// The k nearest of n points (planes p) to query q, scanning them in index
+// order.
+void scan_nearest(const Planes& p, int64_t n, const float* q, int64_t k, float* dist,
+                  int64_t* idx) {
+  NearestK best{dist, idx, k};
+  float d[kBlock];
+  for (int64_t begin = 0; begin < n; begin += kBlock) {
+    const int64_t count = std::min(kBlock, n - begin);
+    if (best.filled < k) {
+      squared_distances(p.x + begin, p.y + begin, p.z + begin, count, q[0], q[1], q[2], d);
+      for (int64_t t = 0; t < count; ++t) {
+        best.offer(d[t], begin + t);
+      }
+      continue;
+    }
+    // Full: only points closer than the current k-th can enter, and after
+    // the first blocks few are. One vector compare per 8 points finds
+    // them; each is offered with its distance recomputed (same bits), in
+    // index order, and offer() rechecks against the shrinking bound.
+    for (uint64_t closer = within_radius(p.x + begin, p.y + begin, p.z + begin, count, q[0], q[1],
+                                         q[2], best.dist[k - 1]);
+         closer != 0; closer &= closer - 1) {
+      const int64_t j = begin + __builtin_ctzll(closer);
+      float dj = 0;
+      squared_distances_scalar(p.x + j, p.y + j, p.z + j, 1, q[0], q[1], q[2], &dj);
+      best.offer(dj, j);
+    }
+  }
+}
+
 // Rows of k nearest points into (dist, idx) of shape (B, M, k).
 void nearest_k(const at::Tensor& new_xyz, const at::Tensor& xyz, int64_t k, float* dist_out,
                int64_t* idx_out) {
@@ -97,50 +126,34 @@ void nearest_k(const at::Tensor& new_xyz, const at::Tensor& xyz, int64_t k, floa
   const int64_t n = xyz.size(1);
   const at::Tensor planes = xyz.transpose(1, 2).contiguous();
   const float* queries = new_xyz.const_data_ptr<float>();
-  // One grid per batch element whose points suit one (all finite).
-  std::vector<std::optional<NearestGrid>> grids(static_cast<size_t>(batch));
-  if (grid_pays(n, k) && nearest_path() != NearestPath::kScan) {
-    at::parallel_for(0, batch, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t b = begin; b < end; ++b) {
-        const Planes p = planes_of(planes, b);
-        if (NearestGrid::grid_suits(p.x, p.y, p.z, n)) {
-          grids[b].emplace(p.x, p.y, p.z, n, std::max<int64_t>(2, k / 2));
+  if (!grid_pays(n, k) || nearest_path() == NearestPath::kScan) {
+    for_each_query(batch, m, /*grain=*/16, [&](int64_t b, int64_t i) {
+      scan_nearest(planes_of(planes, b), n, queries + (b * m + i) * 3, k,
+                   dist_out + (b * m + i) * k, idx_out + (b * m + i) * k);
+    });
+    return;
+  }
+  // One batch element at a time, so one grid lives at a time; its queries
+  // in parallel.
+  for (int64_t b = 0; b < batch; ++b) {
+    const Planes p = planes_of(planes, b);
+    std::optional<NearestGrid> grid;
+    if (NearestGrid::grid_suits(p.x, p.y, p.z, n)) {
+      grid.emplace(p.x, p.y, p.z, n, std::max<int64_t>(2, k / 2));
+    }
+    at::parallel_for(0, m, /*grain_size=*/16, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const float* q = queries + (b * m + i) * 3;
+        float* dist = dist_out + (b * m + i) * k;
+        int64_t* idx = idx_out + (b * m + i) * k;
+        if (grid && std::isfinite(q[0]) && std::isfinite(q[1]) && std::isfinite(q[2])) {
+          grid->nearest(q[0], q[1], q[2], k, dist, idx);
+        } else {
+          scan_nearest(p, n, q, k, dist, idx);
         }
       }
     });
   }
-  for_each_query(batch, m, /*grain=*/16, [&](int64_t b, int64_t i) {
-    const float* q = queries + (b * m + i) * 3;
-    if (grids[b] && std::isfinite(q[0]) && std::isfinite(q[1]) && std::isfinite(q[2])) {
-      grids[b]->nearest(q[0], q[1], q[2], k, dist_out + (b * m + i) * k, idx_out + (b * m + i) * k);
-      return;
-    }
-    const Planes p = planes_of(planes, b);
-    NearestK best{dist_out + (b * m + i) * k, idx_out + (b * m + i) * k, k};
-    float d[kBlock];
-    for (int64_t begin = 0; begin < n; begin += kBlock) {
-      const int64_t count = std::min(kBlock, n - begin);
-      if (best.filled < k) {
-        squared_distances(p.x + begin, p.y + begin, p.z + begin, count, q[0], q[1], q[2], d);
-        for (int64_t t = 0; t < count; ++t) {
-          best.offer(d[t], begin + t);
-        }
-        continue;
-      }
-      // Full: only points closer than the current k-th can enter, and after
-      // the first blocks few are. One vector compare per 8 points finds
-      // them; each is offered with its distance recomputed (same bits), in
-      // index order, and offer() rechecks against the shrinking bound.
-      for (uint64_t closer = within_radius(p.x + begin, p.y + begin, p.z + begin, count, q[0], q[1],
-                                           q[2], best.dist[k - 1]);
-           closer != 0; closer &= closer - 1) {
-        const int64_t j = begin + __builtin_ctzll(closer);
-        float dj = 0;
-        squared_distances_scalar(p.x + j, p.y + j, p.z + j, 1, q[0], q[1], q[2], &dj);
-        best.offer(dj, j);
-      }
-    }
-  });
 }
 
 }  // namespace
