@@ -17,11 +17,7 @@ __global__ void ball_query_kernel(const float* __restrict__ new_xyz, const float
                                   std::int64_t nsample, std::int64_t* __restrict__ idx,
                                   std::int64_t* __restrict__ count) {
   for (std::int64_t q = grid_start(); q < batch * m; q += grid_stride()) {
-    const std::int64_t b = q / m;
-    const float qx = new_xyz[3 * q];
-    const float qy = new_xyz[3 * q + 1];
-    const float qz = new_xyz[3 * q + 2];
-    const float* points = xyz + b * n * 3;
+    const auto [qx, qy, qz, points] = neighbour_query(new_xyz, xyz, q, m, n);
     std::int64_t* row = idx + q * nsample;
     std::int64_t found = 0;
     for (std::int64_t j = 0; j < n && found < nsample; ++j) {

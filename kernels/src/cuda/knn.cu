@@ -26,11 +26,7 @@ __global__ void knn_kernel(const float* __restrict__ new_xyz, const float* __res
                            std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k,
                            std::int64_t* __restrict__ idx, float* __restrict__ dist2) {
   for (std::int64_t q = grid_start(); q < batch * m; q += grid_stride()) {
-    const std::int64_t b = q / m;
-    const float qx = new_xyz[3 * q];
-    const float qy = new_xyz[3 * q + 1];
-    const float qz = new_xyz[3 * q + 2];
-    const float* points = xyz + b * n * 3;
+    const auto [qx, qy, qz, points] = neighbour_query(new_xyz, xyz, q, m, n);
     float* row_dist = dist2 + q * k;
     std::int64_t* row_idx = idx + q * k;
     std::int64_t filled = 0;
@@ -64,11 +60,7 @@ __global__ void knn_registers_kernel(const float* __restrict__ new_xyz,
                                      std::int64_t m, std::int64_t n, std::int64_t k,
                                      std::int64_t* __restrict__ idx, float* __restrict__ dist2) {
   for (std::int64_t q = grid_start(); q < batch * m; q += grid_stride()) {
-    const std::int64_t b = q / m;
-    const float qx = new_xyz[3 * q];
-    const float qy = new_xyz[3 * q + 1];
-    const float qz = new_xyz[3 * q + 2];
-    const float* points = xyz + b * n * 3;
+    const auto [qx, qy, qz, points] = neighbour_query(new_xyz, xyz, q, m, n);
     float best_d[kList];
     int best_j[kList];
 #pragma unroll

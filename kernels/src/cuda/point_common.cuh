@@ -80,6 +80,19 @@ __device__ inline float squared_distance(float qx, float qy, float qz, float px,
   return __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
 }
 
+// Query q of a neighbour search (queries [b][i][x y z], i < per_batch) and
+// the points of its batch element (points [b][j][x y z], j < n).
+struct NeighbourQuery {
+  float x, y, z;
+  const float* points;
+};
+
+__device__ inline NeighbourQuery neighbour_query(const float* queries, const float* points,
+                                                 std::int64_t q, std::int64_t per_batch,
+                                                 std::int64_t n) {
+  return {queries[3 * q], queries[3 * q + 1], queries[3 * q + 2], points + (q / per_batch) * n * 3};
+}
+
 // Blocks for a grid-stride loop over `work` items: enough to fill the GPU,
 // never more than the grid allows.
 inline unsigned int grid_for(std::int64_t work, unsigned int threads) {

@@ -16,11 +16,7 @@ __global__ void three_nn_kernel(const float* __restrict__ unknown, const float* 
                                 std::int64_t batch, std::int64_t n, std::int64_t m,
                                 float* __restrict__ dist2, std::int64_t* __restrict__ idx) {
   for (std::int64_t q = grid_start(); q < batch * n; q += grid_stride()) {
-    const std::int64_t b = q / n;
-    const float qx = unknown[3 * q];
-    const float qy = unknown[3 * q + 1];
-    const float qz = unknown[3 * q + 2];
-    const float* points = known + b * m * 3;
+    const auto [qx, qy, qz, points] = neighbour_query(unknown, known, q, n, m);
     float d0 = 0.0f, d1 = 0.0f, d2 = 0.0f;
     std::int64_t i0 = 0, i1 = 0, i2 = 0;
     int filled = 0;
