@@ -9,9 +9,9 @@
 // kernels exploit (Note [FPS on registers in striped chunks]). Here:
 //  - the points are sorted by the Morton code of their place in the cloud's
 //    bounding box (a grid of about one cell per chunk; ties by index) and
-//    cut into chunks of 32
-//    consecutive points, compact in space; each chunk keeps its bounding box,
-//    its largest running distance and the lowest index holding it;
+//    cut into chunks of 32 consecutive points, compact in space; each chunk
+//    keeps its bounding box, its largest running distance and the lowest
+//    index holding it;
 //  - each pick tests the chunks' boxes, 8 at a time: a chunk whose box is
 //    no nearer the new centre than its largest running distance cannot
 //    change (exact: the box distance is computed with the same rounded
@@ -357,7 +357,6 @@ class SpatialCloud {
   int64_t chunks_ = 0;
   std::vector<float> x_, y_, z_, dist_;                                  // by sorted position
   std::vector<int32_t> index_;                                           // sorted position -> index
-  std::vector<int32_t> position_;                                        // index -> sorted position
   std::vector<float> low_x_, low_y_, low_z_, high_x_, high_y_, high_z_;  // by chunk
   std::vector<float> largest_;
   std::vector<int32_t> holder_;
