@@ -246,12 +246,12 @@ enum class CpuFps { kAuto, kPlain, kSpatial, kSplit };
 // the picks repay its setup (sorting the cloud), which costs about as much
 // as kSetupPasses passes of the plain loop over the cloud on one thread:
 // more picks than that, times the threads the split loop would use. On the
-// 2-core development machine: B = 8, N = 16384 -> 4096 in 22 ms against 149
-// (plain), N = 4096 -> 1024 3.2 against 9.8 ms, N = 1024 -> 256 0.87
-// against 0.65 ms; one cloud of 65536 -> 1024 10.3 ms against 19.5 (split,
-// 2 threads); 2^20 -> 256 107 against 98 ms.
+// 2-core development machine: B = 8, N = 16384 -> 4096 in 20-30 ms against
+// 150-190 (plain), N = 4096 -> 1024 3-6 against 10-12 ms, N = 1024 -> 256
+// 0.87 against 0.65 ms; one cloud of 65536 -> 1024 10.5 ms against 19-26
+// (split, 2 threads); 2^20 -> 256 119 against 141 ms, 2^20 -> 4096 187 ms.
 constexpr int64_t kSpatialPoints = 2048;
-constexpr int64_t kSetupPasses = 150;
+constexpr int64_t kSetupPasses = 100;
 
 CpuFps requested_cpu_fps() {
   return static_cast<CpuFps>(env_choice("DTRAIN_CPU_FPS", {"auto", "plain", "spatial", "split"}));
