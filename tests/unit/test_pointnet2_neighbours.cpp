@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -218,6 +219,16 @@ TEST(Neighbours, BadInputsNameTheArgument) {
         k::ball_query(at::rand({3, 4, 3}), x, 0.1, 4);
       },
       "new_xyz has batch size 3");
+  setenv("DTRAIN_CPU_NEAREST", "fastest", 1);
+  try {
+    k::knn(q, x, 2);
+    ADD_FAILURE() << "an unknown DTRAIN_CPU_NEAREST was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("DTRAIN_CPU_NEAREST must be auto or scan, got 'fastest'"),
+              std::string::npos)
+        << e.what();
+  }
+  unsetenv("DTRAIN_CPU_NEAREST");
   expect_rejected([&] { k::knn(q, x, 11); }, "knn: k must be in [1, N] = [1, 10]");
   expect_rejected([&] { k::knn(q, x, 0); }, "got 0");
   expect_rejected([&] { k::knn(q, x.to(at::kInt), 2); },

@@ -126,7 +126,8 @@ void nearest_k(const at::Tensor& new_xyz, const at::Tensor& xyz, int64_t k, floa
   const int64_t n = xyz.size(1);
   const at::Tensor planes = xyz.transpose(1, 2).contiguous();
   const float* queries = new_xyz.const_data_ptr<float>();
-  if (!grid_pays(n, k) || nearest_path() == NearestPath::kScan) {
+  const NearestPath path = nearest_path();  // checked on every call
+  if (!grid_pays(n, k) || path == NearestPath::kScan) {
     for_each_query(batch, m, /*grain=*/16, [&](int64_t b, int64_t i) {
       scan_nearest(planes_of(planes, b), n, queries + (b * m + i) * 3, k,
                    dist_out + (b * m + i) * k, idx_out + (b * m + i) * k);

@@ -194,6 +194,7 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
       n <= striped_points && static_cast<std::int64_t>(fps_striped_shared_bytes(n)) <= limit;
   const bool fits_chunks = static_cast<std::int64_t>(fps_chunks_shared_bytes(n)) <= limit;
   FpsPath path = requested_path();
+  const int round = requested_round();  // checked on every call, as the path is
   if (path == FpsPath::kAuto) {
     path =
         fits_registers ? FpsPath::kRegisters : (fits_chunks ? FpsPath::kChunks : FpsPath::kGlobal);
@@ -222,7 +223,7 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
     case FpsPath::kRegisters:
       return {FpsKernel::kRegisters, 0};
     case FpsPath::kStriped:
-      return {FpsKernel::kStriped, 0, requested_round()};
+      return {FpsKernel::kStriped, 0, round};
     case FpsPath::kChunks:  // sorted (x, y, z, distance) and original index per point
       return {FpsKernel::kChunks, points * (sizeof(float) * 4 + sizeof(int))};
     case FpsPath::kShared:
