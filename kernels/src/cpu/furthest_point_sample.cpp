@@ -28,6 +28,7 @@
 #include "../dispatch.h"
 #include "../kernel_choice.h"
 #include "furthest_point_sample_spatial.h"
+#include "squared_distances.h"
 
 namespace dtrain::kernels::detail {
 
@@ -117,16 +118,11 @@ __attribute__((target("avx2"))) Best update_avx2(const Cloud& cloud, float cx, f
   }
   return best;
 }
-
-bool has_avx2() {
-  static const bool supported = __builtin_cpu_supports("avx2");
-  return supported;
-}
 #endif
 
 Best update(const Cloud& cloud, float cx, float cy, float cz) {
 #if defined(__x86_64__)
-  if (has_avx2() && cloud.n < (int64_t{1} << 31)) {
+  if (cpu_has_avx2() && cloud.n < (int64_t{1} << 31)) {
     return update_avx2(cloud, cx, cy, cz);
   }
 #endif

@@ -29,8 +29,6 @@
 // distances would not order the same way.
 #include "furthest_point_sample_spatial.h"
 
-#include "../morton.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -40,6 +38,9 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
+
+#include "../morton.h"
+#include "squared_distances.h"
 
 namespace dtrain::kernels::detail {
 
@@ -98,13 +99,6 @@ float squared_distance(float px, float py, float pz, float cx, float cy, float c
   return dx * dx + dy * dy + dz * dz;
 }
 
-#if defined(__x86_64__)
-bool has_avx2() {
-  static const bool supported = __builtin_cpu_supports("avx2");
-  return supported;
-}
-#endif
-
 // Boxes, each with the largest running distance of the points inside and
 // the lowest index holding it, as planes. Padding boxes are empty (low
 // +inf, high -inf) with largest -inf: never near a centre, never the best.
@@ -138,7 +132,7 @@ struct Boxes {
   // first is a multiple of 8, and the arrays hold first + 8 boxes.
   uint32_t near_mask(int64_t first, float cx, float cy, float cz) const {
 #if defined(__x86_64__)
-    if (has_avx2()) {
+    if (cpu_has_avx2()) {
       return near_mask_avx2(first, cx, cy, cz);
     }
 #endif
@@ -208,7 +202,7 @@ __attribute__((target("avx2"))) int32_t holder_of_avx2(const float* values, cons
 // The largest of count (a multiple of 8) values.
 float largest_of(const float* values, int64_t count) {
 #if defined(__x86_64__)
-  if (has_avx2()) {
+  if (cpu_has_avx2()) {
     return largest_of_avx2(values, count);
   }
 #endif
@@ -219,7 +213,7 @@ float largest_of(const float* values, int64_t count) {
 // of 8).
 int32_t holder_of(const float* values, const int32_t* holders, int64_t count, float largest) {
 #if defined(__x86_64__)
-  if (has_avx2()) {
+  if (cpu_has_avx2()) {
     return holder_of_avx2(values, holders, count, largest);
   }
 #endif
@@ -338,7 +332,7 @@ class SpatialCloud {
  private:
   void update_chunk(int64_t c, float cx, float cy, float cz) {
 #if defined(__x86_64__)
-    if (has_avx2()) {
+    if (cpu_has_avx2()) {
       update_chunk_avx2(c, cx, cy, cz);
       return;
     }

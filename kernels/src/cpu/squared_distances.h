@@ -14,6 +14,14 @@
 
 namespace dtrain::kernels::detail {
 
+#if defined(__x86_64__)
+// Whether this CPU runs AVX2 (the kernels' vector paths; asked once).
+inline bool cpu_has_avx2() {
+  static const bool supported = __builtin_cpu_supports("avx2");
+  return supported;
+}
+#endif
+
 inline void squared_distances_scalar(const float* x, const float* y, const float* z, int64_t count,
                                      float qx, float qy, float qz, float* out) {
   for (int64_t j = 0; j < count; ++j) {
@@ -49,8 +57,7 @@ __attribute__((target("avx2"))) inline void squared_distances_avx2(const float* 
 inline void squared_distances(const float* x, const float* y, const float* z, int64_t count,
                               float qx, float qy, float qz, float* out) {
 #if defined(__x86_64__)
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  if (avx2) {
+  if (cpu_has_avx2()) {
     squared_distances_avx2(x, y, z, count, qx, qy, qz, out);
     return;
   }
@@ -102,8 +109,7 @@ __attribute__((target("avx2"))) inline uint64_t within_radius_avx2(const float* 
 inline uint64_t within_radius(const float* x, const float* y, const float* z, int64_t count,
                               float qx, float qy, float qz, float radius2) {
 #if defined(__x86_64__)
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  if (avx2) {
+  if (cpu_has_avx2()) {
     return within_radius_avx2(x, y, z, count, qx, qy, qz, radius2);
   }
 #endif
