@@ -40,7 +40,7 @@
 #endif
 
 #include "../morton.h"
-#include "squared_distances.h"
+#include "fps_update.h"
 
 namespace dtrain::kernels::detail {
 
@@ -91,14 +91,6 @@ void sort_by_code(std::vector<Record>& records, int code_bits) {
   }
 }
 
-// Note [FPS distance]: point minus centre, x*x + y*y + z*z left to right.
-float squared_distance(float px, float py, float pz, float cx, float cy, float cz) {
-  const float dx = px - cx;
-  const float dy = py - cy;
-  const float dz = pz - cz;
-  return dx * dx + dy * dy + dz * dz;
-}
-
 // Boxes, each with the largest running distance of the points inside and
 // the lowest index holding it, as planes. Padding boxes are empty (low
 // +inf, high -inf) with largest -inf: never near a centre, never the best.
@@ -142,7 +134,9 @@ struct Boxes {
       const float bx = std::min(std::max(cx, low_x[i]), high_x[i]);
       const float by = std::min(std::max(cy, low_y[i]), high_y[i]);
       const float bz = std::min(std::max(cz, low_z[i]), high_z[i]);
-      mask |= static_cast<uint32_t>(!(squared_distance(bx, by, bz, cx, cy, cz) >= largest[i])) << t;
+      float d = 0.0f;
+      squared_distances_scalar(&bx, &by, &bz, 1, cx, cy, cz, &d);
+      mask |= static_cast<uint32_t>(!(d >= largest[i])) << t;
     }
     return mask;
   }
@@ -308,9 +302,7 @@ class SpatialCloud {
         const int64_t g = g0 + __builtin_ctz(near_groups);
         for (int64_t c0 = g * kGroup; c0 < (g + 1) * kGroup; c0 += 8) {
           for (uint32_t near = chunks_.near_mask(c0, cx, cy, cz); near != 0; near &= near - 1) {
-            const int64_t c = c0 + __builtin_ctz(near);
-            update_chunk(c, cx, cy, cz);
-            refresh_chunk(c);
+            update_chunk(c0 + __builtin_ctz(near), cx, cy, cz);
           }
         }
         refresh_group(g);
@@ -330,17 +322,14 @@ class SpatialCloud {
   }
 
  private:
+  // The plain update on one chunk (fps_update.h), which also finds the
+  // chunk's largest distance; then its holder.
   void update_chunk(int64_t c, float cx, float cy, float cz) {
-#if defined(__x86_64__)
-    if (cpu_has_avx2()) {
-      update_chunk_avx2(c, cx, cy, cz);
-      return;
-    }
-#endif
-    for (int64_t p = c * kChunk; p < (c + 1) * kChunk; ++p) {
-      const float d = squared_distance(x_[p], y_[p], z_[p], cx, cy, cz);
-      dist_[p] = d < dist_[p] ? d : dist_[p];
-    }
+    const int64_t first = c * kChunk;
+    const Best best =
+        update(Cloud{&x_[first], &y_[first], &z_[first], &dist_[first], kChunk}, cx, cy, cz);
+    chunks_.largest[c] = best.value;
+    chunks_.holder[c] = holder_of(&dist_[first], &index_[first], kChunk, best.value);
   }
 
   void refresh_chunk(int64_t c) {
@@ -368,23 +357,6 @@ class SpatialCloud {
     }
     return i;
   }
-
-#if defined(__x86_64__)
-  __attribute__((target("avx2"))) void update_chunk_avx2(int64_t c, float cx, float cy, float cz) {
-    const __m256 vcx = _mm256_set1_ps(cx);
-    const __m256 vcy = _mm256_set1_ps(cy);
-    const __m256 vcz = _mm256_set1_ps(cz);
-    for (int64_t p = c * kChunk; p < (c + 1) * kChunk; p += 8) {
-      const __m256 dx = _mm256_sub_ps(_mm256_loadu_ps(&x_[p]), vcx);
-      const __m256 dy = _mm256_sub_ps(_mm256_loadu_ps(&y_[p]), vcy);
-      const __m256 dz = _mm256_sub_ps(_mm256_loadu_ps(&z_[p]), vcz);
-      const __m256 d = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)),
-                                     _mm256_mul_ps(dz, dz));
-      // _mm256_min_ps(a, b) is (a < b ? a : b), as in the scalar path.
-      _mm256_storeu_ps(&dist_[p], _mm256_min_ps(d, _mm256_loadu_ps(&dist_[p])));
-    }
-  }
-#endif
 
   int64_t groups_ = 0;
   std::vector<float> x_, y_, z_, dist_;  // by sorted position
