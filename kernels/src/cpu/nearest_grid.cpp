@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "nearest_list.h"
 #include "squared_distances.h"
 
 namespace dtrain::kernels::detail {
@@ -28,32 +29,6 @@ namespace {
 
 constexpr int64_t kMaxCellsPerAxis = 1024;
 constexpr int64_t kBlock = 64;  // distances computed at a time
-
-// The k smallest (distance, index) pairs offered so far, ascending.
-struct SortedBest {
-  float* dist;
-  int64_t* idx;
-  int64_t k;
-  int64_t filled = 0;
-
-  bool before(float d, int64_t j, int64_t pos) const {
-    return d < dist[pos] || (d == dist[pos] && j < idx[pos]);
-  }
-
-  void offer(float d, int64_t j) {
-    if (filled == k && !before(d, j, k - 1)) {
-      return;
-    }
-    int64_t pos = filled < k ? filled++ : k - 1;
-    while (pos > 0 && before(d, j, pos - 1)) {
-      dist[pos] = dist[pos - 1];
-      idx[pos] = idx[pos - 1];
-      --pos;
-    }
-    dist[pos] = d;
-    idx[pos] = j;
-  }
-};
 
 }  // namespace
 
@@ -134,7 +109,7 @@ int64_t NearestGrid::cell_of(int axis, float coordinate) const {
 
 void NearestGrid::nearest(float qx, float qy, float qz, int64_t k, float* dist,
                           int64_t* idx) const {
-  SortedBest best{dist, idx, k};
+  NearestList best{dist, idx, k};
   const float q[3] = {qx, qy, qz};
   int64_t home[3];
   double scale = 0.0;  // the magnitudes the margins are relative to

@@ -17,6 +17,7 @@
 #include "../dispatch.h"
 #include "../kernel_choice.h"
 #include "nearest_grid.h"
+#include "nearest_list.h"
 #include "squared_distances.h"
 
 namespace dtrain::kernels::detail {
@@ -37,30 +38,6 @@ Planes planes_of(const at::Tensor& planes, int64_t b) {
   const float* base = planes.const_data_ptr<float>() + b * 3 * n;
   return {base, base + n, base + 2 * n};
 }
-
-// The k smallest (distance, index) pairs seen so far, ascending; an equal
-// distance never displaces an earlier (lower) index. CUDA keeps the same
-// rule (src/cuda/knn.cu, three_nn.cu).
-struct NearestK {
-  float* dist;
-  int64_t* idx;
-  int64_t k;
-  int64_t filled = 0;
-
-  void offer(float d, int64_t j) {
-    if (filled == k && !(d < dist[k - 1])) {
-      return;
-    }
-    int64_t pos = filled < k ? filled++ : k - 1;
-    while (pos > 0 && dist[pos - 1] > d) {
-      dist[pos] = dist[pos - 1];
-      idx[pos] = idx[pos - 1];
-      --pos;
-    }
-    dist[pos] = d;
-    idx[pos] = j;
-  }
-};
 
 // DTRAIN_CPU_NEAREST: auto (a grid for large clouds) or scan (every point);
 // for tests and benchmarks.
@@ -92,7 +69,7 @@ bool grid_pays(int64_t n, int64_t k) {
 // order.
 void scan_nearest(const Planes& p, int64_t n, const float* q, int64_t k, float* dist,
                   int64_t* idx) {
-  NearestK best{dist, idx, k};
+  NearestList best{dist, idx, k};
   float d[kBlock];
   for (int64_t begin = 0; begin < n; begin += kBlock) {
     const int64_t count = std::min(kBlock, n - begin);

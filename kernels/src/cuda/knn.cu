@@ -1,6 +1,6 @@
 // k nearest neighbours: one thread per (batch, query), keeping its best
 // (distance, index) pairs sorted. An equal distance never displaces a lower
-// index, as in the CPU kernel (NearestK in src/cpu/neighbours.cpp).
+// index, as in the CPU kernel (NearestList in src/cpu/nearest_list.h).
 //  - k <= 32: the list lives in registers, kList = 8, 16 or 32 entries (the
 //    first k of the kList best are the k best, with the same ties), and an
 //    insertion is one unrolled pass of compares and selects;
@@ -52,7 +52,7 @@ __global__ void knn_kernel(const float* __restrict__ new_xyz, const float* __res
 
 // The list's entries past `filled` are empty; a new distance d goes after
 // every filled entry <= d (ties keep the earlier, lower index), as in
-// NearestK::offer. Once full, only d below the last entry enters, and the
+// NearestList::offer. Once full, only d below the last entry enters, and the
 // last entry leaves.
 template <int kList>
 __global__ void knn_registers_kernel(const float* __restrict__ new_xyz,

@@ -26,7 +26,7 @@ __global__ void three_nn_kernel(const float* __restrict__ unknown, const float* 
       if (filled == 3 && !(d < d2)) {
         continue;
       }
-      // Insert at position `pos` (the CPU's NearestK::offer, unrolled).
+      // Insert at position `pos` (the CPU's NearestList::offer, unrolled).
       int pos = filled < 3 ? filled++ : 2;
       if (pos == 2 && d1 > d) {
         d2 = d1;
