@@ -3,12 +3,40 @@
 #   test_mpi_run.sh <mpirun> <number of ranks> <program>
 # Ranks talk TCP over loopback (no shared-memory transport, which containers
 # often lack), may outnumber the cores, may run as root, and find the store
-# at MASTER_ADDR:MASTER_PORT, a random port so parallel runs do not meet.
+# at MASTER_ADDR:MASTER_PORT.
+#
+# The port is random, so parallel runs do not meet, and below the kernel's
+# ephemeral range: mpirun's own sockets and every outgoing connection on the
+# machine take ports from that range, and one of them holding ours made the
+# store fail to listen. A port some other server took in the meantime is
+# still possible, so a run whose store could not listen is tried again on
+# another port.
 set -eu
 mpirun="$1"
 np="$2"
 program="$3"
-port=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 40000))
-exec "$mpirun" --allow-run-as-root --oversubscribe --bind-to none \
-  --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
-  -np "$np" -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$port" "$program"
+
+ephemeral_start=32768
+if [ -r /proc/sys/net/ipv4/ip_local_port_range ]; then
+  ephemeral_start=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range | tr -d ' ')
+fi
+low=10000
+[ "$ephemeral_start" -gt $((low + 1000)) ] || low=1024
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+for attempt in 1 2 3; do
+  random=$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
+  port=$((low + random % (ephemeral_start - low)))
+  status=0
+  "$mpirun" --allow-run-as-root --oversubscribe --bind-to none \
+    --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
+    -np "$np" -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$port" "$program" >"$log" 2>&1 ||
+    status=$?
+  cat "$log"
+  if [ "$status" -eq 0 ] || ! grep -q "cannot listen on .*:$port: Address already in use" "$log"; then
+    exit "$status"
+  fi
+  echo "test_mpi_run.sh: port $port was taken (attempt $attempt of 3); trying another" >&2
+done
+exit "$status"
