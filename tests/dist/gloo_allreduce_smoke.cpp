@@ -4,9 +4,6 @@
 // both ranks succeeded.
 //
 //   gloo_allreduce_smoke [port]      # default: a free port
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +15,7 @@
 #include <ATen/ATen.h>
 
 #include "dtrain/dist/init.h"
+#include "multi_process.h"
 
 namespace {
 
@@ -38,19 +36,6 @@ int run_rank(int rank, int port) {
   return ok ? 0 : 1;
 }
 
-// A TCP port on 127.0.0.1 that was free a moment ago.
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -58,7 +43,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s [port]\n", argv[0]);
     return 2;
   }
-  const int port = argc == 2 ? std::atoi(argv[1]) : free_port();
+  const int port = argc == 2 ? std::atoi(argv[1]) : static_cast<int>(dtrain::testing::free_port());
   at::set_num_threads(1);
   pid_t pids[2] = {0, 0};
   for (int rank = 0; rank < 2; ++rank) {
