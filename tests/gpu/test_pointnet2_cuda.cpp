@@ -6,6 +6,7 @@
 #include <ATen/Context.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -130,12 +131,23 @@ TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
   };
   const at::Tensor clumps = clumps_of(3, 8192);
   const at::Tensor small = at::rand({5, 33, 3});
+  const at::Tensor tiny = at::rand({3, 5, 3});
   const at::Tensor gaussian = at::randn({4, 8192, 3});
+  // NaN and infinite coordinates: a NaN point's distance never falls, so
+  // the CPU takes those points first, in index order; every path must too.
+  const at::Tensor non_finite = at::rand({2, 3000, 3})
+                                    .index_put_({0, 7, 1}, NAN)
+                                    .index_put_({0, 2999, 0}, INFINITY)
+                                    .index_put_({1, 100, 2}, -INFINITY)
+                                    .index_put_({1, 5, 0}, NAN);
   const at::Tensor expected_grid = k::furthest_point_sample(grid, 4096, 5);
   const at::Tensor expected_repeated = k::furthest_point_sample(repeated, 8000);
   const at::Tensor expected_clumps = k::furthest_point_sample(clumps, 2048);
   const at::Tensor expected_small = k::furthest_point_sample(small, 33, 32);
   const at::Tensor expected_gaussian = k::furthest_point_sample(gaussian, 8192, 3);
+  const at::Tensor expected_tiny = k::furthest_point_sample(tiny, 5, 4);
+  const at::Tensor expected_one = k::furthest_point_sample(small, 1, 20);
+  const at::Tensor expected_non_finite = k::furthest_point_sample(non_finite, 600, 1);
   for (const FpsSetting& setting : kSpatialSettings) {
     const ForcedFps forced(setting.path, setting.round);
     const std::string on = describe(setting);
@@ -146,6 +158,10 @@ TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
     expect_same(k::furthest_point_sample(cuda(small), 33, 32), expected_small, "33 points" + on);
     expect_same(k::furthest_point_sample(cuda(gaussian), 8192, 3), expected_gaussian,
                 "Gaussian, every point" + on);
+    expect_same(k::furthest_point_sample(cuda(tiny), 5, 4), expected_tiny, "5 points" + on);
+    expect_same(k::furthest_point_sample(cuda(small), 1, 20), expected_one, "one pick" + on);
+    expect_same(k::furthest_point_sample(cuda(non_finite), 600, 1), expected_non_finite,
+                "NaN and infinite coordinates" + on);
   }
   // Beyond 8192 points the chunk kernel is the default.
   const at::Tensor big_clumps = clumps_of(2, 40000);
@@ -222,6 +238,13 @@ TEST(PointNet2Cuda, FurthestPointSampleOnAClusterAgrees) {
            .contiguous(),
        2500, 39999},
       {"65536 uniform (8 blocks)", at::rand({1, 65536, 3}), 1024, 0},
+      {"9000 sampled to the last point (2 blocks)", at::rand({1, 9000, 3}), 9000, 4500},
+      {"12000 with NaN and infinity (2 blocks)",
+       at::rand({1, 12000, 3})
+           .index_put_({0, 11000, 0}, NAN)
+           .index_put_({0, 3, 2}, INFINITY)
+           .index_put_({0, 8192, 1}, NAN),
+       500, 0},
   };
   for (const Case& c : cases) {
     const at::Tensor expected = k::furthest_point_sample(c.xyz, c.npoint, c.start);

@@ -1,5 +1,6 @@
 // Device helpers shared by the FPS kernels that order a cloud in space
-// (furthest_point_sample_registers.cu, furthest_point_sample_chunks.cu).
+// (furthest_point_sample_registers.cu, furthest_point_sample_striped.cu,
+// furthest_point_sample_chunks.cu).
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,9 @@
 
 #include <cub/block/block_radix_sort.cuh>
 
+#include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include "cuda_check.cuh"
@@ -142,11 +145,17 @@ __device__ inline unsigned int block_pick(WarpCandidate* buffer, const WarpCandi
 }
 
 // Calls body(std::integral_constant<int, k>{}) with the points per thread k
-// (1, 2, 4, 8 or 16) that n points need among kThreads threads; the callers
-// take n <= 16 * kThreads.
+// (1, 2, 4, 8 or 16) that n points need among kThreads threads. More than
+// 16 * kThreads points is an error: the points past them would never be dealt
+// out, so never picked.
 template <unsigned int kThreads, typename Body>
 decltype(auto) with_points_per_thread(std::int64_t n, Body&& body) {
   const std::int64_t needed = (n + kThreads - 1) / kThreads;
+  if (needed > 16) {
+    throw std::invalid_argument("furthest_point_sample: one block of the on-chip kernels holds " +
+                                std::to_string(16 * kThreads) + " points, got " +
+                                std::to_string(n));
+  }
   if (needed <= 1) {
     return body(std::integral_constant<int, 1>{});
   }
@@ -162,12 +171,22 @@ decltype(auto) with_points_per_thread(std::int64_t n, Body&& body) {
   return body(std::integral_constant<int, 16>{});
 }
 
+// A grid of `blocks` blocks is within CUDA's limit on gridDim.x.
+inline void check_grid_size(std::int64_t blocks) {
+  constexpr std::int64_t kMaxGrid = 2147483647;
+  if (blocks > kMaxGrid) {
+    throw std::invalid_argument("furthest_point_sample: " + std::to_string(blocks) +
+                                " blocks exceed CUDA's grid limit of " + std::to_string(kMaxGrid));
+  }
+}
+
 // Launches an on-chip kernel, one block of kThreads per cloud, with the
 // shared memory its cloud and sort need.
 template <unsigned int kThreads, int kPerThread, typename Kernel>
 void launch_on_chip(Kernel kernel, const float* xyz, std::int64_t batch, std::int64_t n,
                     std::int64_t npoint, std::int64_t start, std::int64_t* out,
                     cudaStream_t stream) {
+  check_grid_size(batch);
   const std::size_t bytes = on_chip_shared_bytes<kThreads, kPerThread>(n);
   DTRAIN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(bytes)));

@@ -333,7 +333,7 @@ __global__ void __launch_bounds__(kThreads)
       unit_y = entry.y;
       unit_z = entry.z;
 #else
-      __trap();  // launch_fps_striped launches clusters on sm_90 and later only
+      __trap();  // launch_cluster refuses code compiled for earlier architectures
 #endif
     }
     const RoundOrder<kRound> order = take_in_order<kRound, (kCluster > 1)>(unit);
@@ -352,6 +352,8 @@ __global__ void __launch_bounds__(kThreads)
       }
     };
     // Accept the longest prefix whose picks follow one another exactly.
+    // place(j) fills centre j before candidate j is judged; a rejected one
+    // is never read, as only the first `accepted` centres update distances.
     int accepted = 1;
     place(0, cx[0], cy[0], cz[0]);
     if constexpr (kRound > 1) {
@@ -421,6 +423,19 @@ void launch_cluster(const float* xyz, std::int64_t batch, std::int64_t n, std::i
                     std::int64_t start, std::int64_t* out, cudaStream_t stream) {
   constexpr int kSlots = kOnChipPoints / kThreads;  // share > kOnChipPoints / 2 points
   const auto kernel = fps_striped_kernel<kSlots, kRound, kCluster>;
+  // The device may be sm_90 while this build holds only older code for it
+  // (PTX of an earlier architecture compiled on the fly), in which the
+  // kernel has no cluster path: its __CUDA_ARCH__ is that PTX's version.
+  cudaFuncAttributes attributes{};
+  DTRAIN_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  if (attributes.ptxVersion < 90) {
+    throw std::runtime_error(
+        "furthest_point_sample: the striped kernel for more than " + std::to_string(kOnChipPoints) +
+        " points needs thread-block clusters, code for compute_90 or later, and this build "
+        "runs code for compute_" +
+        std::to_string(attributes.ptxVersion) + " here (see DTRAIN_CUDA_ARCHITECTURES)");
+  }
+  check_grid_size(batch * kCluster);
   const std::int64_t share = (n + kCluster - 1) / kCluster;
   const std::size_t bytes = on_chip_shared_bytes<kThreads, kSlots>(share);
   DTRAIN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -496,8 +511,13 @@ void launch_fps_striped(int round, const float* xyz, std::int64_t batch, std::in
       return launch_rounds<1>(xyz, batch, n, npoint, start, out, stream);
     case 2:
       return launch_rounds<2>(xyz, batch, n, npoint, start, out, stream);
-    default:
+    case 4:
       return launch_rounds<4>(xyz, batch, n, npoint, start, out, stream);
+    default:
+      throw std::invalid_argument(
+          "furthest_point_sample: the striped kernel takes 1, 2 or 4 "
+          "picks per round, not " +
+          std::to_string(round));
   }
 }
 
