@@ -179,6 +179,43 @@ TEST(InitEnv, ReadsTheLaunchersVariables) {
   unsetenv("OMPI_COMM_WORLD_SIZE");
 }
 
+// Under mpirun, env:// without MASTER_PORT leaves the store's address to MPI
+// (run end to end by the dist.mpirun_store_through_mpi_* tests); elsewhere
+// MASTER_PORT stays required.
+TEST(InitEnv, MpirunWithoutMasterPortLeavesTheAddressToMpi) {
+  unsetenv("RANK");
+  unsetenv("WORLD_SIZE");
+  unsetenv("MASTER_PORT");
+  setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+  setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+  setenv("MASTER_ADDR", "10.1.2.3", 1);
+  auto rdzv = dist::resolve_rendezvous({});
+  EXPECT_EQ(rdzv.kind, dist::Rendezvous::Kind::kMpi);
+  EXPECT_EQ(rdzv.host, "10.1.2.3");
+  EXPECT_EQ(rdzv.rank, 1);
+  EXPECT_EQ(rdzv.world_size, 4);
+  unsetenv("MASTER_ADDR");
+  rdzv = dist::resolve_rendezvous({});
+  EXPECT_EQ(rdzv.kind, dist::Rendezvous::Kind::kMpi);
+  EXPECT_EQ(rdzv.host, "");
+  // A port given is used as it is; tcp:// is never replaced.
+  setenv("MASTER_ADDR", "10.1.2.3", 1);
+  setenv("MASTER_PORT", "29512", 1);
+  EXPECT_EQ(dist::resolve_rendezvous({}).kind, dist::Rendezvous::Kind::kTcp);
+  EXPECT_EQ(dist::resolve_rendezvous({.init_method = "tcp://h:5"}).kind,
+            dist::Rendezvous::Kind::kTcp);
+  unsetenv("MASTER_PORT");
+  unsetenv("OMPI_COMM_WORLD_RANK");
+  unsetenv("OMPI_COMM_WORLD_SIZE");
+  // Not under mpirun (torchrun's variables), the port is required.
+  setenv("RANK", "0", 1);
+  setenv("WORLD_SIZE", "2", 1);
+  expect_rejected({}, "needs MASTER_PORT");
+  unsetenv("RANK");
+  unsetenv("WORLD_SIZE");
+  unsetenv("MASTER_ADDR");
+}
+
 TEST(InitFile, FileInitMethodJoinsTwoProcesses) {
   char dir_template[] = "/tmp/dtrain-file-init-XXXXXX";
   const std::string dir = mkdtemp(dir_template);

@@ -1,20 +1,38 @@
 #!/bin/sh
-# Runs the mpi backend's conformance program under mpirun on this machine:
-#   test_mpi_run.sh <mpirun> <number of ranks> <program>
+# Runs a test program under mpirun on this machine:
+#   test_mpi_run.sh <mpirun> <number of ranks> <store> <program> [arguments]
 # Ranks talk TCP over loopback (no shared-memory transport, which containers
-# often lack), may outnumber the cores, may run as root, and find the store
-# at MASTER_ADDR:MASTER_PORT.
+# often lack), may outnumber the cores and may run as root. <store> says how
+# they find the store:
+#   port  MASTER_ADDR=127.0.0.1 and a MASTER_PORT chosen here
+#   mpi   neither: rank 0 hosts the store on a free port and shares it
+#         through MPI (Note [The store's address through MPI])
+#   addr  MASTER_ADDR=127.0.0.1 only; the port is shared through MPI
 #
-# The port is random, so parallel runs do not meet, and below the kernel's
-# ephemeral range: mpirun's own sockets and every outgoing connection on the
-# machine take ports from that range, and one of them holding ours made the
-# store fail to listen. A port some other server took in the meantime is
-# still possible, so a run whose store could not listen is tried again on
-# another port.
+# The port of `port` is random, so parallel runs do not meet, and below the
+# kernel's ephemeral range: mpirun's own sockets and every outgoing
+# connection on the machine take ports from that range, and one of them
+# holding ours made the store fail to listen. A port some other server took
+# in the meantime is still possible, so a run whose store could not listen
+# is tried again on another port.
 set -eu
 mpirun="$1"
 np="$2"
-program="$3"
+store="$3"
+shift 3
+
+run() {
+  env -u MASTER_ADDR -u MASTER_PORT "$mpirun" --allow-run-as-root --oversubscribe \
+    --bind-to none --mca btl self,tcp --mca btl_tcp_if_include lo \
+    --mca oob_tcp_if_include lo -np "$np" "$@"
+}
+
+case "$store" in
+  mpi) run "$@"; exit ;;
+  addr) run -x MASTER_ADDR=127.0.0.1 "$@"; exit ;;
+  port) ;;
+  *) echo "test_mpi_run.sh: <store> must be port, mpi or addr, not '$store'" >&2; exit 2 ;;
+esac
 
 ephemeral_start=32768
 if [ -r /proc/sys/net/ipv4/ip_local_port_range ]; then
@@ -29,10 +47,7 @@ for attempt in 1 2 3; do
   random=$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
   port=$((low + random % (ephemeral_start - low)))
   status=0
-  "$mpirun" --allow-run-as-root --oversubscribe --bind-to none \
-    --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
-    -np "$np" -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$port" "$program" >"$log" 2>&1 ||
-    status=$?
+  run -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$port" "$@" >"$log" 2>&1 || status=$?
   cat "$log"
   if [ "$status" -eq 0 ] || ! grep -q "cannot listen on .*:$port: Address already in use" "$log"; then
     exit "$status"

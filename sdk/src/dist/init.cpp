@@ -58,6 +58,11 @@ std::uint16_t parse_port(const std::string& text, const std::string& where) {
   return static_cast<std::uint16_t>(port);
 }
 
+bool has_env(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0';
+}
+
 std::string required_env(const char* name, const std::string& why) {
   const char* value = std::getenv(name);
   DTRAIN_CHECK(value != nullptr && *value != '\0', "init_process_group: ", why, " needs ", name,
@@ -211,7 +216,10 @@ Rendezvous resolve_rendezvous(const InitOptions& options) {
                " is outside the world of size ", rdzv.world_size);
 
   const std::string& method = options.init_method;
-  if (method == "env://") {
+  if (method == "env://" && launch.source == "openmpi" && !has_env("MASTER_PORT")) {
+    rdzv.kind = Rendezvous::Kind::kMpi;  // Note [The store's address through MPI]
+    rdzv.host = has_env("MASTER_ADDR") ? std::getenv("MASTER_ADDR") : "";
+  } else if (method == "env://") {
     rdzv.host = required_env("MASTER_ADDR", "init_method env://");
     rdzv.port = parse_port(required_env("MASTER_PORT", "init_method env://"), "MASTER_PORT");
   } else if (method.rfind("tcp://", 0) == 0) {
@@ -239,7 +247,7 @@ ProcessGroupPtr init_process_group(const InitOptions& options) {
                "init_process_group: already initialized; call destroy_process_group() first");
   DTRAIN_CHECK(options.timeout.count() > 0, "init_process_group: timeout must be positive");
   const std::string backend = resolve_backend(options.backend);
-  const Rendezvous rdzv = resolve_rendezvous(options);
+  Rendezvous rdzv = resolve_rendezvous(options);
   if (backend == "mpi") {
     check_mpi_world(rdzv.rank, rdzv.world_size);  // before anyone waits in the store
   }
@@ -249,6 +257,8 @@ ProcessGroupPtr init_process_group(const InitOptions& options) {
   std::shared_ptr<Store> store;
   if (rdzv.kind == Rendezvous::Kind::kFile) {
     store = std::make_shared<FileStore>(rdzv.path, options.timeout);
+  } else if (rdzv.kind == Rendezvous::Kind::kMpi) {
+    store = tcp_store_through_mpi(rdzv, options.timeout);  // now kTcp, with host and port
   } else {
     // A launcher that hosts the store itself says so (torchrun's variable, or ours).
     const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE");

@@ -6,8 +6,10 @@
 #include <memory>
 #include <string>
 
+#include "dtrain/dist/init.h"
 #include "dtrain/dist/process_group.h"
 #include "dtrain/dist/store.h"
+#include "dtrain/dist/tcp_store.h"
 
 namespace dtrain::dist {
 
@@ -19,5 +21,14 @@ void check_mpi_world(int rank, int world_size);
 // else a sub-group whose members learn each other's MPI ranks through `store`.
 ProcessGroupPtr make_mpi_group(const std::shared_ptr<Store>& store, int rank, int size,
                                std::chrono::milliseconds timeout, const std::string& name);
+
+// For a job started by mpirun without MASTER_PORT: rank 0 hosts a TCP store
+// on a free port and every rank learns its address through MPI; fills
+// rdzv.host and rdzv.port and makes rdzv.kind kTcp (Note [The store's address
+// through MPI] in mpi_store_address.cpp). Raises dtrain::Error with rank 0's
+// reason when it could not host the store, CollectiveTimeoutError when not
+// every rank took part within `timeout`.
+std::shared_ptr<TcpStore> tcp_store_through_mpi(Rendezvous& rdzv,
+                                                std::chrono::milliseconds timeout);
 
 }  // namespace dtrain::dist

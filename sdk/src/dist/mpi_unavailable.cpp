@@ -23,4 +23,11 @@ ProcessGroupPtr make_mpi_group(const std::shared_ptr<Store>&, int, int, std::chr
   no_mpi();
 }
 
+std::shared_ptr<TcpStore> tcp_store_through_mpi(Rendezvous&, std::chrono::milliseconds) {
+  throw Error(
+      "init_process_group: init_method env:// needs MASTER_ADDR and MASTER_PORT to be set (this "
+      "build of dtrain has no MPI through which mpirun's ranks could share the store's address; "
+      "pass them with mpirun -x MASTER_ADDR=... -x MASTER_PORT=...)");
+}
+
 }  // namespace dtrain::dist

@@ -29,6 +29,9 @@ struct InitOptions {
   // "gloo", "nccl", "mpi", or "auto" (nccl when CUDA is available, else gloo).
   std::string backend = "auto";
   // "env://" (MASTER_ADDR, MASTER_PORT), "tcp://host:port" or "file:///path".
+  // Under OpenMPI's mpirun, env:// without MASTER_PORT has rank 0 host the
+  // store on a free port and share it through MPI (Note [The store's address
+  // through MPI] in src/dist/mpi_store_address.cpp).
   std::string init_method = "env://";
   // -1: from the launcher's environment (dtrun/torchrun, mpirun, srun).
   int rank = -1;
@@ -47,7 +50,9 @@ struct InitOptions {
 
 // Where and how a job meets, after reading options and environment.
 struct Rendezvous {
-  enum class Kind { kTcp, kFile } kind = Kind::kTcp;
+  // kMpi: the TCP store's address comes from rank 0 through MPI; `host` is
+  // MASTER_ADDR or empty until then.
+  enum class Kind { kTcp, kFile, kMpi } kind = Kind::kTcp;
   std::string host;
   std::uint16_t port = 0;
   std::string path;

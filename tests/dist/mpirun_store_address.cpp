@@ -1,0 +1,57 @@
+// Started by mpirun without MASTER_PORT: init_process_group finds the store
+// through MPI (Note [The store's address through MPI] in
+// sdk/src/dist/mpi_store_address.cpp). Each rank checks that the store is
+// shared (every rank reads the key of every other) and that one all_reduce
+// on the backend named on the command line sums over the whole job. Run by
+// test_mpi_run.sh; exits non-zero on any mismatch.
+//
+//   mpirun -np 3 mpirun_store_address gloo|mpi
+#include <ATen/ATen.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "dtrain/dist/init.h"
+
+int main(int argc, char** argv) {
+  namespace dist = dtrain::dist;
+  using namespace std::chrono_literals;
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s gloo|mpi\n", argv[0]);
+    return 2;
+  }
+  if (std::getenv("MASTER_PORT") != nullptr) {
+    std::fprintf(stderr, "%s: run without MASTER_PORT (it tests the address shared by MPI)\n",
+                 argv[0]);
+    return 2;
+  }
+  dist::init_process_group({.backend = argv[1], .timeout = 60s});
+  const int rank = dist::get_rank();
+  const int world = dist::get_world_size();
+  int failures = 0;
+
+  const auto store = dist::default_store();
+  store->set("from/" + std::to_string(rank), std::to_string(rank * 7));
+  for (int other = 0; other < world; ++other) {
+    const std::string value = store->get_string("from/" + std::to_string(other));
+    if (value != std::to_string(other * 7)) {
+      std::fprintf(stderr, "rank %d: the store gave '%s' for rank %d\n", rank, value.c_str(),
+                   other);
+      ++failures;
+    }
+  }
+
+  at::Tensor sum = at::full({16}, static_cast<double>(rank + 1));
+  dist::all_reduce(sum);
+  const double expected = world * (world + 1) / 2.0;
+  if (!at::equal(sum, at::full({16}, expected))) {
+    std::fprintf(stderr, "rank %d: all_reduce gave %f, not %f\n", rank, sum[0].item<double>(),
+                 expected);
+    ++failures;
+  }
+  dist::destroy_process_group();
+  std::printf("rank %d of %d (%s): %s\n", rank, world, argv[1],
+              failures == 0 ? "store and all_reduce ok" : "FAILED");
+  return failures == 0 ? 0 : 1;
+}
