@@ -87,12 +87,23 @@ at::Tensor scatter_add_points_cpu(const at::Tensor& grad_out, const at::Tensor& 
               scratch.assign(n, acc_t(0));
               acc = scratch.data();
             }
-            for (int64_t i = 0; i < l; ++i) {
-              acc_t term = static_cast<acc_t>(g_row[i / group]);
-              if (w_row != nullptr) {
-                term = static_cast<acc_t>(w_row[i]) * term;
+            // Index i = j * group + k takes gradient j: walking j and k
+            // visits i in increasing order (the same sums, bit for bit)
+            // without a division per element.
+            if (w_row == nullptr) {
+              for (int64_t j = 0, i = 0; j < out_len; ++j) {
+                const acc_t term = static_cast<acc_t>(g_row[j]);
+                for (int64_t k = 0; k < group; ++k, ++i) {
+                  acc[row_index[i]] += term;
+                }
               }
-              acc[row_index[i]] += term;
+            } else {
+              for (int64_t j = 0, i = 0; j < out_len; ++j) {
+                const acc_t term = static_cast<acc_t>(g_row[j]);
+                for (int64_t k = 0; k < group; ++k, ++i) {
+                  acc[row_index[i]] += static_cast<acc_t>(w_row[i]) * term;
+                }
+              }
             }
             if (!in_place) {
               scalar_t* target = result + row * n;
