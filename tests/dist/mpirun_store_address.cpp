@@ -2,10 +2,12 @@
 // through MPI (Note [The store's address through MPI] in
 // sdk/src/dist/mpi_store_address.cpp). Each rank checks that the store is
 // shared (every rank reads the key of every other) and that one all_reduce
-// on the backend named on the command line sums over the whole job. Run by
-// test_mpi_run.sh; exits non-zero on any mismatch.
+// on the backend named on the command line sums over the whole job. With
+// --expect-error, every rank instead expects init_process_group to raise
+// dtrain::Error containing the text. Run by test_mpi_run.sh; exits non-zero
+// on any mismatch.
 //
-//   mpirun -np 3 mpirun_store_address gloo|mpi
+//   mpirun -np 3 mpirun_store_address gloo|mpi [--expect-error TEXT]
 #include <ATen/ATen.h>
 
 #include <cstdio>
@@ -13,18 +15,31 @@
 #include <string>
 
 #include "dtrain/dist/init.h"
+#include "dtrain/util/errors.h"
 
 int main(int argc, char** argv) {
   namespace dist = dtrain::dist;
   using namespace std::chrono_literals;
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s gloo|mpi\n", argv[0]);
+  const bool expect_error = argc == 4 && std::string(argv[2]) == "--expect-error";
+  if (argc != 2 && !expect_error) {
+    std::fprintf(stderr, "usage: %s gloo|mpi [--expect-error TEXT]\n", argv[0]);
     return 2;
   }
   if (std::getenv("MASTER_PORT") != nullptr) {
     std::fprintf(stderr, "%s: run without MASTER_PORT (it tests the address shared by MPI)\n",
                  argv[0]);
     return 2;
+  }
+  if (expect_error) {
+    try {
+      dist::init_process_group({.backend = argv[1], .timeout = 60s});
+      std::fprintf(stderr, "init_process_group succeeded; expected an error with '%s'\n", argv[3]);
+      return 1;
+    } catch (const dtrain::Error& e) {
+      const bool named = std::string(e.what()).find(argv[3]) != std::string::npos;
+      std::printf("%s error: %s\n", named ? "expected" : "UNEXPECTED", e.what());
+      return named ? 0 : 1;
+    }
   }
   dist::init_process_group({.backend = argv[1], .timeout = 60s});
   const int rank = dist::get_rank();
