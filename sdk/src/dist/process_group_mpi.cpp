@@ -143,8 +143,9 @@ void ensure_mpi() {
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     DTRAIN_CHECK(provided >= MPI_THREAD_SERIALIZED,
-                 "backend mpi needs MPI_THREAD_SERIALIZED or higher, but MPI provides thread "
-                 "level ",
+                 "dtrain's use of MPI (backend mpi, or the store's address under mpirun "
+                 "without MASTER_PORT) needs MPI_THREAD_SERIALIZED or higher, but MPI provides "
+                 "thread level ",
                  provided,
                  initialized ? " (the program called MPI_Init itself; use MPI_Init_thread)" : "");
     MPI_Type_contiguous(2, MPI_BYTE, &g_half_type);
