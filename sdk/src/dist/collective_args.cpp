@@ -19,6 +19,14 @@ void check_count(const std::vector<at::Tensor>& list, int size, const std::strin
                " tensors (one per rank), got ", list.size());
 }
 
+void check_one_per_rank(const std::vector<at::Tensor>& list, const at::Tensor& like, int size,
+                        const std::string& what, const char* name) {
+  check_count(list, size, what, name);
+  for (const auto& tensor : list) {
+    check_same(like, tensor, what);
+  }
+}
+
 void check_root(int root, int size, const std::string& what) {
   DTRAIN_CHECK(root >= 0 && root < size, what, ": root ", root, " is outside the group of size ",
                size);

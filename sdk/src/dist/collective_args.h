@@ -18,6 +18,9 @@ void check_same(const at::Tensor& a, const at::Tensor& b, const std::string& wha
 // A list holds exactly one tensor per rank.
 void check_count(const std::vector<at::Tensor>& list, int size, const std::string& what,
                  const char* name);
+// A list holds exactly one tensor per rank, each matching `like`.
+void check_one_per_rank(const std::vector<at::Tensor>& list, const at::Tensor& like, int size,
+                        const std::string& what, const char* name);
 void check_root(int root, int size, const std::string& what);
 // A point-to-point peer is another rank of the group.
 void check_peer(int peer, int rank, int size, const std::string& what);

@@ -229,10 +229,7 @@ WorkPtr ProcessGroupGloo::all_gather(std::vector<at::Tensor>& outputs, const at:
                                      const CollectiveOptions& options) {
   const std::string what = describe("all_gather");
   check_cpu(input, what);
-  check_count(outputs, size(), what, "outputs");
-  for (const auto& out : outputs) {
-    check_same(input, out, what);
-  }
+  check_one_per_rank(outputs, input, size(), what, "outputs");
   const auto timeout = impl_->timeout_or_default(options.timeout);
   return impl_->enqueue(what, [this, outputs, input = input.contiguous(), timeout]() mutable {
     at::Tensor flat = at::empty({input.numel() * size()}, input.options());
@@ -249,10 +246,7 @@ WorkPtr ProcessGroupGloo::gather(std::vector<at::Tensor>& outputs, const at::Ten
   check_root(options.root, size(), what);
   const bool is_root = rank() == options.root;
   if (is_root) {
-    check_count(outputs, size(), what, "outputs");
-    for (const auto& out : outputs) {
-      check_same(input, out, what);
-    }
+    check_one_per_rank(outputs, input, size(), what, "outputs");
   }
   const auto timeout = impl_->timeout_or_default(options.timeout);
   return impl_->enqueue(what, [this, outputs, input = input.contiguous(), options, timeout,
@@ -273,10 +267,7 @@ WorkPtr ProcessGroupGloo::scatter(at::Tensor& output, const std::vector<at::Tens
   check_root(options.root, size(), what);
   const bool is_root = rank() == options.root;
   if (is_root) {
-    check_count(inputs, size(), what, "inputs");
-    for (const auto& in : inputs) {
-      check_same(output, in, what);
-    }
+    check_one_per_rank(inputs, output, size(), what, "inputs");
   }
   const auto timeout = impl_->timeout_or_default(options.timeout);
   at::Tensor flat = is_root ? flat_cat(inputs) : at::Tensor();
@@ -293,10 +284,7 @@ WorkPtr ProcessGroupGloo::reduce_scatter(at::Tensor& output, const std::vector<a
   const std::string what = describe("reduce_scatter(" + to_string(options.op) + ")");
   check_cpu(output, what);
   check_avg(options.op, output, what);
-  check_count(inputs, size(), what, "inputs");
-  for (const auto& in : inputs) {
-    check_same(output, in, what);
-  }
+  check_one_per_rank(inputs, output, size(), what, "inputs");
   const auto timeout = impl_->timeout_or_default(options.timeout);
   // Gloo has no reduce-scatter for arbitrary sizes: reduce everything, keep our block.
   at::Tensor flat = flat_cat(inputs);

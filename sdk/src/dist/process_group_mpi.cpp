@@ -624,10 +624,7 @@ WorkPtr ProcessGroupMPI::all_gather(std::vector<at::Tensor>& outputs, const at::
                                     const CollectiveOptions& options) {
   const std::string what = describe("all_gather");
   check_cpu(input, what);
-  check_count(outputs, size(), what, "outputs");
-  for (const auto& out : outputs) {
-    check_same(input, out, what);
-  }
+  check_one_per_rank(outputs, input, size(), what, "outputs");
   mpi_count(input.numel() * size(), what);
   const auto timeout = impl_->timeout_or_default(options.timeout);
   return impl_->enqueue(what, [this, what, outputs, input = input.contiguous(), timeout]() mutable {
@@ -651,10 +648,7 @@ WorkPtr ProcessGroupMPI::gather(std::vector<at::Tensor>& outputs, const at::Tens
   check_root(options.root, size(), what);
   const bool is_root = rank() == options.root;
   if (is_root) {
-    check_count(outputs, size(), what, "outputs");
-    for (const auto& out : outputs) {
-      check_same(input, out, what);
-    }
+    check_one_per_rank(outputs, input, size(), what, "outputs");
     mpi_count(input.numel() * size(), what);
   }
   const auto timeout = impl_->timeout_or_default(options.timeout);
@@ -684,10 +678,7 @@ WorkPtr ProcessGroupMPI::scatter(at::Tensor& output, const std::vector<at::Tenso
   check_root(options.root, size(), what);
   const bool is_root = rank() == options.root;
   if (is_root) {
-    check_count(inputs, size(), what, "inputs");
-    for (const auto& in : inputs) {
-      check_same(output, in, what);
-    }
+    check_one_per_rank(inputs, output, size(), what, "inputs");
     mpi_count(output.numel() * size(), what);
   }
   const auto timeout = impl_->timeout_or_default(options.timeout);
@@ -712,10 +703,7 @@ WorkPtr ProcessGroupMPI::reduce_scatter(at::Tensor& output, const std::vector<at
   const std::string what = describe("reduce_scatter(" + to_string(options.op) + ")");
   check_cpu(output, what);
   check_avg(options.op, output, what);
-  check_count(inputs, size(), what, "inputs");
-  for (const auto& in : inputs) {
-    check_same(output, in, what);
-  }
+  check_one_per_rank(inputs, output, size(), what, "inputs");
   mpi_count(output.numel() * size(), what);
   const auto timeout = impl_->timeout_or_default(options.timeout);
   at::Tensor flat = flat_cat(inputs);

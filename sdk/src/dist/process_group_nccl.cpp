@@ -477,12 +477,9 @@ WorkPtr ProcessGroupNCCL::all_gather(std::vector<at::Tensor>& outputs, const at:
                                      const CollectiveOptions& options) {
   const std::string what = describe("all_gather");
   check_cuda_tensor(input, what);
-  check_count(outputs, size(), what, "outputs");
+  check_one_per_rank(outputs, input, size(), what, "outputs");
   std::vector<at::Tensor> tensors = {input};
-  for (const auto& out : outputs) {
-    check_same(input, out, what);
-    tensors.push_back(out);
-  }
+  tensors.insert(tensors.end(), outputs.begin(), outputs.end());
   return impl_->launch(
       what, tensors, options.timeout, false, [&](ncclComm_t comm, cudaStream_t stream, int rank) {
         const at::Tensor in = input.contiguous();
@@ -501,12 +498,9 @@ WorkPtr ProcessGroupNCCL::reduce_scatter(at::Tensor& output, const std::vector<a
   const std::string what = describe("reduce_scatter(" + to_string(options.op) + ")");
   check_cuda_tensor(output, what);
   check_avg(options.op, output, what);
-  check_count(inputs, size(), what, "inputs");
+  check_one_per_rank(inputs, output, size(), what, "inputs");
   std::vector<at::Tensor> tensors = {output};
-  for (const auto& in : inputs) {
-    check_same(output, in, what);
-    tensors.push_back(in);
-  }
+  tensors.insert(tensors.end(), inputs.begin(), inputs.end());
   return impl_->launch(
       what, tensors, options.timeout, false, [&](ncclComm_t comm, cudaStream_t stream, int rank) {
         std::vector<at::Tensor> flat_inputs;
@@ -576,11 +570,8 @@ WorkPtr ProcessGroupNCCL::gather(std::vector<at::Tensor>& outputs, const at::Ten
   const bool is_root = rank() == options.root;
   std::vector<at::Tensor> tensors = {input};
   if (is_root) {
-    check_count(outputs, size(), what, "outputs");
-    for (const auto& out : outputs) {
-      check_same(input, out, what);
-      tensors.push_back(out);
-    }
+    check_one_per_rank(outputs, input, size(), what, "outputs");
+    tensors.insert(tensors.end(), outputs.begin(), outputs.end());
   }
   return impl_->launch(
       what, tensors, options.timeout, false, [&](ncclComm_t comm, cudaStream_t stream, int rank) {
@@ -622,11 +613,8 @@ WorkPtr ProcessGroupNCCL::scatter(at::Tensor& output, const std::vector<at::Tens
   const bool is_root = rank() == options.root;
   std::vector<at::Tensor> tensors = {output};
   if (is_root) {
-    check_count(inputs, size(), what, "inputs");
-    for (const auto& in : inputs) {
-      check_same(output, in, what);
-      tensors.push_back(in);
-    }
+    check_one_per_rank(inputs, output, size(), what, "inputs");
+    tensors.insert(tensors.end(), inputs.begin(), inputs.end());
   }
   return impl_->launch(
       what, tensors, options.timeout, false, [&](ncclComm_t comm, cudaStream_t stream, int rank) {
