@@ -28,11 +28,11 @@ struct Cloud {
   int64_t n;
 };
 
-// dist[j] = min(dist[j], d(j, c)) for every j; returns the first maximum of
-// the updated dist[].
-inline Best update_scalar(const Cloud& cloud, float cx, float cy, float cz) {
-  Best best{-2.0f, 0};
-  for (int64_t j = 0; j < cloud.n; ++j) {
+// dist[j] = min(dist[j], d(j, c)) for every j from `begin` on; returns the
+// first maximum of those updated dist[] and `best` (found before `begin`).
+inline Best update_scalar_from(const Cloud& cloud, float cx, float cy, float cz, int64_t begin,
+                               Best best) {
+  for (int64_t j = begin; j < cloud.n; ++j) {
     const float dx = cloud.x[j] - cx;
     const float dy = cloud.y[j] - cy;
     const float dz = cloud.z[j] - cz;
@@ -44,6 +44,12 @@ inline Best update_scalar(const Cloud& cloud, float cx, float cy, float cz) {
     }
   }
   return best;
+}
+
+// dist[j] = min(dist[j], d(j, c)) for every j; returns the first maximum of
+// the updated dist[].
+inline Best update_scalar(const Cloud& cloud, float cx, float cy, float cz) {
+  return update_scalar_from(cloud, cx, cy, cz, 0, Best{-2.0f, 0});
 }
 
 #if defined(__x86_64__)
@@ -86,18 +92,8 @@ __attribute__((target("avx2"))) inline Best update_avx2(const Cloud& cloud, floa
       best = {values[lane], indices[lane]};
     }
   }
-  for (; j < cloud.n; ++j) {  // the tail, in index order after every lane
-    const float dx = cloud.x[j] - cx;
-    const float dy = cloud.y[j] - cy;
-    const float dz = cloud.z[j] - cz;
-    const float d = dx * dx + dy * dy + dz * dz;
-    const float current = d < cloud.dist[j] ? d : cloud.dist[j];
-    cloud.dist[j] = current;
-    if (current > best.value) {
-      best = {current, j};
-    }
-  }
-  return best;
+  // The tail, in index order after every lane.
+  return update_scalar_from(cloud, cx, cy, cz, j, best);
 }
 #endif
 
