@@ -8,8 +8,8 @@
 # default ~/.cache/dtrain: the same torch wheel the SDK builds on), bench
 # (the program, checked to be built), results (benchmarks/results, created)
 # and scratch (a temporary directory removed on exit); defines port (a free
-# loopback port), require_python, and the lockstep_* runner of Note
-# [Lockstep benchmarks] (benchmarks/support/lockstep.h).
+# port below the ephemeral range), require_python, and the lockstep_* runner
+# of Note [Lockstep benchmarks] (benchmarks/support/lockstep.h).
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${DTRAIN_BUILD_DIR:-$root/build}"
 python="${DTRAIN_PYTHON:-${DTRAIN_HOME:-$HOME/.cache/dtrain}/venv/bin/python}"
@@ -23,7 +23,31 @@ require_python() {
   [[ -x "$python" ]] || { echo "$runner: no python at $python (set DTRAIN_PYTHON)" >&2; exit 1; }
 }
 
-port() { "$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# A random port below the kernel's ephemeral range that can be bound now
+# (as the tests' free_port(): a port from the range can go to the next
+# outgoing connection before the benchmark's store listens on it).
+port() {
+  "$python" - <<'PY'
+import random, socket
+try:
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        high = int(f.read().split()[0])
+except OSError:
+    high = 32768
+low = 10000 if high > 11000 else 1024
+for _ in range(200):
+    candidate = random.randrange(low, high)
+    with socket.socket() as s:
+        try:
+            s.bind(("", candidate))
+        except OSError:
+            continue
+    print(candidate)
+    break
+else:
+    raise SystemExit(f"no free port in [{low}, {high})")
+PY
+}
 
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
