@@ -25,6 +25,7 @@
 #include "dtrain/util/memory.h"
 #include "interfaces.h"
 #include "mpi_backend.h"
+#include "socket.h"
 
 namespace dtrain::dist {
 
@@ -64,10 +65,8 @@ bool has_env(const char* name) {
 }
 
 std::string required_env(const char* name, const std::string& why) {
-  const char* value = std::getenv(name);
-  DTRAIN_CHECK(value != nullptr && *value != '\0', "init_process_group: ", why, " needs ", name,
-               " to be set");
-  return value;
+  DTRAIN_CHECK(has_env(name), "init_process_group: ", why, " needs ", name, " to be set");
+  return std::getenv(name);
 }
 
 std::string resolve_backend(const std::string& requested) {
@@ -81,10 +80,8 @@ std::string resolve_backend(const std::string& requested) {
 
 // One id per process, to tell two processes claiming the same rank apart.
 std::string process_token() {
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
   std::random_device seed;
-  return std::string(host) + ":" + std::to_string(getpid()) + ":" + std::to_string(seed());
+  return net::host_name() + ":" + std::to_string(getpid()) + ":" + std::to_string(seed());
 }
 
 std::string bytes_text(const Bytes& b) {

@@ -21,14 +21,8 @@
 //
 // The MPI calls are non-blocking and polled against the init timeout: a rank
 // that never calls init_process_group makes the others raise, not hang.
-#include <arpa/inet.h>
 #include <mpi.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -42,7 +36,9 @@
 #include "dtrain/dist/tcp_store.h"
 #include "dtrain/dist/types.h"
 #include "dtrain/util/errors.h"
+#include "interfaces.h"
 #include "mpi_backend.h"
+#include "socket.h"
 
 namespace dtrain::dist {
 
@@ -55,39 +51,6 @@ Text to_text(const std::string& value) {
   Text text{};
   std::strncpy(text.data(), value.c_str(), kTextBytes - 1);
   return text;
-}
-
-std::string host_name() {
-  std::array<char, 256> name{};
-  if (::gethostname(name.data(), name.size() - 1) != 0) {
-    return "";
-  }
-  return name.data();
-}
-
-// Whether `host` resolves here to at least one address and none of them is
-// loopback (127.0.0.0/8 or ::1).
-bool resolves_beyond_loopback(const std::string& host) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (host.empty() || ::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0) {
-    return false;
-  }
-  bool any = false;
-  bool loopback = false;
-  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
-    any = true;
-    if (a->ai_family == AF_INET) {
-      const auto* v4 = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
-      loopback = loopback || (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
-    } else if (a->ai_family == AF_INET6) {
-      const auto* v6 = reinterpret_cast<const sockaddr_in6*>(a->ai_addr);
-      loopback = loopback || IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr);
-    }
-  }
-  ::freeaddrinfo(found);
-  return any && !loopback;
 }
 
 constexpr int kTextCount = static_cast<int>(kTextBytes);
@@ -135,7 +98,7 @@ std::shared_ptr<TcpStore> tcp_store_through_mpi(Rendezvous& rdzv,
   const auto deadline = std::chrono::steady_clock::now() + timeout;
 
   // 1. Is the whole job on rank 0's host?
-  const std::string mine = host_name();
+  const std::string mine = net::host_name();
   Text root_host = to_text(mine);
   MPI_Request request = MPI_REQUEST_NULL;
   started(MPI_Ibcast(root_host.data(), kTextCount, MPI_CHAR, 0, MPI_COMM_WORLD, &request),
@@ -159,8 +122,9 @@ std::shared_ptr<TcpStore> tcp_store_through_mpi(Rendezvous& rdzv,
       dial = master_addr;
     } else if (all_on_root_host) {
       dial = "127.0.0.1";
-    } else if (resolves_beyond_loopback(root_host.data())) {
-      dial = root_host.data();
+    } else if (const auto towards = net::address_towards(root_host.data());
+               towards && !net::is_loopback(*towards)) {
+      dial = root_host.data();  // others reach it; the backends bind `towards` here
     }
     if (dial.empty()) {
       announcement.text = to_text(

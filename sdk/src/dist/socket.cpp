@@ -183,4 +183,16 @@ void recv_exact(const Socket& socket, void* data, std::size_t n, Clock::time_poi
   }
 }
 
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) {
+    return "localhost";
+  }
+  return name;
+}
+
+bool is_loopback(const std::string& address) {
+  return address.rfind("127.", 0) == 0 || address == "::1" || address == "localhost";
+}
+
 }  // namespace dtrain::dist::net

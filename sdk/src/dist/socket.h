@@ -49,4 +49,9 @@ void recv_exact(const Socket& socket, void* data, std::size_t n, Clock::time_poi
 
 void set_nonblocking(int fd);
 
+// This machine's host name ("localhost" when it cannot be read).
+std::string host_name();
+// True for 127.0.0.0/8, ::1 and "localhost".
+bool is_loopback(const std::string& address);
+
 }  // namespace dtrain::dist::net

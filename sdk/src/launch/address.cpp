@@ -101,16 +101,4 @@ std::uint16_t free_tcp_port() {
   return ntohs(address.sin_port);
 }
 
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0) {
-    return "localhost";
-  }
-  return name;
-}
-
-bool is_loopback(const std::string& address) {
-  return address.rfind("127.", 0) == 0 || address == "::1" || address == "localhost";
-}
-
 }  // namespace dtrain::launch::address

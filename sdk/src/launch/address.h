@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "../dist/socket.h"
+
 namespace dtrain::launch::address {
 
 // True when `host` resolves to an address of this machine (one we can bind).
@@ -16,9 +18,8 @@ std::string route_source(const std::string& host, std::uint16_t port);
 // A TCP port that was free a moment ago on every interface.
 std::uint16_t free_tcp_port();
 
-std::string host_name();
-
-// True for 127.0.0.0/8, ::1 and "localhost".
-bool is_loopback(const std::string& address);
+// The host name and the loopback test the store's code uses too.
+using dist::net::host_name;
+using dist::net::is_loopback;
 
 }  // namespace dtrain::launch::address
