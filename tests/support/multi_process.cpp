@@ -1,18 +1,15 @@
 #include "multi_process.h"
 
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <exception>
-#include <random>
-#include <stdexcept>
-#include <string>
 #include <thread>
+
+#include "dist/socket.h"
 
 namespace dtrain::testing {
 
@@ -72,51 +69,8 @@ std::vector<int> run_ranks(int world_size, const std::function<void(int rank)>& 
   return codes;
 }
 
-namespace {
-
-// The first port the kernel hands to outgoing connections (32768 unless the
-// machine says otherwise).
-int ephemeral_range_start() {
-  int start = 32768;
-  if (std::FILE* range = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
-    if (std::fscanf(range, "%d", &start) != 1) {
-      start = 32768;
-    }
-    std::fclose(range);
-  }
-  return start;
-}
-
-bool can_listen_on(std::uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_ANY);
-  addr.sin_port = htons(port);
-  const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  ::close(fd);
-  return bound;
-}
-
-}  // namespace
-
-// A random port below the ephemeral range: a port the kernel picked (bind to
-// port 0) is one it may hand to the next outgoing connection on the machine
-// before the test's server listens on it, and the many connections of a
-// collective test made that happen.
 std::uint16_t free_port() {
-  const int high = ephemeral_range_start();
-  const int low = high > 11000 ? 10000 : 1024;
-  std::mt19937 random(std::random_device{}());
-  std::uniform_int_distribution<int> pick(low, high - 1);
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    const auto port = static_cast<std::uint16_t>(pick(random));
-    if (can_listen_on(port)) {
-      return port;
-    }
-  }
-  throw std::runtime_error("free_port: no free port in [" + std::to_string(low) + ", " +
-                           std::to_string(high) + ") after 200 tries");
+  return dist::net::free_port();
 }
 
 }  // namespace dtrain::testing

@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <random>
 #include <thread>
 
 #include "dtrain/dist/store.h"
@@ -181,6 +183,48 @@ void recv_exact(const Socket& socket, void* data, std::size_t n, Clock::time_poi
       throw StoreError(std::string("lost the connection to the store: ") + std::strerror(errno));
     }
   }
+}
+
+namespace {
+
+// The first port the kernel hands to outgoing connections (32768 unless the
+// machine says otherwise).
+int ephemeral_range_start() {
+  int start = 32768;
+  if (std::FILE* range = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(range, "%d", &start) != 1) {
+      start = 32768;
+    }
+    std::fclose(range);
+  }
+  return start;
+}
+
+bool can_listen_on(std::uint16_t port) {
+  Socket socket(::socket(AF_INET, SOCK_STREAM, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  addr.sin_port = htons(port);
+  return socket.valid() &&
+         ::bind(socket.fd(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+}
+
+}  // namespace
+
+std::uint16_t free_port() {
+  const int high = ephemeral_range_start();
+  const int low = high > 11000 ? 10000 : 1024;
+  std::mt19937 random(std::random_device{}());
+  std::uniform_int_distribution<int> pick(low, high - 1);
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const auto port = static_cast<std::uint16_t>(pick(random));
+    if (can_listen_on(port)) {
+      return port;
+    }
+  }
+  throw StoreError("no free port in [" + std::to_string(low) + ", " + std::to_string(high) +
+                   ") after 200 tries");
 }
 
 std::string host_name() {

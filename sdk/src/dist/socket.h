@@ -49,6 +49,13 @@ void recv_exact(const Socket& socket, void* data, std::size_t n, Clock::time_poi
 
 void set_nonblocking(int fd);
 
+// A port every interface can bind now, at random below the kernel's
+// ephemeral range. A port from that range (what binding port 0 gives) may go
+// to the next outgoing connection on the machine before the server meant to
+// have it listens; busy nodes and collective tests made that happen. Throws
+// StoreError when 200 tries found none.
+std::uint16_t free_port();
+
 // This machine's host name ("localhost" when it cannot be read).
 std::string host_name();
 // True for 127.0.0.0/8, ::1 and "localhost".

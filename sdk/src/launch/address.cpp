@@ -88,17 +88,4 @@ std::string route_source(const std::string& host, std::uint16_t port) {
   return {};
 }
 
-std::uint16_t free_tcp_port() {
-  Fd socket(::socket(AF_INET, SOCK_STREAM, 0));
-  DTRAIN_CHECK(socket.fd >= 0, "dtrun: socket() failed: ", std::strerror(errno));
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_ANY);
-  socklen_t length = sizeof(address);
-  DTRAIN_CHECK(::bind(socket.fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-                   ::getsockname(socket.fd, reinterpret_cast<sockaddr*>(&address), &length) == 0,
-               "dtrun: cannot find a free TCP port: ", std::strerror(errno));
-  return ntohs(address.sin_port);
-}
-
 }  // namespace dtrain::launch::address

@@ -15,10 +15,9 @@ bool is_local(const std::string& host);
 // other nodes on that network reach us at. Empty when it cannot be found.
 std::string route_source(const std::string& host, std::uint16_t port);
 
-// A TCP port that was free a moment ago on every interface.
-std::uint16_t free_tcp_port();
-
-// The host name and the loopback test the store's code uses too.
+// The host name, the loopback test and the free-port picker the store's code
+// uses too.
+using dist::net::free_port;
 using dist::net::host_name;
 using dist::net::is_loopback;
 

@@ -150,7 +150,7 @@ void Agent::prepare_log_dir() {
 NodeInfo Agent::make_info() {
   NodeInfo info;
   info.addr = local_addr_;
-  info.master_port = address::free_tcp_port();
+  info.master_port = address::free_port();
   info.nproc = options_.nproc_per_node;
   info.node_rank = options_.node_rank;
   info.host = host_name_;
