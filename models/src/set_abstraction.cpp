@@ -1,0 +1,148 @@
+#include "dtrain/models/set_abstraction.h"
+
+#include <string>
+
+#include <ATen/ATen.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/conv.h>
+
+#include "dtrain/kernels/pointnet2.h"
+
+namespace dtrain::models {
+
+namespace kernels = dtrain::kernels;
+
+namespace {
+
+// (B, C, M, K) -> (B, C, M). max with indices rather than amax: its backward
+// routes each gradient to the one winning neighbour by index, where amax's
+// compares every element with the maximum and divides among ties (about a
+// third of the layer's backward time on the CPU).
+at::Tensor max_over_neighbours(const at::Tensor& per_neighbour) {
+  return std::get<0>(per_neighbour.max(-1));
+}
+
+}  // namespace
+
+torch::nn::Sequential shared_mlp_2d(int64_t in_channels, const std::vector<int64_t>& widths) {
+  torch::nn::Sequential mlp;
+  int64_t channels = in_channels;
+  for (const int64_t width : widths) {
+    // No conv bias: the batch norm's shift replaces it.
+    mlp->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(channels, width, 1).bias(false)));
+    mlp->push_back(torch::nn::BatchNorm2d(width));
+    mlp->push_back(torch::nn::ReLU(torch::nn::ReLUOptions().inplace(true)));
+    channels = width;
+  }
+  return mlp;
+}
+
+SetAbstractionImpl::SetAbstractionImpl(const SetAbstractionOptions& options) : options_(options) {
+  TORCH_CHECK(options.npoint() >= 0, "SetAbstractionOptions: npoint must be >= 0, got ",
+              options.npoint());
+  TORCH_CHECK(options.in_channels() >= 0, "SetAbstractionOptions: in_channels must be >= 0, got ",
+              options.in_channels());
+  TORCH_CHECK(!options.scales().empty(), "SetAbstractionOptions: scales must not be empty");
+  TORCH_CHECK(options.use_xyz() || options.in_channels() > 0,
+              "SetAbstractionOptions: with use_xyz false, in_channels must be > 0 (the MLP "
+              "would see no input)");
+  TORCH_CHECK(options.npoint() > 0 || options.scales().size() == 1,
+              "SetAbstractionOptions: grouping all points (npoint 0) takes one scale, got ",
+              options.scales().size());
+  const int64_t mlp_in = options.in_channels() + (options.use_xyz() ? 3 : 0);
+  for (size_t s = 0; s < options.scales().size(); ++s) {
+    const GroupingScale& scale = options.scales()[s];
+    TORCH_CHECK(!scale.mlp.empty(), "SetAbstractionOptions: scale ", s, " has an empty mlp");
+    if (options.npoint() > 0) {
+      TORCH_CHECK(scale.radius > 0, "SetAbstractionOptions: scale ", s, " radius must be > 0, got ",
+                  scale.radius);
+      TORCH_CHECK(scale.nsample >= 1, "SetAbstractionOptions: scale ", s,
+                  " nsample must be >= 1, got ", scale.nsample);
+    }
+    mlps_.push_back(register_module("mlp" + std::to_string(s), shared_mlp_2d(mlp_in, scale.mlp)));
+  }
+}
+
+int64_t SetAbstractionImpl::out_channels() const {
+  int64_t channels = 0;
+  for (const GroupingScale& scale : options_.scales()) {
+    channels += scale.mlp.back();
+  }
+  return channels;
+}
+
+at::Tensor SetAbstractionImpl::group_all(const at::Tensor& xyz_t,
+                                         const at::Tensor& features) const {
+  std::vector<at::Tensor> parts;
+  if (options_.use_xyz()) {
+    parts.push_back(xyz_t.unsqueeze(2));
+  }
+  if (features.defined()) {
+    parts.push_back(features.unsqueeze(2));
+  }
+  return parts.size() == 1 ? parts[0] : at::cat(parts, 1);
+}
+
+at::Tensor SetAbstractionImpl::group_ball(const at::Tensor& xyz, const at::Tensor& xyz_t,
+                                          const at::Tensor& centres, const at::Tensor& features,
+                                          const GroupingScale& scale) const {
+  // The centre is a point of the cloud, so no ball is empty: every row of
+  // the query holds at least the centre itself.
+  const at::Tensor neighbours = kernels::ball_query(centres, xyz, scale.radius, scale.nsample).idx;
+  std::vector<at::Tensor> parts;
+  if (options_.use_xyz()) {
+    parts.push_back(kernels::group_points(xyz_t, neighbours) -
+                    centres.transpose(1, 2).unsqueeze(-1));
+  }
+  if (features.defined()) {
+    parts.push_back(kernels::group_points(features, neighbours));
+  }
+  return parts.size() == 1 ? parts[0] : at::cat(parts, 1);
+}
+
+SetAbstractionImpl::Output SetAbstractionImpl::forward(const at::Tensor& xyz,
+                                                       const at::Tensor& features) {
+  TORCH_CHECK(xyz.dim() == 3 && xyz.size(2) == 3,
+              "SetAbstraction: xyz must have shape (B, N, 3), got ", xyz.sizes());
+  const int64_t batch = xyz.size(0);
+  const int64_t n = xyz.size(1);
+  if (options_.in_channels() > 0) {
+    TORCH_CHECK(features.defined() && features.dim() == 3 && features.size(0) == batch &&
+                    features.size(1) == options_.in_channels() && features.size(2) == n,
+                "SetAbstraction: features must have shape (B, ", options_.in_channels(), ", N) = (",
+                batch, ", ", options_.in_channels(), ", ", n, "), got ",
+                features.defined() ? c10::str(features.sizes()) : std::string("undefined"));
+  } else {
+    TORCH_CHECK(!features.defined(),
+                "SetAbstraction: in_channels is 0, so features must be undefined, got a tensor "
+                "of shape ",
+                features.sizes());
+  }
+  // Coordinates stay float32 whatever autocast does to the features: the
+  // sampling and grouping kernels compute distances in float32.
+  const at::Tensor points = xyz.to(at::kFloat).contiguous();
+  const at::Tensor points_t = points.transpose(1, 2).contiguous();  // (B, 3, N)
+
+  if (options_.npoint() == 0) {
+    const at::Tensor grouped = group_all(points_t, features);
+    const at::Tensor out = max_over_neighbours(mlps_[0]->forward(grouped));
+    return {at::zeros({batch, 1, 3}, points.options()), out};
+  }
+
+  TORCH_CHECK(options_.npoint() <= n, "SetAbstraction: npoint ", options_.npoint(), " exceeds the ",
+              n, " points of xyz");
+  const at::Tensor sampled = kernels::furthest_point_sample(points, options_.npoint());
+  const at::Tensor centres =
+      kernels::gather_points(points_t, sampled).transpose(1, 2).contiguous();  // (B, M, 3)
+  std::vector<at::Tensor> outputs;
+  outputs.reserve(options_.scales().size());
+  for (size_t s = 0; s < options_.scales().size(); ++s) {
+    const at::Tensor grouped =
+        group_ball(points, points_t, centres, features, options_.scales()[s]);
+    outputs.push_back(max_over_neighbours(mlps_[s]->forward(grouped)));
+  }
+  return {centres, outputs.size() == 1 ? outputs[0] : at::cat(outputs, 1)};
+}
+
+}  // namespace dtrain::models
