@@ -9,46 +9,9 @@ void add_train_flags(CLI::App& app, TrainOptions& options) {
   app.add_option("--data-dir", options.data_dir,
                  "Directory with the Fashion-MNIST IDX files (plain or .gz)")
       ->capture_default_str();
-  app.add_option("--epochs", options.epochs, "Passes over the training set")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--batch-size", options.batch_size, "Samples per optimizer step and process")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--lr", options.lr, "SGD learning rate")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--lr-scaling", options.lr_scaling,
-                 "With N processes: 'linear' trains at lr * N (the global batch is N times "
-                 "larger), 'none' at lr")
-      ->check(CLI::IsMember({"linear", "none"}))
-      ->capture_default_str();
+  add_common_train_flags(app, options, "images");
   app.add_option("--momentum", options.momentum, "SGD momentum")
       ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
-  app.add_option("--threads", options.threads, "Intra-op threads (0: LibTorch's default)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app.add_option("--seed", options.seed, "Seed of initialisation and shuffling")
-      ->capture_default_str();
-  app.add_option("--train-limit", options.train_limit,
-                 "Use only the first N training images (0: all)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app.add_option("--test-limit", options.test_limit, "Use only the first N test images (0: all)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app.add_option("--csv", options.csv, "Per-epoch report (CSV)")->capture_default_str();
-  app.add_option("--amp", options.amp, "Mixed precision: bf16 (CPU autocast) or off")
-      ->check(CLI::IsMember({"off", "bf16"}))
-      ->capture_default_str();
-  app.add_option("--backend", options.backend,
-                 "Process group backend when launched with several processes")
-      ->check(CLI::IsMember({"auto", "gloo", "mpi", "nccl"}))
-      ->capture_default_str();
-  app.add_option("--dist-timeout", options.dist_timeout_s,
-                 "Seconds a collective may wait for a peer before failing")
-      ->check(CLI::PositiveNumber)
       ->capture_default_str();
 }
 

@@ -1,0 +1,66 @@
+// One epoch of mini-batch training and one pass of evaluation for a
+// classifier, shared by the training apps: inputs of any shape (images,
+// point clouds) indexed along their first dimension, cross-entropy loss,
+// optional CPU bf16 autocast, a progress bar on rank 0, and sums over
+// every rank so each rank reports the whole job's numbers.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+#include "dtrain/data/distributed_sampler.h"
+#include "training_job.h"
+
+namespace dtrain::apps {
+
+// Inputs with one class label each, held in memory.
+struct LabeledTensors {
+  at::Tensor inputs;  // (N, ...)
+  at::Tensor labels;  // (N,) int64
+  int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
+  // The first `limit` samples (all when limit is 0 or larger than the set).
+  LabeledTensors first(int64_t limit) const;
+};
+
+struct LoopSettings {
+  int epochs = 1;           // for the progress bar's title
+  int64_t batch_size = 64;  // per process
+  bool bf16 = false;        // forward passes under CPU bf16 autocast
+  int64_t eval_batch = 1000;
+};
+
+// The model's forward: the module itself, or DDP around it.
+using Forward = std::function<at::Tensor(const at::Tensor&)>;
+// Applied to each training batch's inputs (augmentation); may be empty.
+using Augment = std::function<at::Tensor(const at::Tensor&)>;
+
+struct EpochStats {
+  double mean_loss = 0;
+  int64_t samples = 0;  // over every rank
+  double seconds = 0;
+};
+
+// Trains one epoch over this rank's share of `train` (the sampler, set to
+// `epoch` - 1). `module` is switched to training mode; `forward` may be DDP.
+EpochStats train_epoch(const Forward& forward, torch::nn::Module& module,
+                       torch::optim::Optimizer& optimizer, const LabeledTensors& train,
+                       data::DistributedSampler& sampler, const LoopSettings& settings, int epoch,
+                       const Job& job, const Augment& augment = {});
+
+struct EvalStats {
+  double mean_loss = 0;
+  double accuracy = 0;
+};
+
+// Rank r evaluates the r-th of `world` contiguous slices of `test` with the
+// module in evaluation mode; the sums are combined, so every rank gets the
+// whole set's numbers.
+EvalStats evaluate(const Forward& forward, torch::nn::Module& module, const LabeledTensors& test,
+                   const LoopSettings& settings, const Job& job);
+
+}  // namespace dtrain::apps

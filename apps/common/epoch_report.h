@@ -1,0 +1,31 @@
+// What a training app reports after each epoch: one log line and one CSV
+// row, written by rank 0 only (the numbers are already the whole job's).
+//
+// CSV columns: epoch, samples, epoch_time_s, samples_per_s, peak_rss_mb,
+// train_loss, test_loss, test_accuracy.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "classification_loop.h"
+#include "dtrain/train/csv_writer.h"
+
+namespace dtrain::apps {
+
+class EpochReport {
+ public:
+  // Opens the CSV when `writes` (rank 0), so a bad path fails before any
+  // work is done; other ranks report nothing.
+  EpochReport(const std::string& csv_path, bool writes, int epochs);
+
+  void record(int epoch, const EpochStats& train, const EvalStats& eval);
+  // The closing line: final accuracy, wall time, process count, report path.
+  void finish(const EvalStats& eval, double seconds, int world);
+
+ private:
+  std::optional<train::CsvWriter> csv_;
+  int epochs_;
+};
+
+}  // namespace dtrain::apps

@@ -1,0 +1,40 @@
+// The flags every training app shares, and their checks. Each app sets its
+// own defaults (learning rate, batch size, report path) before registering.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace dtrain::apps {
+
+struct CommonTrainOptions {
+  int epochs = 5;
+  int64_t batch_size = 64;  // per process, as in PyTorch DDP
+  double lr = 0.01;         // one process's rate; see lr_scaling
+  // "linear": with N processes (N times the global batch) the rate is
+  // lr * N, Goyal et al.'s linear scaling rule, so N processes reach one
+  // process's accuracy in the same number of epochs; "none": lr as given.
+  std::string lr_scaling = "linear";
+  int threads = 0;  // 0: LibTorch's default
+  uint64_t seed = 0;
+  int64_t train_limit = 0;  // 0: the whole split
+  int64_t test_limit = 0;
+  std::string csv;
+  std::string amp = "off";  // "bf16": forward passes under CPU bf16 autocast
+  // With more than one process (dtrun, mpirun, srun): the process group's
+  // backend and how long a collective may wait for a peer.
+  std::string backend = "auto";
+  int dist_timeout_s = 300;
+
+  // The learning rate for `world` processes under lr_scaling.
+  double scaled_lr(int world) const { return lr_scaling == "linear" ? lr * world : lr; }
+};
+
+// Registers the shared flags on `app`, with ranges checked by CLI11 at parse
+// time. `sample_noun` names a sample in help texts ("images", "clouds").
+void add_common_train_flags(CLI::App& app, CommonTrainOptions& options,
+                            const std::string& sample_noun);
+
+}  // namespace dtrain::apps
