@@ -1,0 +1,36 @@
+// Training checkpoints: a module's parameters and buffers, its optimizer's
+// state and the number of epochs done, in one file that is either the old
+// one or the whole new one.
+//
+//   if (auto done = load_checkpoint(path, *model, optimizer)) first_epoch = *done + 1;
+//   ...
+//   if (rank == 0) save_checkpoint(path, *model, optimizer, epoch);
+//
+// save_checkpoint writes a temporary file beside `path` and renames it over
+// `path`, so a crash or a full disk midway leaves the previous checkpoint
+// intact (and no partial file under `path`). The format is LibTorch's
+// serialize archive, the one torch::save writes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+namespace dtrain::train {
+
+// Throws dtrain::IOError naming `path` when it cannot be written.
+void save_checkpoint(const std::string& path, const torch::nn::Module& module,
+                     const torch::optim::Optimizer& optimizer, int64_t epochs_done);
+
+// Loads `path` into `module` and `optimizer` and returns its epochs_done,
+// or std::nullopt when no file exists at `path`. Throws dtrain::IOError
+// naming the path when the file is unreadable or does not fit the module
+// (a parameter missing or of another shape) -- then `module` may be
+// partly loaded, so callers should stop.
+std::optional<int64_t> load_checkpoint(const std::string& path, torch::nn::Module& module,
+                                       torch::optim::Optimizer& optimizer);
+
+}  // namespace dtrain::train

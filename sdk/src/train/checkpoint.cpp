@@ -1,0 +1,118 @@
+#include "dtrain/train/checkpoint.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <system_error>
+#include <vector>
+
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+
+#include "dtrain/util/errors.h"
+
+namespace dtrain::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kModelKey = "model";
+constexpr const char* kOptimizerKey = "optimizer";
+constexpr const char* kEpochsKey = "epochs_done";
+
+// Name -> shape of every parameter and buffer. LibTorch's Module::load
+// replaces a tensor with whatever the archive holds under its name, so a
+// checkpoint of a wider model would load silently; comparing the shapes
+// before and after catches it.
+std::map<std::string, std::vector<int64_t>> tensor_shapes(const torch::nn::Module& module) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto& item : module.named_parameters()) {
+    shapes[item.key()] = item.value().sizes().vec();
+  }
+  for (const auto& item : module.named_buffers()) {
+    shapes[item.key()] = item.value().sizes().vec();
+  }
+  return shapes;
+}
+
+void check_same_shapes(const std::map<std::string, std::vector<int64_t>>& expected,
+                       const torch::nn::Module& module, const std::string& path) {
+  for (const auto& [name, shape] : tensor_shapes(module)) {
+    const auto it = expected.find(name);
+    DTRAIN_CHECK_AS(
+        IOError, it != expected.end() && it->second == shape, "checkpoint '", path,
+        "' does not fit the model: '", name, "' has shape ", c10::IntArrayRef(shape),
+        " in the checkpoint, ",
+        it == expected.end() ? std::string("nothing") : c10::str(c10::IntArrayRef(it->second)),
+        " in the model");
+  }
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, const torch::nn::Module& module,
+                     const torch::optim::Optimizer& optimizer, int64_t epochs_done) {
+  const fs::path target(path);
+  std::error_code ec;
+  if (target.has_parent_path()) {
+    fs::create_directories(target.parent_path(), ec);
+    DTRAIN_CHECK_AS(IOError, !ec, "cannot create directory '", target.parent_path().string(),
+                    "' for checkpoint '", path, "': ", ec.message());
+  }
+  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
+  try {
+    torch::serialize::OutputArchive archive;
+    torch::serialize::OutputArchive model_archive;
+    module.save(model_archive);
+    archive.write(kModelKey, model_archive);
+    torch::serialize::OutputArchive optimizer_archive;
+    optimizer.save(optimizer_archive);
+    archive.write(kOptimizerKey, optimizer_archive);
+    archive.write(kEpochsKey, c10::IValue(epochs_done));
+    archive.save_to(temporary);
+  } catch (const c10::Error& e) {
+    fs::remove(temporary, ec);
+    throw IOError(
+        detail::concat("cannot write checkpoint '", path, "': ", e.what_without_backtrace()));
+  }
+  fs::rename(temporary, target, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(temporary, ignored);
+    throw IOError(
+        detail::concat("cannot move checkpoint into place at '", path, "': ", ec.message()));
+  }
+}
+
+std::optional<int64_t> load_checkpoint(const std::string& path, torch::nn::Module& module,
+                                       torch::optim::Optimizer& optimizer) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    return std::nullopt;
+  }
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    torch::serialize::InputArchive model_archive;
+    DTRAIN_CHECK_AS(IOError, archive.try_read(kModelKey, model_archive), "checkpoint '", path,
+                    "' holds no model state");
+    const auto shapes = tensor_shapes(module);
+    module.load(model_archive);
+    check_same_shapes(shapes, module, path);
+    torch::serialize::InputArchive optimizer_archive;
+    DTRAIN_CHECK_AS(IOError, archive.try_read(kOptimizerKey, optimizer_archive), "checkpoint '",
+                    path, "' holds no optimizer state");
+    optimizer.load(optimizer_archive);
+    c10::IValue epochs;
+    DTRAIN_CHECK_AS(IOError, archive.try_read(kEpochsKey, epochs) && epochs.isInt(), "checkpoint '",
+                    path, "' holds no epoch count");
+    return epochs.toInt();
+  } catch (const c10::Error& e) {
+    throw IOError(
+        detail::concat("cannot load checkpoint '", path, "': ", e.what_without_backtrace()));
+  }
+}
+
+}  // namespace dtrain::train

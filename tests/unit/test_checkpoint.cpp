@@ -1,0 +1,131 @@
+// dtrain::train checkpoints: a round trip restores weights, buffers,
+// optimizer state and the epoch; a failed save keeps the old file; bad
+// files and mismatched models raise, naming the path.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/adam.h>
+
+#include "dtrain/train/checkpoint.h"
+#include "dtrain/util/errors.h"
+#include "test_support.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using dtrain::testing::TempDir;
+using dtrain::train::load_checkpoint;
+using dtrain::train::save_checkpoint;
+
+torch::nn::Sequential make_model(int64_t hidden = 8) {
+  return torch::nn::Sequential(torch::nn::Linear(4, hidden), torch::nn::BatchNorm1d(hidden),
+                               torch::nn::Linear(hidden, 2));
+}
+
+// One Adam step, so the optimizer has state and batch norm has statistics.
+void step(torch::nn::Sequential& model, torch::optim::Adam& optimizer) {
+  optimizer.zero_grad();
+  model->forward(torch::randn({16, 4})).square().sum().backward();
+  optimizer.step();
+}
+
+std::string error_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const dtrain::IOError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Checkpoint, RoundTripRestoresTrainingState) {
+  TempDir dir;
+  const std::string path = (fs::path(dir.path()) / "sub" / "ckpt.pt").string();
+  torch::manual_seed(0);
+  auto model = make_model();
+  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-2));
+  step(model, optimizer);
+  save_checkpoint(path, *model, optimizer, 7);
+  EXPECT_TRUE(fs::exists(path));
+  EXPECT_EQ(
+      std::distance(fs::directory_iterator(fs::path(path).parent_path()), fs::directory_iterator()),
+      1)
+      << "a temporary file was left beside the checkpoint";
+
+  auto restored = make_model();
+  torch::optim::Adam restored_optimizer(restored->parameters(), torch::optim::AdamOptions(1e-2));
+  EXPECT_EQ(load_checkpoint(path, *restored, restored_optimizer), 7);
+  const auto original_buffers = model->buffers();
+  const auto restored_buffers = restored->buffers();
+  ASSERT_EQ(original_buffers.size(), restored_buffers.size());
+  for (size_t i = 0; i < original_buffers.size(); ++i) {
+    EXPECT_TRUE(at::equal(original_buffers[i], restored_buffers[i])) << "buffer " << i;
+  }
+  // The same next step from both: equal weights and equal Adam moments.
+  torch::manual_seed(1);
+  step(model, optimizer);
+  torch::manual_seed(1);
+  step(restored, restored_optimizer);
+  const auto a = model->parameters();
+  const auto b = restored->parameters();
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(at::equal(a[i], b[i])) << "parameter " << i;
+  }
+}
+
+TEST(Checkpoint, MissingFileIsNoCheckpoint) {
+  TempDir dir;
+  auto model = make_model();
+  torch::optim::Adam optimizer(model->parameters());
+  EXPECT_EQ(load_checkpoint((fs::path(dir.path()) / "none.pt").string(), *model, optimizer),
+            std::nullopt);
+}
+
+TEST(Checkpoint, FailedSaveKeepsThePreviousFile) {
+  TempDir dir;
+  const std::string path = (fs::path(dir.path()) / "ckpt.pt").string();
+  auto model = make_model();
+  torch::optim::Adam optimizer(model->parameters());
+  save_checkpoint(path, *model, optimizer, 1);
+  const auto size_before = fs::file_size(path);
+  // The rename cannot replace a directory: the temporary is removed and the
+  // error names the path.
+  const std::string blocked = (fs::path(dir.path()) / "blocked").string();
+  fs::create_directories(fs::path(blocked) / "inside");
+  EXPECT_THAT(error_of([&] { save_checkpoint(blocked, *model, optimizer, 2); }),
+              testing::HasSubstr("cannot move checkpoint into place at '" + blocked + "'"));
+  EXPECT_EQ(fs::file_size(path), size_before);
+  size_t entries = 0;
+  for (const auto& entry : fs::directory_iterator(dir.path())) {
+    (void)entry;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 2u) << "a temporary file was left behind";
+}
+
+TEST(Checkpoint, CorruptOrMismatchedFilesRaiseNamingThePath) {
+  TempDir dir;
+  const std::string garbage = (fs::path(dir.path()) / "garbage.pt").string();
+  std::ofstream(garbage) << "not a checkpoint";
+  auto model = make_model();
+  torch::optim::Adam optimizer(model->parameters());
+  EXPECT_THAT(error_of([&] { load_checkpoint(garbage, *model, optimizer); }),
+              testing::HasSubstr("cannot load checkpoint '" + garbage + "'"));
+
+  const std::string wider = (fs::path(dir.path()) / "wider.pt").string();
+  auto wide_model = make_model(16);
+  torch::optim::Adam wide_optimizer(wide_model->parameters());
+  save_checkpoint(wider, *wide_model, wide_optimizer, 3);
+  EXPECT_THAT(error_of([&] { load_checkpoint(wider, *model, optimizer); }),
+              testing::HasSubstr("checkpoint '" + wider +
+                                 "' does not fit the model: '0.bias' has shape [16] in the "
+                                 "checkpoint, [8] in the model"));
+}
+
+}  // namespace
