@@ -16,9 +16,9 @@
 #include <ATen/core/Tensor.h>
 #include <torch/arg.h>
 
-namespace dtrain::datasets {
+#include "dtrain/datasets/split.h"
 
-enum class Split { kTrain, kTest };
+namespace dtrain::datasets {
 
 // Images with one label each, held in memory.
 struct LabeledImages {
