@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include "dtrain/datasets/point_clouds.h"
+#include "dtrain/datasets/synthetic_shapes.h"
 #include "expect_error.h"
 #include "hdf5_testing.h"
 #include "test_support.h"
@@ -111,6 +112,8 @@ TEST(Hdf5File, BuildWithoutHdf5SaysSo) {
                                            dtrain::datasets::ModelNetH5Options().root(dir.path()));
       },
       "load_modelnet_h5: this build of dtrain has no HDF5");
+  expect_error([&] { dtrain::datasets::write_synthetic_shapes(dir.file("s")); },
+               "write_synthetic_shapes: this build of dtrain has no HDF5");
 }
 
 }  // namespace
