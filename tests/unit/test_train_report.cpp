@@ -50,6 +50,28 @@ TEST(CsvWriter, UnwritablePathIsAnIOError) {
   EXPECT_THROW(dtrain::train::CsvWriter(dir.file("a_file/report.csv"), {"a"}), dtrain::IOError);
 }
 
+TEST(CsvWriter, AppendKeepsEarlierRowsOfTheSameReport) {
+  dtrain::testing::TempDir dir;
+  const std::string path = dir.file("report.csv");
+  using Mode = dtrain::train::CsvWriter::Mode;
+  // Missing: created with its header, as in kCreate.
+  dtrain::train::CsvWriter(path, {"epoch", "loss"}, Mode::kAppend).write_row({int64_t{1}, 0.5});
+  dtrain::train::CsvWriter(path, {"epoch", "loss"}, Mode::kAppend).write_row({int64_t{2}, 0.25});
+  EXPECT_EQ(read_text(path), "epoch,loss\n1,0.5\n2,0.25\n");
+  try {
+    dtrain::train::CsvWriter(path, {"epoch", "accuracy"}, Mode::kAppend);
+    FAIL() << "rows were to be added under another header";
+  } catch (const dtrain::IOError& e) {
+    EXPECT_NE(std::string(e.what()).find("exists with other columns (epoch,loss)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(read_text(path), "epoch,loss\n1,0.5\n2,0.25\n") << "the refused report changed";
+  // kCreate starts afresh.
+  dtrain::train::CsvWriter(path, {"epoch", "loss"});
+  EXPECT_EQ(read_text(path), "epoch,loss\n");
+}
+
 TEST(ProgressBar, RendersFractionCountsAndRate) {
   const std::string line = dtrain::train::render_progress("epoch 1", 5, 10, 2.0, "loss 0.5", 10);
   EXPECT_EQ(line, "epoch 1 [#####     ] 5/10 2.0s 2.5 it/s loss 0.5");

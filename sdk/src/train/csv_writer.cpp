@@ -45,7 +45,7 @@ std::string join_row(const std::vector<std::string>& cells) {
 
 }  // namespace
 
-CsvWriter::CsvWriter(std::string path, std::vector<std::string> columns)
+CsvWriter::CsvWriter(std::string path, std::vector<std::string> columns, Mode mode)
     : path_(std::move(path)), columns_(std::move(columns)) {
   DTRAIN_CHECK(!columns_.empty(), "CsvWriter: a report needs at least one column (", path_, ")");
   std::filesystem::path file(path_);
@@ -55,14 +55,28 @@ CsvWriter::CsvWriter(std::string path, std::vector<std::string> columns)
     DTRAIN_CHECK_AS(IOError, !ec, "cannot create directory '", file.parent_path().string(),
                     "' for CSV report: ", ec.message());
   }
-  out_.open(path_, std::ios::out | std::ios::trunc);
+  std::vector<std::string> header_cells;
+  for (const auto& column : columns_) {
+    header_cells.push_back(csv_escape(column));
+  }
+  const std::string header = join_row(header_cells);
+  bool append = false;
+  if (mode == Mode::kAppend && std::filesystem::file_size(file, ec) > 0 && !ec) {
+    std::ifstream existing(path_);
+    std::string first_line;
+    std::getline(existing, first_line);
+    DTRAIN_CHECK_AS(IOError, first_line + "\n" == header, "CSV report '", path_,
+                    "' exists with other columns (", first_line,
+                    "), so rows cannot be added to it; expected ",
+                    header.substr(0, header.size() - 1), ". Move it away or name another report");
+    append = true;
+  }
+  out_.open(path_, append ? std::ios::out | std::ios::app : std::ios::out | std::ios::trunc);
   DTRAIN_CHECK_AS(IOError, out_.is_open(), "cannot open CSV report '", path_,
                   "' for writing: ", std::strerror(errno));
-  std::vector<std::string> header;
-  for (const auto& column : columns_) {
-    header.push_back(csv_escape(column));
+  if (!append) {
+    out_ << header << std::flush;
   }
-  out_ << join_row(header) << std::flush;
 }
 
 void CsvWriter::write_row(const std::vector<Cell>& cells) {

@@ -20,8 +20,16 @@ class CsvWriter {
  public:
   using Cell = std::variant<std::int64_t, double, std::string>;
 
-  // Throws dtrain::IOError naming the path when it cannot be created.
-  CsvWriter(std::string path, std::vector<std::string> columns);
+  enum class Mode {
+    kCreate,  // start the file afresh (an existing one is replaced)
+    // Add rows to an existing report with the same header (a resumed run);
+    // create it when missing or empty.
+    kAppend,
+  };
+
+  // Throws dtrain::IOError naming the path when it cannot be created, or,
+  // in kAppend mode, when the file exists with another header.
+  CsvWriter(std::string path, std::vector<std::string> columns, Mode mode = Mode::kCreate);
 
   // Throws dtrain::Error when the row's length differs from the header's.
   void write_row(const std::vector<Cell>& cells);
