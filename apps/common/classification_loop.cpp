@@ -24,6 +24,14 @@ LabeledTensors LabeledTensors::first(int64_t limit) const {
   return {inputs.narrow(0, 0, limit), labels.narrow(0, 0, limit)};
 }
 
+int64_t parameter_count(const torch::nn::Module& module) {
+  int64_t count = 0;
+  for (const at::Tensor& parameter : module.parameters()) {
+    count += parameter.numel();
+  }
+  return count;
+}
+
 EpochStats train_epoch(const Forward& forward, torch::nn::Module& module,
                        torch::optim::Optimizer& optimizer, const LabeledTensors& train,
                        data::DistributedSampler& sampler, const LoopSettings& settings, int epoch,

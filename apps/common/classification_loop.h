@@ -34,6 +34,9 @@ struct LoopSettings {
   int64_t eval_batch = 1000;
 };
 
+// Number of trainable values in `module`, for logs.
+int64_t parameter_count(const torch::nn::Module& module);
+
 // The model's forward: the module itself, or DDP around it.
 using Forward = std::function<at::Tensor(const at::Tensor&)>;
 // Applied to each training batch's inputs (augmentation); may be empty.

@@ -6,11 +6,14 @@
 
 namespace dtrain::apps {
 
-EpochReport::EpochReport(const std::string& csv_path, bool writes, int epochs) : epochs_(epochs) {
+EpochReport::EpochReport(const std::string& csv_path, bool writes, int epochs, bool append)
+    : epochs_(epochs) {
   if (writes) {
-    csv_.emplace(csv_path, std::vector<std::string>{"epoch", "samples", "epoch_time_s",
-                                                    "samples_per_s", "peak_rss_mb", "train_loss",
-                                                    "test_loss", "test_accuracy"});
+    csv_.emplace(
+        csv_path,
+        std::vector<std::string>{"epoch", "samples", "epoch_time_s", "samples_per_s", "peak_rss_mb",
+                                 "train_loss", "test_loss", "test_accuracy"},
+        append ? train::CsvWriter::Mode::kAppend : train::CsvWriter::Mode::kCreate);
   }
 }
 

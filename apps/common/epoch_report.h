@@ -16,8 +16,10 @@ namespace dtrain::apps {
 class EpochReport {
  public:
   // Opens the CSV when `writes` (rank 0), so a bad path fails before any
-  // work is done; other ranks report nothing.
-  EpochReport(const std::string& csv_path, bool writes, int epochs);
+  // work is done; other ranks report nothing. `append` adds rows to an
+  // existing report with the same columns (a resumed run) instead of
+  // starting it afresh.
+  EpochReport(const std::string& csv_path, bool writes, int epochs, bool append = false);
 
   void record(int epoch, const EpochStats& train, const EvalStats& eval);
   // The closing line: final accuracy, wall time, process count, report path.
