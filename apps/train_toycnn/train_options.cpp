@@ -5,6 +5,9 @@
 namespace dtrain::apps {
 
 void add_train_flags(CLI::App& app, TrainOptions& options) {
+  // A flag given twice takes its last value, as with argparse: scripts put
+  // their defaults first and pass the user's arguments after them.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   options.data_dir = datasets::fashion_mnist_default_root();
   app.add_option("--data-dir", options.data_dir,
                  "Directory with the Fashion-MNIST IDX files (plain or .gz)")

@@ -3,8 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "dtrain/datasets/fashion_mnist.h"
 #include "test_support.h"
@@ -13,6 +11,7 @@ namespace {
 
 using dtrain::testing::non_empty_lines;
 using dtrain::testing::ProcessResult;
+using dtrain::testing::read_csv;
 using dtrain::testing::run_process;
 using dtrain::testing::TempDir;
 
@@ -29,20 +28,6 @@ void expect_one_line_error(const ProcessResult& result, int exit_code,
   ASSERT_EQ(lines.size(), 1u) << result.output;
   EXPECT_EQ(lines[0].rfind("train_toycnn: error: ", 0), 0u) << lines[0];
   EXPECT_NE(lines[0].find(fragment), std::string::npos) << lines[0];
-}
-
-std::vector<std::vector<std::string>> read_csv(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<std::vector<std::string>> rows;
-  for (std::string line; std::getline(in, line);) {
-    std::vector<std::string> cells;
-    std::istringstream fields(line);
-    for (std::string cell; std::getline(fields, cell, ',');) {
-      cells.push_back(cell);
-    }
-    rows.push_back(cells);
-  }
-  return rows;
 }
 
 // 100 training and 30 test images of noise, labels 0..9, in IDX files.

@@ -41,4 +41,8 @@ ProcessResult run_process(const std::vector<std::string>& argv);
 // Lines of text without empty ones.
 std::vector<std::string> non_empty_lines(const std::string& text);
 
+// The rows of a CSV file without quoted cells (the training reports), each
+// split at its commas; the header is row 0. Empty when the file is missing.
+std::vector<std::vector<std::string>> read_csv(const std::string& path);
+
 }  // namespace dtrain::testing

@@ -1,0 +1,179 @@
+// train_pointnet2 as a user runs it: bad input ends with one clear line; a
+// run generates the synthetic shapes where told, trains, and writes its
+// report; a resumed run continues the report from its checkpoint; two
+// processes under dtrun share the data.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "test_support.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using dtrain::testing::non_empty_lines;
+using dtrain::testing::ProcessResult;
+using dtrain::testing::read_csv;
+using dtrain::testing::run_process;
+using dtrain::testing::TempDir;
+
+// A small synthetic dataset and model, so each run takes seconds: 3
+// classes, 16 training and 8 test clouds each, 256 points per cloud.
+std::vector<std::string> small_run(const std::string& data_dir, const std::string& csv) {
+  return {"--data-dir",
+          data_dir,
+          "--synthetic-classes",
+          "3",
+          "--synthetic-train-per-class",
+          "16",
+          "--synthetic-test-per-class",
+          "8",
+          "--num-points",
+          "256",
+          "--model",
+          "ssg-lite",
+          "--batch-size",
+          "8",
+          "--threads",
+          "1",
+          "--csv",
+          csv};
+}
+
+ProcessResult run_app(std::vector<std::string> args) {
+  args.insert(args.begin(), DTRAIN_TRAIN_POINTNET2_PATH);
+  return run_process(args);
+}
+
+void expect_one_line_error(const ProcessResult& result, int exit_code,
+                           const std::string& fragment) {
+  EXPECT_EQ(result.exit_code, exit_code) << result.output;
+  const auto lines = non_empty_lines(result.output);
+  ASSERT_EQ(lines.size(), 1u) << result.output;
+  EXPECT_EQ(lines[0].rfind("train_pointnet2: error: ", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find(fragment), std::string::npos) << lines[0];
+}
+
+TEST(TrainPointNet2Errors, BadFlags) {
+  expect_one_line_error(run_app({"--model", "pointnet"}), 2, "--model");
+  expect_one_line_error(run_app({"--resume"}), 2, "--resume: needs --checkpoint");
+  expect_one_line_error(run_app({"--synthetic-classes", "99"}), 2, "--synthetic-classes");
+}
+
+TEST(TrainPointNet2Errors, MissingModelNetDirectory) {
+  expect_one_line_error(run_app({"--dataset", "modelnet40", "--data-dir", "/no/such/dir"}), 1,
+                        "'/no/such/dir' does not exist");
+}
+
+TEST(TrainPointNet2Errors, DataDirectoryHoldingSomethingElse) {
+  TempDir dir;
+  fs::create_directories(dir.file("data"));
+  dtrain::testing::write_file(dir.file("data/notes.txt"), {'x'});
+  const auto result = run_app(small_run(dir.file("data"), dir.file("report.csv")));
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find(dir.file("data")), std::string::npos) << result.output;
+  EXPECT_TRUE(fs::exists(dir.file("data/notes.txt"))) << "the user's file was touched";
+}
+
+TEST(TrainPointNet2, GeneratesTrainsAndReports) {
+  TempDir dir;
+  const std::string data = dir.file("shapes");
+  const std::string csv = dir.file("report.csv");
+  auto args = small_run(data, csv);
+  args.insert(args.end(), {"--epochs", "2"});
+  const auto result = run_app(args);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_TRUE(fs::exists(fs::path(data) / "train_files.txt")) << "no dataset at " << data;
+  EXPECT_NE(result.output.find("3 classes, 48 training and 24 test clouds of 256 points"),
+            std::string::npos)
+      << result.output;
+  const auto rows = read_csv(csv);
+  ASSERT_EQ(rows.size(), 3u) << result.output;
+  EXPECT_EQ(rows[0][0], "epoch");
+  EXPECT_EQ(rows[2][0], "2");
+  EXPECT_EQ(rows[2][1], "48");
+  const double accuracy = std::stod(rows[2][7]);
+  EXPECT_GE(accuracy, 0.0);
+  EXPECT_LE(accuracy, 1.0);
+}
+
+TEST(TrainPointNet2, ResumeContinuesFromTheCheckpoint) {
+  TempDir dir;
+  const std::string data = dir.file("shapes");
+  const std::string csv = dir.file("report.csv");
+  const std::string checkpoint = dir.file("ckpt/pointnet2.pt");
+  auto first = small_run(data, csv);
+  first.insert(first.end(), {"--epochs", "1", "--checkpoint", checkpoint});
+  ASSERT_EQ(run_app(first).exit_code, 0);
+  ASSERT_TRUE(fs::exists(checkpoint));
+
+  auto second = small_run(data, csv);
+  second.insert(second.end(), {"--epochs", "3", "--checkpoint", checkpoint, "--resume"});
+  const auto result = run_app(second);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("resumed from " + checkpoint + " after epoch 1"), std::string::npos)
+      << result.output;
+  EXPECT_EQ(result.output.find("epoch 1/3:"), std::string::npos) << "epoch 1 ran again";
+  const auto rows = read_csv(csv);
+  ASSERT_EQ(rows.size(), 4u) << "the first run's row was kept and two were added";
+  EXPECT_EQ(rows[1][0], "1");
+  EXPECT_EQ(rows[2][0], "2");
+  EXPECT_EQ(rows[3][0], "3");
+
+  // A checkpoint of another model (one that reads normals too) is refused,
+  // naming the file.
+  auto other = small_run(data, csv);
+  other.insert(other.end(), {"--normals", "--checkpoint", checkpoint, "--resume"});
+  const auto refused = run_app(other);
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_NE(refused.output.find("checkpoint '" + checkpoint + "' does not fit the model"),
+            std::string::npos)
+      << refused.output;
+}
+
+// The README's run command in small: two processes under dtrun, each
+// generating or finding the dataset, DDP and DistributedSampler.
+TEST(TrainPointNet2, TwoProcessesUnderDtrunShareTheData) {
+  TempDir dir;
+  std::vector<std::string> args{DTRAIN_DTRUN_PATH, "--standalone", "--nproc-per-node", "2",
+                                DTRAIN_TRAIN_POINTNET2_PATH};
+  for (const auto& arg : small_run(dir.file("shapes"), dir.file("report.csv"))) {
+    args.push_back(arg);
+  }
+  args.insert(args.end(), {"--epochs", "1"});
+  const auto result = run_process(args);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("24 clouds per process per epoch"), std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("on 2 process(es)"), std::string::npos) << result.output;
+  const auto rows = read_csv(dir.file("report.csv"));
+  ASSERT_EQ(rows.size(), 2u) << "only rank 0 writes the report";
+  EXPECT_EQ(rows[1][1], "48") << "every rank's clouds counted once";
+  // Both ranks raced to write the dataset; one directory won, nothing else is left.
+  size_t entries = 0;
+  for (const auto& entry : fs::directory_iterator(dir.path())) {
+    (void)entry;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 2u) << "expected only shapes/ and report.csv";
+}
+
+// The README's main job as scripts/run.sh starts it (10 kinds of shape, 100
+// training clouds each, 512 points, ssg-lite, 5 epochs, two processes):
+// it learns the shapes, far above chance (10%).
+TEST(TrainPointNet2, MainJobLearnsTheShapes) {
+  TempDir dir;
+  const std::string csv = dir.file("report.csv");
+  const auto result = run_process({DTRAIN_DTRUN_PATH, "--standalone", "--nproc-per-node", "2",
+                                   DTRAIN_TRAIN_POINTNET2_PATH, "--data-dir", dir.file("shapes"),
+                                   "--model", "ssg-lite", "--num-points", "512", "--epochs", "5",
+                                   "--threads", "1", "--csv", csv});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const auto rows = read_csv(csv);
+  ASSERT_EQ(rows.size(), 6u) << result.output;
+  EXPECT_EQ(rows[5][1], "1000");
+  EXPECT_LT(std::stod(rows[5][5]), std::stod(rows[1][5])) << "training loss did not fall";
+  EXPECT_GE(std::stod(rows[5][7]), 0.7) << "final test accuracy";
+}
+
+}  // namespace
