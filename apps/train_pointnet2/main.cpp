@@ -87,7 +87,7 @@ int train(const PointNet2TrainOptions& options) {
   const Job job = dtrain::apps::start_job(env, options.backend, options.dist_timeout_s);
   spdlog::info(
       "{} from {}: {} classes, {} training and {} test clouds of {} points{}; {} "
-      "process(es), {} threads each",
+      "process(es), {} thread(s) each",
       options.dataset, data.root, data.class_names.size(), data.train.size(), data.test.size(),
       options.num_points, options.normals ? " with normals" : "", job.world, at::get_num_threads());
 

@@ -2,6 +2,9 @@
 
 #include <ATen/ATen.h>
 
+#include <spdlog/spdlog.h>
+
+#include "dtrain/config.h"
 #include "dtrain/datasets/point_clouds.h"
 #include "dtrain/datasets/synthetic_shapes.h"
 #include "dtrain/util/errors.h"
@@ -17,13 +20,24 @@ LabeledTensors as_inputs(const ds::LabeledClouds& clouds, bool normals, int64_t 
   return LabeledTensors{inputs, clouds.labels}.first(limit);
 }
 
+ds::SyntheticShapesOptions synthetic_options(const PointNet2TrainOptions& options) {
+  return ds::SyntheticShapesOptions()
+      .num_classes(options.synthetic_classes)
+      .train_per_class(options.synthetic_train_per_class)
+      .test_per_class(options.synthetic_test_per_class)
+      .points_per_cloud(std::max<int64_t>(options.num_points, 1024));
+}
+
+// The first num_points points of every cloud, as the HDF5 reader keeps them.
+ds::LabeledClouds first_points(ds::LabeledClouds clouds, int64_t num_points) {
+  clouds.points = clouds.points.narrow(1, 0, num_points).contiguous();
+  clouds.normals = clouds.normals.narrow(1, 0, num_points).contiguous();
+  return clouds;
+}
+
 std::string dataset_root(const PointNet2TrainOptions& options) {
   if (options.dataset == "synthetic") {
-    const auto synthetic = ds::SyntheticShapesOptions()
-                               .num_classes(options.synthetic_classes)
-                               .train_per_class(options.synthetic_train_per_class)
-                               .test_per_class(options.synthetic_test_per_class)
-                               .points_per_cloud(std::max<int64_t>(options.num_points, 1024));
+    const auto synthetic = synthetic_options(options);
     const std::string root =
         options.data_dir.empty() ? ds::synthetic_shapes_default_root(synthetic) : options.data_dir;
     return ds::ensure_synthetic_shapes(root, synthetic);
@@ -39,6 +53,17 @@ std::string dataset_root(const PointNet2TrainOptions& options) {
 }  // namespace
 
 PointCloudData load_point_cloud_data(const PointNet2TrainOptions& options) {
+  if (!DTRAIN_WITH_HDF5 && options.dataset == "synthetic") {
+    // No files without HDF5: the same clouds, generated in memory.
+    spdlog::info("dtrain was built without HDF5: generating the synthetic shapes in memory");
+    const auto synthetic = synthetic_options(options);
+    const ds::LabeledClouds train = first_points(
+        ds::generate_synthetic_shapes(ds::Split::kTrain, synthetic), options.num_points);
+    const ds::LabeledClouds test = first_points(
+        ds::generate_synthetic_shapes(ds::Split::kTest, synthetic), options.num_points);
+    return {as_inputs(train, options.normals, options.train_limit),
+            as_inputs(test, options.normals, options.test_limit), train.class_names, "memory"};
+  }
   const std::string root = dataset_root(options);
   const auto read = ds::ModelNetH5Options()
                         .root(root)

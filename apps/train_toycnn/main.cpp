@@ -51,7 +51,7 @@ int train(const TrainOptions& options) {
       load_split(dtrain::datasets::Split::kTest, options, options.test_limit);
   const Job job = start_job(env, options.backend, options.dist_timeout_s);
   spdlog::info(
-      "Fashion-MNIST from {}: {} training, {} test images; {} process(es), {} threads each",
+      "Fashion-MNIST from {}: {} training, {} test images; {} process(es), {} thread(s) each",
       options.data_dir, train.size(), test.size(), job.world, at::get_num_threads());
 
   torch::manual_seed(options.seed);
