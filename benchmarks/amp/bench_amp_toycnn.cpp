@@ -18,9 +18,7 @@
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/sgd.h>
 
-#include <algorithm>
-#include <chrono>
-#include <vector>
+#include <cmath>
 
 #include "dtrain/amp/autocast.h"
 #include "dtrain/models/toy_cnn.h"
@@ -28,6 +26,7 @@
 #include "dtrain/util/cli_app.h"
 #include "dtrain/util/errors.h"
 #include "dtrain/util/memory.h"
+#include "median_step.h"
 
 namespace {
 
@@ -57,9 +56,7 @@ int run(const Options& o) {
   const at::Tensor y = at::randint(0, 10, {o.batch_size}, at::TensorOptions().dtype(at::kLong));
   const std::int64_t rss_after_setup = dtrain::util::current_rss_bytes();
 
-  std::vector<double> ms;
-  for (int i = 0; i < o.warmup + o.steps; ++i) {
-    const auto start = std::chrono::steady_clock::now();
+  const double median = dtrain::bench::median_step_ms(o.warmup, o.steps, [&](int i) {
     optimizer.zero_grad();
     at::Tensor loss;
     {
@@ -74,14 +71,7 @@ int run(const Options& o) {
     optimizer.step();
     const double value = loss.item<double>();  // also waits for the step to finish
     DTRAIN_CHECK(std::isfinite(value), "bench_amp_toycnn: loss is ", value, " at step ", i);
-    if (i >= o.warmup) {
-      ms.push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count());
-    }
-  }
-  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-  const double median = ms[ms.size() / 2];
+  });
   const std::int64_t peak = dtrain::util::peak_rss_bytes();
   const double samples_per_s = 1000.0 * static_cast<double>(o.batch_size) / median;
   spdlog::info("dtrain cpu {} batch {}: {:.2f} ms/step, {:.0f} samples/s, peak RSS {:.0f} MiB",

@@ -11,7 +11,6 @@
 namespace {
 
 namespace fs = std::filesystem;
-using dtrain::testing::non_empty_lines;
 using dtrain::testing::ProcessResult;
 using dtrain::testing::read_csv;
 using dtrain::testing::run_process;
@@ -45,13 +44,10 @@ ProcessResult run_app(std::vector<std::string> args) {
   return run_process(args);
 }
 
+// The whole output is one line starting "train_pointnet2: error:" and containing `fragment`.
 void expect_one_line_error(const ProcessResult& result, int exit_code,
                            const std::string& fragment) {
-  EXPECT_EQ(result.exit_code, exit_code) << result.output;
-  const auto lines = non_empty_lines(result.output);
-  ASSERT_EQ(lines.size(), 1u) << result.output;
-  EXPECT_EQ(lines[0].rfind("train_pointnet2: error: ", 0), 0u) << lines[0];
-  EXPECT_NE(lines[0].find(fragment), std::string::npos) << lines[0];
+  dtrain::testing::expect_one_line_error(result, exit_code, "train_pointnet2", fragment);
 }
 
 TEST(TrainPointNet2Errors, BadFlags) {

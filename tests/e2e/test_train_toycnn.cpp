@@ -9,7 +9,6 @@
 
 namespace {
 
-using dtrain::testing::non_empty_lines;
 using dtrain::testing::ProcessResult;
 using dtrain::testing::read_csv;
 using dtrain::testing::run_process;
@@ -23,11 +22,7 @@ ProcessResult run_app(std::vector<std::string> args) {
 // The whole output is one line starting "train_toycnn: error:" and containing `fragment`.
 void expect_one_line_error(const ProcessResult& result, int exit_code,
                            const std::string& fragment) {
-  EXPECT_EQ(result.exit_code, exit_code) << result.output;
-  const auto lines = non_empty_lines(result.output);
-  ASSERT_EQ(lines.size(), 1u) << result.output;
-  EXPECT_EQ(lines[0].rfind("train_toycnn: error: ", 0), 0u) << lines[0];
-  EXPECT_NE(lines[0].find(fragment), std::string::npos) << lines[0];
+  dtrain::testing::expect_one_line_error(result, exit_code, "train_toycnn", fragment);
 }
 
 // 100 training and 30 test images of noise, labels 0..9, in IDX files.

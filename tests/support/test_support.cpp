@@ -4,6 +4,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <gtest/gtest.h>
+
 #include <array>
 #include <cstdio>
 #include <fstream>
@@ -108,6 +110,15 @@ std::vector<std::string> non_empty_lines(const std::string& text) {
     }
   }
   return lines;
+}
+
+void expect_one_line_error(const ProcessResult& result, int exit_code, const std::string& program,
+                           const std::string& fragment) {
+  EXPECT_EQ(result.exit_code, exit_code) << result.output;
+  const auto lines = non_empty_lines(result.output);
+  ASSERT_EQ(lines.size(), 1u) << result.output;
+  EXPECT_EQ(lines[0].rfind(program + ": error: ", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find(fragment), std::string::npos) << lines[0];
 }
 
 std::vector<std::vector<std::string>> read_csv(const std::string& path) {

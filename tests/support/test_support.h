@@ -38,6 +38,12 @@ struct ProcessResult {
 // Runs argv[0] with the rest as arguments (no shell interpretation) and waits.
 ProcessResult run_process(const std::vector<std::string>& argv);
 
+// Expects `result` to be a program's one-line error: exit status
+// `exit_code`, and the whole output one line starting "<program>: error: "
+// and containing `fragment` (what dtrain::util::run_cli_app prints).
+void expect_one_line_error(const ProcessResult& result, int exit_code, const std::string& program,
+                           const std::string& fragment);
+
 // Lines of text without empty ones.
 std::vector<std::string> non_empty_lines(const std::string& text);
 

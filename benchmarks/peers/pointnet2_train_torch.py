@@ -1,0 +1,192 @@
+"""PointNet++ classifier training step in Python PyTorch: the counterpart of
+benchmarks/models/bench_pointnet2_train.cpp (dtrain's C++ model).
+
+The model is the same network as dtrain::models::PointNet2Cls for each
+preset (set abstraction layers of 1x1 conv without bias + batch norm + ReLU,
+max over each neighbourhood, coordinates relative to their centre; a head of
+linear + batch norm + ReLU + dropout 0.5), built two ways:
+
+  torch_python        point ops in pure PyTorch, the widely copied
+                      "pointnet2_utils.py" style users write without a kernel
+                      package (iterative FPS loop, cdist + topk ball query,
+                      torch.gather grouping; from pointnet2_ops_torch.py);
+  torch_python_dtrain the same Python model calling dtrain's kernels as
+                      torch.ops.dtrain.* (torch.ops.load_library), so the
+                      gap to dtrain_cpp is the Python frontend alone.
+
+A step: zero_grad, forward + cross-entropy, backward, Adam step, on one fixed
+batch of clouds uniform in [-1, 1]^3; --warmup untimed steps, then the
+median of --steps timed ones. Rows are appended to --out (same columns as
+the C++ benchmark).
+
+Usage:
+  python pointnet2_train_torch.py --library build/kernels/libdtrain_kernels.so \
+      [--preset ssg-lite] [--batch-size 16] [--points 512] [--threads 1] [--out f.csv]
+"""
+
+import argparse
+import csv
+import os
+import resource
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pointnet2_ops_torch import ball_query_torch, fps_torch, gather_torch, group_torch  # noqa: E402
+
+# (npoint, [(radius, nsample, mlp)]) per layer, npoint 0 = group all; head widths.
+PRESETS = {
+    "ssg": ([(512, [(0.2, 32, [64, 64, 128])]), (128, [(0.4, 64, [128, 128, 256])]),
+             (0, [(0, 0, [256, 512, 1024])])], [512, 256]),
+    "msg": ([(512, [(0.1, 16, [32, 32, 64]), (0.2, 32, [64, 64, 128]), (0.4, 128, [64, 96, 128])]),
+             (128, [(0.2, 32, [64, 64, 128]), (0.4, 64, [128, 128, 256]),
+                    (0.8, 128, [128, 128, 256])]),
+             (0, [(0, 0, [256, 512, 1024])])], [512, 256]),
+    "ssg-lite": ([(128, [(0.2, 16, [32, 32, 64])]), (32, [(0.4, 32, [64, 64, 128])]),
+                  (0, [(0, 0, [128, 256, 512])])], [256, 128]),
+}
+
+
+class TorchOps:
+    fps = staticmethod(fps_torch)
+    gather = staticmethod(gather_torch)
+    group = staticmethod(group_torch)
+
+    @staticmethod
+    def ball(new_xyz, xyz, radius, nsample):
+        return ball_query_torch(new_xyz, xyz, radius, nsample)
+
+
+class DtrainOps:
+    fps = staticmethod(lambda xyz, npoint: torch.ops.dtrain.furthest_point_sample(xyz, npoint))
+    gather = staticmethod(lambda f, idx: torch.ops.dtrain.gather_points(f, idx))
+    group = staticmethod(lambda f, idx: torch.ops.dtrain.group_points(f, idx))
+
+    @staticmethod
+    def ball(new_xyz, xyz, radius, nsample):
+        return torch.ops.dtrain.ball_query(new_xyz, xyz, radius, nsample)[0]
+
+
+def shared_mlp(channels, widths):
+    layers = []
+    for width in widths:
+        layers += [nn.Conv2d(channels, width, 1, bias=False), nn.BatchNorm2d(width),
+                   nn.ReLU(inplace=True)]
+        channels = width
+    return nn.Sequential(*layers)
+
+
+class SetAbstraction(nn.Module):
+    def __init__(self, ops, npoint, scales, in_channels):
+        super().__init__()
+        self.ops, self.npoint, self.scales = ops, npoint, scales
+        self.mlps = nn.ModuleList(shared_mlp(in_channels + 3, s[2]) for s in scales)
+        self.out_channels = sum(s[2][-1] for s in scales)
+
+    def forward(self, xyz, features):
+        xyz_t = xyz.transpose(1, 2).contiguous()
+        if self.npoint == 0:
+            grouped = xyz_t.unsqueeze(2)
+            if features is not None:
+                grouped = torch.cat([grouped, features.unsqueeze(2)], 1)
+            return torch.zeros(xyz.shape[0], 1, 3), self.mlps[0](grouped).max(-1)[0]
+        idx = self.ops.fps(xyz, self.npoint)
+        centres_t = self.ops.gather(xyz_t, idx)
+        centres = centres_t.transpose(1, 2).contiguous()
+        outputs = []
+        for (radius, nsample, _), mlp in zip(self.scales, self.mlps):
+            neighbours = self.ops.ball(centres, xyz, radius, nsample)
+            grouped = self.ops.group(xyz_t, neighbours) - centres_t.unsqueeze(-1)
+            if features is not None:
+                grouped = torch.cat([grouped, self.ops.group(features, neighbours)], 1)
+            outputs.append(mlp(grouped).max(-1)[0])
+        return centres, torch.cat(outputs, 1) if len(outputs) > 1 else outputs[0]
+
+
+class PointNet2Cls(nn.Module):
+    def __init__(self, ops, preset, classes):
+        super().__init__()
+        layers, head = PRESETS[preset]
+        self.layers = nn.ModuleList()
+        channels = 0
+        for npoint, scales in layers:
+            self.layers.append(SetAbstraction(ops, npoint, scales, channels))
+            channels = self.layers[-1].out_channels
+        modules = []
+        for width in head:
+            modules += [nn.Linear(channels, width, bias=False), nn.BatchNorm1d(width),
+                        nn.ReLU(inplace=True), nn.Dropout(0.5)]
+            channels = width
+        modules.append(nn.Linear(channels, classes))
+        self.head = nn.Sequential(*modules)
+
+    def forward(self, points):
+        xyz, features = points, None
+        for layer in self.layers:
+            xyz, features = layer(xyz, features)
+        return self.head(features.squeeze(-1))
+
+
+def time_steps(model, points, labels, warmup, steps):
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    times = []
+    for i in range(warmup + steps):
+        start = time.perf_counter()
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(points), labels)
+        loss.backward()
+        optimizer.step()
+        value = loss.item()
+        if value != value or abs(value) == float("inf"):
+            raise SystemExit(f"pointnet2_train_torch: loss is {value} at step {i}")
+        if i >= warmup:
+            times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--library", required=True, help="path to libdtrain_kernels.so")
+    parser.add_argument("--preset", default="ssg-lite", choices=sorted(PRESETS))
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--points", type=int, default=512)
+    parser.add_argument("--classes", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--impls", default="torch_python,torch_python_dtrain")
+    parser.add_argument("--out", default="pointnet2_train_torch.csv")
+    args = parser.parse_args()
+    torch.ops.load_library(args.library)
+    torch.set_num_threads(args.threads)
+    header = ["impl", "preset", "batch_size", "points", "threads", "steps", "step_ms_median",
+              "samples_per_s", "peak_rss_mb"]
+    new_file = not os.path.exists(args.out) or os.path.getsize(args.out) == 0
+    with open(args.out, "a", newline="") as f:
+        writer = csv.writer(f)
+        if new_file:
+            writer.writerow(header)
+        for impl in args.impls.split(","):
+            ops = {"torch_python": TorchOps, "torch_python_dtrain": DtrainOps}[impl]
+            torch.manual_seed(0)
+            model = PointNet2Cls(ops, args.preset, args.classes)
+            points = torch.rand(args.batch_size, args.points, 3) * 2 - 1
+            labels = torch.randint(0, args.classes, (args.batch_size,))
+            median = time_steps(model, points, labels, args.warmup, args.steps)
+            peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            print(f"{impl} {args.preset} batch {args.batch_size} x {args.points} points: "
+                  f"{median:.1f} ms/step, {1000 * args.batch_size / median:.1f} clouds/s")
+            writer.writerow([impl, args.preset, args.batch_size, args.points, args.threads,
+                             args.steps, f"{median:.6g}",
+                             f"{1000 * args.batch_size / median:.6g}", f"{peak_mb:.6g}"])
+            f.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

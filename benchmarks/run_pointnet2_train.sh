@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# PointNet++ classifier training step: dtrain's C++ model
+# (bench_pointnet2_train) against the same model in Python PyTorch, with
+# pure-PyTorch point ops and with dtrain's ops through torch.ops
+# (benchmarks/peers/pointnet2_train_torch.py). The programs take turns,
+# round after round, so that load on a shared machine falls on all of them;
+# the summary takes each one's median over the rounds.
+# Output: benchmarks/results/pointnet2_train_cpu.csv (summary with speedups)
+# and pointnet2_train_cpu_rounds.csv (every round), + .png of the summary.
+#
+#   bash benchmarks/run_pointnet2_train.sh [--rounds 3] [--threads 2]
+#
+# Configurations: ssg-lite, batch 16 x 512 points (the README's main job) and
+# the paper's ssg, batch 8 x 1024 points. Environment as the other runners
+# (DTRAIN_BUILD_DIR, DTRAIN_PYTHON).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh" bench_pointnet2_train
+
+rounds=3
+threads="$(nproc)"
+while (($#)); do
+  case "$1" in
+    --rounds) rounds="$2"; shift 2 ;;
+    --threads) threads="$2"; shift 2 ;;
+    *) echo "$runner: unknown argument '$1' (--rounds, --threads)" >&2; exit 2 ;;
+  esac
+done
+library="$build/kernels/libdtrain_kernels.so"
+[[ -f "$library" ]] || { echo "$runner: $library is not built (ninja -C $build dtrain_kernels)" >&2; exit 1; }
+require_python
+
+raw="$scratch/rounds.csv"
+configs=("ssg-lite 16 512 3 10" "ssg 8 1024 1 5")
+for ((round = 1; round <= rounds; round++)); do
+  for config in "${configs[@]}"; do
+    read -r preset batch points warmup steps <<<"$config"
+    common=(--preset "$preset" --batch-size "$batch" --points "$points" --warmup "$warmup"
+            --steps "$steps" --threads "$threads")
+    echo "== round $round/$rounds, $preset, $(uptime | sed 's/.*load/load/')"
+    "$bench" "${common[@]}" --csv "$raw"
+    "$python" "$root/benchmarks/peers/pointnet2_train_torch.py" --library "$library" \
+      "${common[@]}" --out "$raw"
+  done
+done
+summary="$results/pointnet2_train_cpu.csv"
+"$python" "$root/benchmarks/report/pointnet2_train_report.py" --rounds-csv "$raw" \
+  --out "$scratch/summary.csv" --png "$scratch/summary.png"
+# Together, so a run stopped half-way leaves the previous set.
+mv "$raw" "$results/pointnet2_train_cpu_rounds.csv"
+mv "$scratch/summary.csv" "$summary"
+[[ -f "$scratch/summary.png" ]] && mv "$scratch/summary.png" "${summary%.csv}.png"
+echo "wrote $summary"

@@ -1,0 +1,31 @@
+// Timing of a training step for the step benchmarks: `warmup` untimed
+// calls, then `steps` timed one by one; the median of the timed ones.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+namespace dtrain::bench {
+
+// Calls step(i) for i = 0 .. warmup + steps - 1 and returns the median
+// milliseconds of the calls from i = warmup on. `step` must finish its work
+// before returning (read a value back), so the time is the whole step's.
+template <typename Step>
+double median_step_ms(int warmup, int steps, Step&& step) {
+  std::vector<double> ms;
+  ms.reserve(static_cast<size_t>(steps));
+  for (int i = 0; i < warmup + steps; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    step(i);
+    if (i >= warmup) {
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
+    }
+  }
+  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+  return ms[ms.size() / 2];
+}
+
+}  // namespace dtrain::bench
