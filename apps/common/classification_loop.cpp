@@ -40,7 +40,12 @@ EpochStats train_epoch(const Forward& forward, torch::nn::Module& module,
   const auto start = std::chrono::steady_clock::now();
   sampler.set_epoch(epoch - 1);
   const at::Tensor order = at::tensor(sampler.indices(), at::kLong);
-  const int64_t n = order.numel();
+  // A last batch of one sample is left out: batch norm cannot train on a
+  // single sample (LibTorch raises). Every rank has the same number of
+  // samples, so every rank leaves it out and the ranks stay in step.
+  const int64_t n = order.numel() > 1 && order.numel() % settings.batch_size == 1
+                        ? order.numel() - 1
+                        : order.numel();
   const int64_t batches = (n + settings.batch_size - 1) / settings.batch_size;
   train::ProgressBar bar(fmt::format("epoch {}/{}", epoch, settings.epochs), batches,
                          /*enabled=*/job.rank == 0);

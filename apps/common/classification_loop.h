@@ -49,7 +49,9 @@ struct EpochStats {
 };
 
 // Trains one epoch over this rank's share of `train` (the sampler, set to
-// `epoch` - 1). `module` is switched to training mode; `forward` may be DDP.
+// `epoch` - 1), leaving out a last batch of a single sample (batch norm
+// cannot train on one). `module` is switched to training mode; `forward`
+// may be DDP.
 EpochStats train_epoch(const Forward& forward, torch::nn::Module& module,
                        torch::optim::Optimizer& optimizer, const LabeledTensors& train,
                        data::DistributedSampler& sampler, const LoopSettings& settings, int epoch,

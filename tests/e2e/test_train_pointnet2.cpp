@@ -93,6 +93,20 @@ TEST(TrainPointNet2, GeneratesTrainsAndReports) {
   EXPECT_LE(accuracy, 1.0);
 }
 
+// 17 training clouds in batches of 8 leave a last batch of one, on which
+// batch norm cannot train: it is left out instead of failing the epoch.
+TEST(TrainPointNet2, LastBatchOfOneCloudIsLeftOut) {
+  TempDir dir;
+  const std::string csv = dir.file("report.csv");
+  auto args = small_run(dir.file("shapes"), csv);
+  args.insert(args.end(), {"--epochs", "1", "--train-limit", "17"});
+  const auto result = run_app(args);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const auto rows = read_csv(csv);
+  ASSERT_EQ(rows.size(), 2u) << result.output;
+  EXPECT_EQ(rows[1][1], "16");
+}
+
 TEST(TrainPointNet2, ResumeContinuesFromTheCheckpoint) {
   TempDir dir;
   const std::string data = dir.file("shapes");
