@@ -23,9 +23,11 @@
 #include "dtrain/data/distributed_sampler.h"
 #include "dtrain/data/point_cloud_augment.h"
 #include "dtrain/ddp/distributed_data_parallel.h"
+#include "dtrain/dist/init.h"
 #include "dtrain/models/pointnet2_cls.h"
 #include "dtrain/train/checkpoint.h"
 #include "dtrain/util/cli_app.h"
+#include "dtrain/util/errors.h"
 #include "dtrain/util/launch_env.h"
 #include "epoch_report.h"
 #include "point_cloud_data.h"
@@ -75,36 +77,72 @@ dtrain::apps::Augment make_augment(const PointNet2TrainOptions& options, const J
   };
 }
 
+// Loads --checkpoint when --resume asks for it; returns the epochs it holds
+// (0 when there is none yet).
+int64_t resume(const PointNet2TrainOptions& options, PointNet2Cls& model,
+               torch::optim::Optimizer& optimizer) {
+  if (!options.resume) {
+    return 0;
+  }
+  const auto done = dtrain::train::load_checkpoint(options.checkpoint, *model, optimizer);
+  if (!done) {
+    spdlog::info("no checkpoint at {} yet: starting at epoch 1", options.checkpoint);
+    return 0;
+  }
+  spdlog::info("resumed from {} after epoch {}", options.checkpoint, *done);
+  return *done;
+}
+
+// Every rank must continue from the same epoch: a rank that found no
+// checkpoint (another node, the file not copied there) would otherwise
+// train from scratch beside the others and run epochs they skip.
+void check_same_resume_point(const Job& job, int64_t epochs_done) {
+  if (!job.distributed()) {
+    return;
+  }
+  at::Tensor extremes = at::tensor({epochs_done, -epochs_done}, at::kLong);
+  dtrain::dist::all_reduce(extremes, dtrain::dist::ReduceOp::kMax);
+  const int64_t most = extremes[0].item<int64_t>();
+  const int64_t least = -extremes[1].item<int64_t>();
+  DTRAIN_CHECK(most == least, "the ranks would resume from different epochs (", least, " to ", most,
+               "; this rank: ", epochs_done, "): every rank must read the same --checkpoint file");
+}
+
 int train(const PointNet2TrainOptions& options) {
   if (options.threads > 0) {
     at::set_num_threads(options.threads);
   }
   const dtrain::util::LaunchEnv env = dtrain::util::read_launch_env();
-  // A resumed run adds its epochs to the report of the run it continues.
-  EpochReport report(options.csv, /*writes=*/env.rank.value_or(0) == 0, options.epochs,
-                     /*append=*/options.resume);
   const dtrain::apps::PointCloudData data = dtrain::apps::load_point_cloud_data(options);
+  torch::manual_seed(options.seed);
+  PointNet2Cls model(dtrain::models::pointnet2_cls_preset(
+      options.model, static_cast<int64_t>(data.class_names.size()), options.normals ? 3 : 0));
+  // The rate is set at the start of every epoch (set_lr).
+  torch::optim::Adam optimizer(
+      model->parameters(),
+      torch::optim::AdamOptions(options.lr).weight_decay(options.weight_decay));
+  const int64_t epochs_done = resume(options, model, optimizer);
+  // Opened before joining the job, so a bad path fails early. A resumed run
+  // adds its epochs to the report of the run it continues; a run from epoch
+  // 1 starts the report afresh.
+  EpochReport report(options.csv, /*writes=*/env.rank.value_or(0) == 0, options.epochs,
+                     /*append=*/epochs_done > 0);
   const Job job = dtrain::apps::start_job(env, options.backend, options.dist_timeout_s);
+  check_same_resume_point(job, epochs_done);
+  // Dropout masks from a stream of each rank's own (the weights came from
+  // `seed` alone, and DDP starts every rank from rank 0's anyway).
+  torch::manual_seed(options.seed + 1 + static_cast<uint64_t>(job.rank));
   spdlog::info(
       "{} from {}: {} classes, {} training and {} test clouds of {} points{}; {} "
       "process(es), {} thread(s) each",
       options.dataset, data.root, data.class_names.size(), data.train.size(), data.test.size(),
       options.num_points, options.normals ? " with normals" : "", job.world, at::get_num_threads());
-
-  torch::manual_seed(options.seed);
-  PointNet2Cls model(dtrain::models::pointnet2_cls_preset(
-      options.model, static_cast<int64_t>(data.class_names.size()), options.normals ? 3 : 0));
-  torch::optim::Adam optimizer(
-      model->parameters(),
-      torch::optim::AdamOptions(options.scaled_lr(job.world)).weight_decay(options.weight_decay));
-  int first_epoch = 1;
-  if (options.resume) {
-    if (const auto done = dtrain::train::load_checkpoint(options.checkpoint, *model, optimizer)) {
-      first_epoch = static_cast<int>(*done) + 1;
-      spdlog::info("resumed from {} after epoch {}", options.checkpoint, *done);
-    } else {
-      spdlog::info("no checkpoint at {} yet: starting at epoch 1", options.checkpoint);
-    }
+  const int first_epoch = static_cast<int>(epochs_done) + 1;
+  if (first_epoch > options.epochs) {
+    spdlog::info("{} already holds {} epochs and --epochs is {}: nothing left to train",
+                 options.checkpoint, epochs_done, options.epochs);
+    dtrain::apps::finish_job(job);
+    return 0;
   }
   // Alone, the model itself; in a job, DDP around it (rank 0's weights win).
   std::optional<dtrain::ddp::DistributedDataParallel<PointNet2Cls>> ddp;
