@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -94,6 +96,16 @@ TEST(Checkpoint, FailedSaveKeepsThePreviousFile) {
   torch::optim::Adam optimizer(model->parameters());
   save_checkpoint(path, *model, optimizer, 1);
   const auto size_before = fs::file_size(path);
+  // A save to the same path that cannot write its temporary file (a
+  // directory stands in its place) raises and leaves the old checkpoint.
+  const fs::path in_the_way = path + ".tmp-" + std::to_string(::getpid());
+  fs::create_directories(in_the_way / "inside");
+  EXPECT_THAT(error_of([&] { save_checkpoint(path, *model, optimizer, 2); }),
+              testing::HasSubstr("cannot write checkpoint '" + path + "'"));
+  fs::remove_all(in_the_way);
+  auto reloaded = make_model();
+  torch::optim::Adam reloaded_optimizer(reloaded->parameters());
+  EXPECT_EQ(load_checkpoint(path, *reloaded, reloaded_optimizer), 1);
   // The rename cannot replace a directory: the temporary is removed and the
   // error names the path.
   const std::string blocked = (fs::path(dir.path()) / "blocked").string();

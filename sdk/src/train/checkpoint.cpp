@@ -1,6 +1,10 @@
 #include "dtrain/train/checkpoint.h"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <filesystem>
 #include <map>
@@ -50,6 +54,17 @@ void check_same_shapes(const std::map<std::string, std::vector<int64_t>>& expect
   }
 }
 
+// fsync of a file or directory; false (errno set) when it fails.
+bool sync_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return false;
+  }
+  const bool synced = ::fsync(fd) == 0;
+  ::close(fd);
+  return synced;
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& path, const torch::nn::Module& module,
@@ -72,10 +87,19 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& module,
     archive.write(kOptimizerKey, optimizer_archive);
     archive.write(kEpochsKey, c10::IValue(epochs_done));
     archive.save_to(temporary);
-  } catch (const c10::Error& e) {
-    fs::remove(temporary, ec);
-    throw IOError(
-        detail::concat("cannot write checkpoint '", path, "': ", e.what_without_backtrace()));
+    // On disk before the rename: after a power cut the name must not point
+    // at data the disk never got.
+    DTRAIN_CHECK_AS(IOError, sync_file(temporary), "cannot flush checkpoint '", temporary,
+                    "' to disk: ", std::strerror(errno));
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove(temporary, ignored);
+    try {
+      throw;
+    } catch (const c10::Error& e) {
+      throw IOError(
+          detail::concat("cannot write checkpoint '", path, "': ", e.what_without_backtrace()));
+    }
   }
   fs::rename(temporary, target, ec);
   if (ec) {
@@ -84,6 +108,8 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& module,
     throw IOError(
         detail::concat("cannot move checkpoint into place at '", path, "': ", ec.message()));
   }
+  // The rename itself lives in the directory.
+  sync_file(target.has_parent_path() ? target.parent_path().string() : std::string("."));
 }
 
 std::optional<int64_t> load_checkpoint(const std::string& path, torch::nn::Module& module,
