@@ -67,6 +67,10 @@ TEST(CsvWriter, AppendKeepsEarlierRowsOfTheSameReport) {
         << e.what();
   }
   EXPECT_EQ(read_text(path), "epoch,loss\n1,0.5\n2,0.25\n") << "the refused report changed";
+  // A row cut short by a crash: the next one starts on a new line.
+  std::ofstream(path, std::ios::app) << "3,0.1";
+  dtrain::train::CsvWriter(path, {"epoch", "loss"}, Mode::kAppend).write_row({int64_t{3}, 0.125});
+  EXPECT_EQ(read_text(path), "epoch,loss\n1,0.5\n2,0.25\n3,0.1\n3,0.125\n");
   // kCreate starts afresh.
   dtrain::train::CsvWriter(path, {"epoch", "loss"});
   EXPECT_EQ(read_text(path), "epoch,loss\n");

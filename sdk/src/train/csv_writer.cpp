@@ -43,6 +43,15 @@ std::string join_row(const std::vector<std::string>& cells) {
   return line + "\n";
 }
 
+bool ends_with_newline(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in || in.tellg() == 0) {
+    return true;
+  }
+  in.seekg(-1, std::ios::end);
+  return in.get() == '\n';
+}
+
 }  // namespace
 
 CsvWriter::CsvWriter(std::string path, std::vector<std::string> columns, Mode mode)
@@ -76,6 +85,10 @@ CsvWriter::CsvWriter(std::string path, std::vector<std::string> columns, Mode mo
                   "' for writing: ", std::strerror(errno));
   if (!append) {
     out_ << header << std::flush;
+  } else if (!ends_with_newline(path_)) {
+    // A run that died in the middle of a row: the next row starts on a line
+    // of its own.
+    out_ << "\n" << std::flush;
   }
 }
 
