@@ -12,7 +12,9 @@ linear + batch norm + ReLU + dropout 0.5), built two ways:
                       torch.gather grouping; from pointnet2_ops_torch.py);
   torch_python_dtrain the same Python model calling dtrain's kernels as
                       torch.ops.dtrain.* (torch.ops.load_library), so the
-                      gap to dtrain_cpp is the Python frontend alone.
+                      gap to dtrain_cpp is the frontend (Python against
+                      C++), when both run under the same malloc settings
+                      (run_pointnet2_train.sh sets dtrain's for this script).
 
 A step: zero_grad, forward + cross-entropy, backward, Adam step, on one fixed
 batch of clouds uniform in [-1, 1]^3; --warmup untimed steps, then the

@@ -2,8 +2,9 @@
 configuration and program, the median over rounds of its per-round median
 step time, and dtrain's speedups (the other's time over dtrain's).
 
-CSV: preset,batch_size,points,threads,impl,rounds,step_ms,clouds_per_s,
-speedup_vs_torch_python,speedup_vs_torch_python_dtrain_ops
+CSV: preset,batch_size,points,threads,impl,rounds,step_ms,step_ms_min,
+step_ms_max,clouds_per_s,speedup_vs_torch_python,speedup_vs_torch_python_dtrain_ops
+(step_ms: median over rounds; min and max show the spread between rounds)
 (speedups on the dtrain_cpp rows only). A bar chart of clouds/s per
 configuration goes to --png when matplotlib is importable.
 """
@@ -40,14 +41,16 @@ def main():
                 speedups = [f"{median[peer] / ms:.3g}" if peer in median else ""
                             for peer in ("torch_python", "torch_python_dtrain")]
             rows.append([*config, impl, len(times[config, impl]), f"{ms:.4g}",
+                         f"{min(times[config, impl]):.4g}", f"{max(times[config, impl]):.4g}",
                          f"{1000 * config[1] / ms:.4g}", *speedups])
             print(f"{config[0]:>8} B={config[1]:<3} N={config[2]:<5} {impl:<20} "
-                  f"{ms:9.1f} ms/step {1000 * config[1] / ms:7.1f} clouds/s "
+                  f"{ms:9.1f} ms/step ({min(times[config, impl]):.1f}-{max(times[config, impl]):.1f}) "
+                  f"{1000 * config[1] / ms:7.1f} clouds/s "
                   f"{' '.join(s for s in speedups if s)}")
     with open(args.out, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["preset", "batch_size", "points", "threads", "impl", "rounds",
-                         "step_ms", "clouds_per_s", "speedup_vs_torch_python",
+                         "step_ms", "step_ms_min", "step_ms_max", "clouds_per_s", "speedup_vs_torch_python",
                          "speedup_vs_torch_python_dtrain_ops"])
         writer.writerows(rows)
     if args.png:

@@ -24,8 +24,11 @@ double median_step_ms(int warmup, int steps, Step&& step) {
               .count());
     }
   }
-  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-  return ms[ms.size() / 2];
+  // The middle value, or the mean of the two middle ones (as Python's
+  // statistics.median, which the peers use).
+  std::sort(ms.begin(), ms.end());
+  const size_t mid = ms.size() / 2;
+  return ms.size() % 2 == 1 ? ms[mid] : (ms[mid - 1] + ms[mid]) / 2;
 }
 
 }  // namespace dtrain::bench

@@ -23,6 +23,21 @@ at::Tensor max_over_neighbours(const at::Tensor& per_neighbour) {
   return std::get<0>(per_neighbour.max(-1));
 }
 
+// The grouped coordinates and features, either undefined, concatenated
+// along channels (coordinates first). Under autocast the features are
+// bf16/fp16: the coordinates join them in that dtype rather than promoting
+// the layer's largest tensor to float32 (the convolution rounds its input
+// to that dtype anyway).
+at::Tensor join_channels(const at::Tensor& coordinates, const at::Tensor& features) {
+  if (!coordinates.defined()) {
+    return features;
+  }
+  if (!features.defined()) {
+    return coordinates;
+  }
+  return at::cat({coordinates.to(features.scalar_type()), features}, 1);
+}
+
 }  // namespace
 
 torch::nn::Sequential shared_mlp_2d(int64_t in_channels, const std::vector<int64_t>& widths) {
@@ -74,14 +89,8 @@ int64_t SetAbstractionImpl::out_channels() const {
 
 at::Tensor SetAbstractionImpl::group_all(const at::Tensor& xyz_t,
                                          const at::Tensor& features) const {
-  std::vector<at::Tensor> parts;
-  if (options_.use_xyz()) {
-    parts.push_back(xyz_t.unsqueeze(2));
-  }
-  if (features.defined()) {
-    parts.push_back(features.unsqueeze(2));
-  }
-  return parts.size() == 1 ? parts[0] : at::cat(parts, 1);
+  return join_channels(options_.use_xyz() ? xyz_t.unsqueeze(2) : at::Tensor(),
+                       features.defined() ? features.unsqueeze(2) : at::Tensor());
 }
 
 at::Tensor SetAbstractionImpl::group_ball(const at::Tensor& xyz, const at::Tensor& xyz_t,
@@ -90,15 +99,11 @@ at::Tensor SetAbstractionImpl::group_ball(const at::Tensor& xyz, const at::Tenso
   // The centre is a point of the cloud, so no ball is empty: every row of
   // the query holds at least the centre itself.
   const at::Tensor neighbours = kernels::ball_query(centres, xyz, scale.radius, scale.nsample).idx;
-  std::vector<at::Tensor> parts;
-  if (options_.use_xyz()) {
-    parts.push_back(kernels::group_points(xyz_t, neighbours) -
-                    centres.transpose(1, 2).unsqueeze(-1));
-  }
-  if (features.defined()) {
-    parts.push_back(kernels::group_points(features, neighbours));
-  }
-  return parts.size() == 1 ? parts[0] : at::cat(parts, 1);
+  return join_channels(
+      options_.use_xyz()
+          ? kernels::group_points(xyz_t, neighbours) - centres.transpose(1, 2).unsqueeze(-1)
+          : at::Tensor(),
+      features.defined() ? kernels::group_points(features, neighbours) : at::Tensor());
 }
 
 SetAbstractionImpl::Output SetAbstractionImpl::forward(const at::Tensor& xyz,

@@ -7,8 +7,9 @@
 //              SA(512, r 0.2, 32, [64 64 128]) -> SA(128, r 0.4, 64, [128 128 256])
 //              -> SA(all, [256 512 1024]) -> FC 512 -> FC 256 -> classes
 //   "msg"      the paper's multi-scale network: three radii per layer
-//   "ssg-lite" the same shape at a quarter of the centres and half the
-//              widths, for CPU training on small clouds (512-1024 points)
+//   "ssg-lite" the same shape at a quarter of the centres, half the
+//              neighbours and half the widths, for CPU training on small
+//              clouds (512-1024 points)
 //
 //   PointNet2Cls model(pointnet2_cls_preset("ssg", 40));
 //   at::Tensor logits = model(points);  // points (B, N, 3), logits (B, 40)
