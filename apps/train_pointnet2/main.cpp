@@ -66,7 +66,8 @@ dtrain::apps::Augment make_augment(const PointNet2TrainOptions& options, const J
   }
   auto augment = dtrain::data::PointCloudAugmentOptions()
                      .rotate_up(options.rotate)
-                     .dropout_max(options.point_dropout);
+                     .dropout_max(options.point_dropout)
+                     .shuffle_points(options.augment);
   if (!options.augment) {
     augment.scale_min(1).scale_max(1).shift(0).jitter_sigma(0);
   }

@@ -50,7 +50,7 @@ void add_train_flags(CLI::App& app, PointNet2TrainOptions& options) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_flag("--augment,!--no-augment", options.augment,
-               "Randomly scale, shift and jitter training clouds")
+               "Randomly scale, shift and jitter training clouds and reorder their points")
       ->capture_default_str();
   app.add_flag("--rotate", options.rotate,
                "Also rotate training clouds randomly about the up axis");

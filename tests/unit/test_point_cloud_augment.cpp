@@ -89,9 +89,28 @@ TEST(PointCloudAugment, DropoutReplacesPointsWithTheFirst) {
   EXPECT_LT(dropped, 0.7);
 }
 
+TEST(PointCloudAugment, ShuffleReordersEachCloudsPointsWhole) {
+  const at::Tensor points = at::randn({4, 100, 6});
+  const at::Tensor out = augment_point_clouds(points, nothing().shuffle_points(true), seeded(9));
+  for (int64_t b = 0; b < 4; ++b) {
+    // The same rows (points with their normals), in another order.
+    const at::Tensor sorted_in = std::get<0>(points[b].select(1, 0).sort());
+    const at::Tensor sorted_out = std::get<0>(out[b].select(1, 0).sort());
+    EXPECT_TRUE(at::equal(sorted_in, sorted_out)) << "cloud " << b;
+    EXPECT_FALSE(at::equal(out[b], points[b])) << "cloud " << b << " kept its order";
+    for (int64_t i = 0; i < 100; i += 17) {
+      const at::Tensor where = (points[b].select(1, 0) == out[b][i][0]).nonzero();
+      ASSERT_EQ(where.size(0), 1);
+      EXPECT_TRUE(at::equal(points[b][where.item<int64_t>()], out[b][i]))
+          << "a point was separated from its normal";
+    }
+  }
+}
+
 TEST(PointCloudAugment, SameGeneratorSeedSameBatch) {
   const at::Tensor points = at::randn({4, 64, 3});
-  const auto options = PointCloudAugmentOptions().rotate_up(true).dropout_max(0.5);
+  const auto options =
+      PointCloudAugmentOptions().rotate_up(true).dropout_max(0.5).shuffle_points(true);
   EXPECT_TRUE(at::equal(augment_point_clouds(points, options, seeded(7)),
                         augment_point_clouds(points, options, seeded(7))));
   EXPECT_FALSE(at::equal(augment_point_clouds(points, options, seeded(7)),

@@ -60,9 +60,16 @@ at::Tensor augment_point_clouds(const at::Tensor& points, const PointCloudAugmen
   const int64_t batch = points.size(0);
   const int64_t n = points.size(1);
   at::Tensor out = points.clone();
-  at::Tensor xyz = out.narrow(2, 0, 3);
+  at::Tensor xyz = out.narrow(2, 0, 3);  // a view: the steps below change `out`
   const bool has_normals = points.size(2) >= 6;
 
+  if (options.shuffle_points()) {
+    // One permutation per cloud: the argsort of uniform draws.
+    const at::Tensor order =
+        at::empty({batch, n}, at::kDouble).uniform_(0, 1, gen).argsort(/*dim=*/int64_t{1});
+    out = out.gather(1, order.unsqueeze(-1).expand({batch, n, out.size(2)}));
+    xyz = out.narrow(2, 0, 3);
+  }
   if (options.rotate_up()) {
     // Points are rows: p' = p R^T.
     const at::Tensor rotation_t =

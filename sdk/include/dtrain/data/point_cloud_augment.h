@@ -1,7 +1,8 @@
 // Training-time augmentation of point-cloud batches, as PointNet++ and its
 // common reimplementations apply to ModelNet40: a random isotropic scale and
-// shift per cloud, clipped Gaussian jitter per point, an optional random
-// rotation about the up axis, and random point dropout.
+// shift per cloud, clipped Gaussian jitter per point, and optionally a new
+// order of the points, a random rotation about the up axis and random point
+// dropout.
 //
 //   auto augment = PointCloudAugmentOptions().rotate_up(true).dropout_max(0.875);
 //   at::Tensor batch = augment_point_clouds(points, augment);  // points (B, N, C)
@@ -32,6 +33,10 @@ struct PointCloudAugmentOptions {
   // about the up axis, first of all steps.
   TORCH_ARG(bool, rotate_up) = false;
   TORCH_ARG(int64_t, up_axis) = 1;  // y, as in ModelNet40's HDF5 files
+  // Put each cloud's points in a new random order, first of all steps (the
+  // original PointNet++ does; furthest point sampling then starts from
+  // another point each epoch).
+  TORCH_ARG(bool, shuffle_points) = false;
   // Each cloud draws a ratio uniform in [0, dropout_max] and replaces that
   // share of its points, chosen at random, by its first point (the shape of
   // the batch stays the same). 0 turns dropout off; PointNet++ uses 0.875.
