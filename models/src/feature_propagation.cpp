@@ -1,0 +1,79 @@
+#include "dtrain/models/feature_propagation.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/conv.h>
+
+#include "dtrain/kernels/pointnet2.h"
+
+namespace dtrain::models {
+
+torch::nn::Sequential shared_mlp_1d(int64_t in_channels, const std::vector<int64_t>& widths) {
+  torch::nn::Sequential mlp;
+  int64_t channels = in_channels;
+  for (const int64_t width : widths) {
+    // No conv bias: the batch norm's shift replaces it.
+    mlp->push_back(torch::nn::Conv1d(torch::nn::Conv1dOptions(channels, width, 1).bias(false)));
+    mlp->push_back(torch::nn::BatchNorm1d(width));
+    mlp->push_back(torch::nn::ReLU(torch::nn::ReLUOptions().inplace(true)));
+    channels = width;
+  }
+  return mlp;
+}
+
+at::Tensor interpolate_three_nearest(const at::Tensor& xyz1, const at::Tensor& xyz2,
+                                     const at::Tensor& features2) {
+  TORCH_CHECK(xyz1.dim() == 3 && xyz1.size(2) == 3,
+              "FeaturePropagation: xyz1 must have shape (B, N, 3), got ", xyz1.sizes());
+  TORCH_CHECK(xyz2.dim() == 3 && xyz2.size(2) == 3 && xyz2.size(0) == xyz1.size(0),
+              "FeaturePropagation: xyz2 must have shape (B, M, 3) with B = ", xyz1.size(0),
+              ", got ", xyz2.sizes());
+  TORCH_CHECK(features2.defined() && features2.dim() == 3 && features2.size(0) == xyz2.size(0) &&
+                  features2.size(2) == xyz2.size(1),
+              "FeaturePropagation: features2 must have shape (B, C, M) = (", xyz2.size(0), ", C, ",
+              xyz2.size(1), "), got ",
+              features2.defined() ? c10::str(features2.sizes()) : std::string("undefined"));
+  const int64_t n = xyz1.size(1);
+  if (xyz2.size(1) == 1) {
+    return features2.expand({features2.size(0), features2.size(1), n});
+  }
+  TORCH_CHECK(xyz2.size(1) >= 3, "FeaturePropagation: xyz2 needs 1 or at least 3 points, got ",
+              xyz2.size(1));
+  const auto nearest = kernels::three_nn(xyz1.to(at::kFloat), xyz2.to(at::kFloat));
+  // The paper's inverse distance weights with p = 2: 1 / d^2, normalised.
+  // The 1e-8 keeps a dense point that coincides with a sparse one finite
+  // (it then takes almost all of that point's feature).
+  const at::Tensor inverse = 1.0 / (nearest.dist2 + 1e-8);
+  const at::Tensor weight = inverse / inverse.sum(-1, /*keepdim=*/true);
+  return kernels::three_interpolate(features2, nearest.idx, weight);
+}
+
+FeaturePropagationImpl::FeaturePropagationImpl(const FeaturePropagationOptions& options)
+    : options_(options) {
+  TORCH_CHECK(options.in_channels() >= 1,
+              "FeaturePropagationOptions: in_channels must be >= 1, got ", options.in_channels());
+  TORCH_CHECK(!options.mlp().empty(), "FeaturePropagationOptions: mlp must not be empty");
+  mlp_ = register_module("mlp", shared_mlp_1d(options.in_channels(), options.mlp()));
+}
+
+at::Tensor FeaturePropagationImpl::forward(const at::Tensor& xyz1, const at::Tensor& xyz2,
+                                           const at::Tensor& features1,
+                                           const at::Tensor& features2) {
+  at::Tensor interpolated = interpolate_three_nearest(xyz1, xyz2, features2);
+  if (features1.defined()) {
+    TORCH_CHECK(features1.dim() == 3 && features1.size(0) == xyz1.size(0) &&
+                    features1.size(2) == xyz1.size(1),
+                "FeaturePropagation: features1 must have shape (B, C, N) = (", xyz1.size(0),
+                ", C, ", xyz1.size(1), "), got ", features1.sizes());
+    // Skip features in the interpolated features' dtype (bf16 under autocast).
+    interpolated = at::cat({interpolated, features1.to(interpolated.scalar_type())}, 1);
+  }
+  TORCH_CHECK(
+      interpolated.size(1) == options_.in_channels(), "FeaturePropagation: ", features2.size(1),
+      " sparse + ", features1.defined() ? features1.size(1) : 0,
+      " skip channels = ", interpolated.size(1), ", but in_channels is ", options_.in_channels());
+  return mlp_->forward(interpolated);
+}
+
+}  // namespace dtrain::models
