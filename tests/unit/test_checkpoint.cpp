@@ -16,6 +16,7 @@
 
 #include "dtrain/train/checkpoint.h"
 #include "dtrain/util/errors.h"
+#include "error_text.h"
 #include "test_support.h"
 
 namespace {
@@ -38,12 +39,7 @@ void step(torch::nn::Sequential& model, torch::optim::Adam& optimizer) {
 }
 
 std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const dtrain::IOError& e) {
-    return e.what();
-  }
-  return "no error";
+  return dtrain::testing::error_text<dtrain::IOError>(call);
 }
 
 TEST(Checkpoint, RoundTripRestoresTrainingState) {

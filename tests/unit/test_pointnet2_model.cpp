@@ -16,6 +16,7 @@
 #include "dtrain/kernels/pointnet2.h"
 #include "dtrain/models/pointnet2_cls.h"
 #include "dtrain/models/set_abstraction.h"
+#include "error_text.h"
 
 namespace {
 
@@ -35,12 +36,7 @@ torch::nn::Sequential mlp_of(SetAbstraction& layer, int scale) {
 }
 
 std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const c10::Error& e) {
-    return e.what_without_backtrace();
-  }
-  return "no error";
+  return dtrain::testing::error_text<c10::Error>(call);
 }
 
 // The neighbourhood of one centre by definition: the first `nsample` points

@@ -14,6 +14,7 @@
 #include "dtrain/amp/autocast.h"
 #include "dtrain/models/feature_propagation.h"
 #include "dtrain/models/pointnet2_part_seg.h"
+#include "error_text.h"
 
 namespace {
 
@@ -27,12 +28,7 @@ using dtrain::models::PointNet2PartSegOptions;
 using dtrain::models::SetAbstractionOptions;
 
 std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const c10::Error& e) {
-    return e.what_without_backtrace();
-  }
-  return "no error";
+  return dtrain::testing::error_text<c10::Error>(call);
 }
 
 TEST(FeaturePropagation, InterpolatesByInverseSquaredDistanceOfThreeNearest) {
