@@ -181,7 +181,7 @@ TEST(ModelnetH5, LabelOutOfRangeNamesTheFile) {
   dir.list(Split::kTest, {"good.h5", "bad.h5"});
   expect_error([&] { load_modelnet_h5(Split::kTest, dir.options()); },
                "'" + dir.file("bad.h5") + "' holds label 4, but '" + dir.file("shape_names.txt") +
-                   "' names 4 classes (labels 0 to 3)");
+                   "' names 4 classes (0 to 3)");
 }
 
 TEST(ModelnetH5, CloudSizesMustAgreeAcrossFiles) {
