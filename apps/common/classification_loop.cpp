@@ -74,7 +74,13 @@ EpochStats train_epoch(const Forward& forward, torch::nn::Module& module,
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const auto totals = job.sum({loss_sum, static_cast<double>(n)});
-  return {totals[0] / totals[1], static_cast<int64_t>(totals[1]), seconds};
+  const std::vector<double> rates = job.each(static_cast<double>(n) / seconds);
+  return {.mean_loss = totals[0] / totals[1],
+          .samples = static_cast<int64_t>(totals[1]),
+          .seconds = seconds,
+          .step_ms = batches > 0 ? 1000 * seconds / static_cast<double>(batches) : 0,
+          .rank_samples_per_s_min = *std::min_element(rates.begin(), rates.end()),
+          .rank_samples_per_s_max = *std::max_element(rates.begin(), rates.end())};
 }
 
 EvalStats evaluate(const Forward& forward, torch::nn::Module& module, const LabeledTensors& test,

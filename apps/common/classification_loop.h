@@ -45,7 +45,12 @@ using Augment = std::function<at::Tensor(const at::Tensor&)>;
 struct EpochStats {
   double mean_loss = 0;
   int64_t samples = 0;  // over every rank
-  double seconds = 0;
+  double seconds = 0;   // this rank's
+  double step_ms = 0;   // this rank's mean time per step
+  // The slowest and the fastest rank's own samples per second: a wide gap
+  // means the fast ranks wait for the slow one at every all-reduce.
+  double rank_samples_per_s_min = 0;
+  double rank_samples_per_s_max = 0;
 };
 
 // Trains one epoch over this rank's share of `train` (the sampler, set to

@@ -9,15 +9,17 @@ namespace dtrain::apps {
 EpochReport::EpochReport(const std::string& csv_path, bool writes, int epochs, bool append)
     : epochs_(epochs) {
   if (writes) {
-    csv_.emplace(
-        csv_path,
-        std::vector<std::string>{"epoch", "samples", "epoch_time_s", "samples_per_s", "peak_rss_mb",
-                                 "train_loss", "test_loss", "test_accuracy"},
-        append ? train::CsvWriter::Mode::kAppend : train::CsvWriter::Mode::kCreate);
+    csv_.emplace(csv_path,
+                 std::vector<std::string>{"epoch", "samples", "epoch_time_s", "samples_per_s",
+                                          "peak_rss_mb", "train_loss", "test_loss", "test_accuracy",
+                                          "rank_samples_per_s_min", "rank_samples_per_s_max",
+                                          "step_ms", "comm_s", "comm_hidden_fraction"},
+                 append ? train::CsvWriter::Mode::kAppend : train::CsvWriter::Mode::kCreate);
   }
 }
 
-void EpochReport::record(int epoch, const EpochStats& train, const EvalStats& eval) {
+void EpochReport::record(int epoch, const EpochStats& train, const EvalStats& eval,
+                         const CommStats& comm) {
   if (!csv_) {
     return;
   }
@@ -29,7 +31,9 @@ void EpochReport::record(int epoch, const EpochStats& train, const EvalStats& ev
       epoch, epochs_, train.mean_loss, eval.mean_loss, 100 * eval.accuracy, samples_per_s,
       train.seconds, peak_rss_mb);
   csv_->write_row({int64_t{epoch}, train.samples, train.seconds, samples_per_s, peak_rss_mb,
-                   train.mean_loss, eval.mean_loss, eval.accuracy});
+                   train.mean_loss, eval.mean_loss, eval.accuracy, train.rank_samples_per_s_min,
+                   train.rank_samples_per_s_max, train.step_ms, comm.seconds,
+                   comm.hidden_fraction});
 }
 
 void EpochReport::finish(const EvalStats& eval, double seconds, int world) {

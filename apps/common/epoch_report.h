@@ -2,7 +2,8 @@
 // row, written by rank 0 only (the numbers are already the whole job's).
 //
 // CSV columns: epoch, samples, epoch_time_s, samples_per_s, peak_rss_mb,
-// train_loss, test_loss, test_accuracy.
+// train_loss, test_loss, test_accuracy, rank_samples_per_s_min,
+// rank_samples_per_s_max, step_ms, comm_s, comm_hidden_fraction.
 #pragma once
 
 #include <optional>
@@ -10,6 +11,7 @@
 
 #include "classification_loop.h"
 #include "dtrain/train/csv_writer.h"
+#include "job_model.h"
 
 namespace dtrain::apps {
 
@@ -21,7 +23,7 @@ class EpochReport {
   // starting it afresh.
   EpochReport(const std::string& csv_path, bool writes, int epochs, bool append = false);
 
-  void record(int epoch, const EpochStats& train, const EvalStats& eval);
+  void record(int epoch, const EpochStats& train, const EvalStats& eval, const CommStats& comm);
   // The closing line: final accuracy, wall time, process count, report path.
   void finish(const EvalStats& eval, double seconds, int world);
 

@@ -18,6 +18,12 @@ std::vector<double> Job::sum(std::vector<double> values) const {
   return values;
 }
 
+std::vector<double> Job::each(double value) const {
+  std::vector<double> slots(static_cast<size_t>(world), 0.0);
+  slots[static_cast<size_t>(rank)] = value;
+  return sum(std::move(slots));
+}
+
 Job start_job(const util::LaunchEnv& env, const std::string& backend, int timeout_s) {
   if (env.world_size.value_or(1) <= 1) {
     util::retain_freed_host_memory();  // init_process_group's default, alone

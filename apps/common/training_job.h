@@ -16,6 +16,8 @@ struct Job {
 
   // Sums `values` over every rank (a no-op alone).
   std::vector<double> sum(std::vector<double> values) const;
+  // Every rank's `value`, in rank order (this one's alone).
+  std::vector<double> each(double value) const;
 };
 
 // Joins the process group when the launcher asked for more than one

@@ -13,7 +13,6 @@
 // batch norm, dropout 0.5 in the head, random scale/shift/jitter.
 #include <chrono>
 #include <cmath>
-#include <optional>
 
 #include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
@@ -22,7 +21,6 @@
 #include "classification_loop.h"
 #include "dtrain/data/distributed_sampler.h"
 #include "dtrain/data/point_cloud_augment.h"
-#include "dtrain/ddp/distributed_data_parallel.h"
 #include "dtrain/dist/init.h"
 #include "dtrain/models/pointnet2_cls.h"
 #include "dtrain/train/checkpoint.h"
@@ -30,6 +28,7 @@
 #include "dtrain/util/errors.h"
 #include "dtrain/util/launch_env.h"
 #include "epoch_report.h"
+#include "job_model.h"
 #include "point_cloud_data.h"
 #include "train_options.h"
 #include "training_job.h"
@@ -39,7 +38,6 @@ namespace {
 using dtrain::apps::EpochReport;
 using dtrain::apps::EpochStats;
 using dtrain::apps::EvalStats;
-using dtrain::apps::Forward;
 using dtrain::apps::Job;
 using dtrain::apps::LoopSettings;
 using dtrain::apps::PointNet2TrainOptions;
@@ -145,13 +143,7 @@ int train(const PointNet2TrainOptions& options) {
     dtrain::apps::finish_job(job);
     return 0;
   }
-  // Alone, the model itself; in a job, DDP around it (rank 0's weights win).
-  std::optional<dtrain::ddp::DistributedDataParallel<PointNet2Cls>> ddp;
-  if (job.distributed()) {
-    ddp.emplace(model);
-  }
-  const Forward forward = [&](const at::Tensor& x) { return ddp ? (*ddp)(x) : model(x); };
-  const Forward evaluate_forward = [&](const at::Tensor& x) { return model(x); };
+  dtrain::apps::JobModel<PointNet2Cls> job_model(model, job);
   dtrain::data::DistributedSampler sampler(
       data.train.size(), dtrain::data::DistributedSamplerOptions(job.world, job.rank)
                              .seed(static_cast<int64_t>(options.seed)));
@@ -172,12 +164,13 @@ int train(const PointNet2TrainOptions& options) {
   for (int epoch = first_epoch; epoch <= options.epochs; ++epoch) {
     set_lr(optimizer, lr_at(options, job.world, epoch));
     const EpochStats stats =
-        dtrain::apps::train_epoch(forward, *model, optimizer, data.train, sampler, settings, epoch,
-                                  job, make_augment(options, job, epoch));
-    eval = dtrain::apps::evaluate(evaluate_forward, *model, data.test, settings, job);
+        dtrain::apps::train_epoch(job_model.train_forward(), *model, optimizer, data.train, sampler,
+                                  settings, epoch, job, make_augment(options, job, epoch));
+    const dtrain::apps::CommStats comm = job_model.take_comm_stats();
+    eval = dtrain::apps::evaluate(job_model.eval_forward(), *model, data.test, settings, job);
     // The row before the checkpoint: a crash between the two repeats the
     // epoch on resume (its row then appears twice) rather than losing it.
-    report.record(epoch, stats, eval);
+    report.record(epoch, stats, eval, comm);
     if (!options.checkpoint.empty() && job.rank == 0) {
       dtrain::train::save_checkpoint(options.checkpoint, *model, optimizer, epoch);
     }

@@ -10,7 +10,6 @@
 // whole test set (each rank evaluates a slice), logged and appended to the
 // CSV report by rank 0.
 #include <chrono>
-#include <optional>
 
 #include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
@@ -19,11 +18,11 @@
 #include "classification_loop.h"
 #include "dtrain/data/distributed_sampler.h"
 #include "dtrain/datasets/fashion_mnist.h"
-#include "dtrain/ddp/distributed_data_parallel.h"
 #include "dtrain/models/toy_cnn.h"
 #include "dtrain/util/cli_app.h"
 #include "dtrain/util/launch_env.h"
 #include "epoch_report.h"
+#include "job_model.h"
 #include "train_options.h"
 #include "training_job.h"
 
@@ -56,13 +55,7 @@ int train(const TrainOptions& options) {
 
   torch::manual_seed(options.seed);
   ToyCnn model(dtrain::models::ToyCnnOptions().in_channels(1));
-  // Alone, the model itself; in a job, DDP around it (rank 0's weights win).
-  std::optional<dtrain::ddp::DistributedDataParallel<ToyCnn>> ddp;
-  if (job.distributed()) {
-    ddp.emplace(model);
-  }
-  const Forward forward = [&](const at::Tensor& x) { return ddp ? (*ddp)(x) : model(x); };
-  const Forward evaluate_forward = [&](const at::Tensor& x) { return model(x); };
+  JobModel<ToyCnn> job_model(model, job);
   const double lr = options.scaled_lr(job.world);
   torch::optim::SGD optimizer(model->parameters(),
                               torch::optim::SGDOptions(lr).momentum(options.momentum));
@@ -80,10 +73,11 @@ int train(const TrainOptions& options) {
   const auto job_start = std::chrono::steady_clock::now();
   EvalStats eval;
   for (int epoch = 1; epoch <= options.epochs; ++epoch) {
-    const EpochStats stats =
-        train_epoch(forward, *model, optimizer, train, sampler, settings, epoch, job);
-    eval = evaluate(evaluate_forward, *model, test, settings, job);
-    report.record(epoch, stats, eval);
+    const EpochStats stats = train_epoch(job_model.train_forward(), *model, optimizer, train,
+                                         sampler, settings, epoch, job);
+    const CommStats comm = job_model.take_comm_stats();
+    eval = evaluate(job_model.eval_forward(), *model, test, settings, job);
+    report.record(epoch, stats, eval, comm);
   }
   report.finish(eval,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - job_start).count(),

@@ -63,8 +63,10 @@ TEST(Timeline, HiddenFractionIsOverlapOverCommunication) {
   step.buckets.push_back({2, 4, t0 + 100ms, t0 + 120ms});  // after backward: 0 of 20
   timeline.add_step(step);
   EXPECT_NEAR(timeline.hidden_fraction(), 60.0 / 120.0, 1e-9);
+  EXPECT_NEAR(timeline.communication_seconds(), 0.120, 1e-9);
   EXPECT_NE(timeline.summary().find("50.0%"), std::string::npos) << timeline.summary();
   EXPECT_EQ(dtrain::ddp::Timeline().hidden_fraction(), 0.0);
+  EXPECT_EQ(dtrain::ddp::Timeline().communication_seconds(), 0.0);
 }
 
 TEST(Timeline, UnwritablePathIsAnIOError) {

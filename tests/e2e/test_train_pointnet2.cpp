@@ -159,6 +159,15 @@ TEST(TrainPointNet2, TwoProcessesUnderDtrunShareTheData) {
   const auto rows = read_csv(dir.file("report.csv"));
   ASSERT_EQ(rows.size(), 2u) << "only rank 0 writes the report";
   EXPECT_EQ(rows[1][1], "48") << "every rank's clouds counted once";
+  ASSERT_EQ(rows[0].size(), 13u);
+  EXPECT_EQ(rows[0][11], "comm_s");
+  // Each rank's own rate, slowest first; gradients went through all-reduce.
+  EXPECT_LE(std::stod(rows[1][8]), std::stod(rows[1][9]));
+  EXPECT_GT(std::stod(rows[1][8]), 0.0);
+  EXPECT_GT(std::stod(rows[1][11]), 0.0) << "no communication recorded";
+  const double hidden = std::stod(rows[1][12]);
+  EXPECT_GE(hidden, 0.0);
+  EXPECT_LE(hidden, 1.0);
   // Both ranks raced to write the dataset; one directory won, nothing else is left.
   size_t entries = 0;
   for (const auto& entry : fs::directory_iterator(dir.path())) {

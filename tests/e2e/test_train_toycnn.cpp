@@ -95,9 +95,14 @@ TEST(TrainToyCnn, ShortRunWritesReport) {
       << result.output;
   const auto rows = read_csv(csv);
   ASSERT_EQ(rows.size(), 3u);
-  EXPECT_EQ(rows[0],
-            (std::vector<std::string>{"epoch", "samples", "epoch_time_s", "samples_per_s",
-                                      "peak_rss_mb", "train_loss", "test_loss", "test_accuracy"}));
+  EXPECT_EQ(rows[0], (std::vector<std::string>{
+                         "epoch", "samples", "epoch_time_s", "samples_per_s", "peak_rss_mb",
+                         "train_loss", "test_loss", "test_accuracy", "rank_samples_per_s_min",
+                         "rank_samples_per_s_max", "step_ms", "comm_s", "comm_hidden_fraction"}));
+  // One process: its own rate is the job's, and nothing was communicated.
+  EXPECT_EQ(rows[2][8], rows[2][9]);
+  EXPECT_GT(std::stod(rows[2][10]), 0.0);
+  EXPECT_EQ(rows[2][11], "0");
   EXPECT_EQ(rows[1][0], "1");
   EXPECT_EQ(rows[2][1], "6000");
   EXPECT_GT(std::stod(rows[2][3]), 0.0);

@@ -52,6 +52,17 @@ double Timeline::hidden_fraction() const {
   return communication > 0 ? hidden / communication : 0.0;
 }
 
+double Timeline::communication_seconds() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  double communication = 0;
+  for (const StepEvents& step : steps_) {
+    for (const BucketEvent& bucket : step.buckets) {
+      communication += seconds(bucket.start, bucket.end);
+    }
+  }
+  return communication;
+}
+
 std::string Timeline::summary() const {
   const double hidden = hidden_fraction();
   std::lock_guard<std::mutex> lock(mutex_);

@@ -46,6 +46,9 @@ class Timeline {
   // Fraction of all communication time that overlapped backward, in [0, 1];
   // 0 when nothing was recorded.
   double hidden_fraction() const;
+  // Seconds of communication recorded: every bucket's launch-to-finish
+  // time, summed (a group runs its collectives one at a time).
+  double communication_seconds() const;
   // "communication hidden behind backward: X% (N steps, B buckets/step)".
   std::string summary() const;
   // Chrome trace event format (JSON), times in microseconds from the first

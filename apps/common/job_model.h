@@ -1,0 +1,59 @@
+// The model as a training app runs it in its job: alone, the module
+// itself; with several processes, DistributedDataParallel around it (rank
+// 0's weights win), recording when each bucket's all-reduce ran so the
+// report can say how long communication took and how much of it backward
+// hid.
+#pragma once
+
+#include <optional>
+
+#include <ATen/core/Tensor.h>
+
+#include "classification_loop.h"
+#include "dtrain/ddp/distributed_data_parallel.h"
+#include "training_job.h"
+
+namespace dtrain::apps {
+
+// The job's communication over some steps.
+struct CommStats {
+  double seconds = 0;          // every bucket's all-reduce, launch to finish, summed
+  double hidden_fraction = 0;  // the share of it that overlapped backward
+};
+
+template <typename ModuleHolder>
+class JobModel {
+ public:
+  JobModel(ModuleHolder model, const Job& job) : model_(std::move(model)) {
+    if (job.distributed()) {
+      ddp::DdpOptions options;
+      options.record_timeline = true;
+      ddp_.emplace(model_, options);
+    }
+  }
+
+  // Training steps go through DDP in a job; evaluation runs the module alone.
+  Forward train_forward() {
+    return [this](const at::Tensor& x) { return ddp_ ? (*ddp_)(x) : model_(x); };
+  }
+  Forward eval_forward() {
+    return [this](const at::Tensor& x) { return model_(x); };
+  }
+
+  // The communication of the steps since the last call (zeros alone).
+  CommStats take_comm_stats() {
+    if (!ddp_) {
+      return {};
+    }
+    ddp::Timeline& timeline = ddp_->timeline();
+    const CommStats stats{timeline.communication_seconds(), timeline.hidden_fraction()};
+    timeline.clear();
+    return stats;
+  }
+
+ private:
+  ModuleHolder model_;
+  std::optional<ddp::DistributedDataParallel<ModuleHolder>> ddp_;
+};
+
+}  // namespace dtrain::apps
