@@ -4,10 +4,8 @@
 // two runs go side by side, one thread each.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
+#include <algorithm>
 #include <future>
-#include <sstream>
 
 #include "dtrain/datasets/fashion_mnist.h"
 #include "test_support.h"
@@ -18,17 +16,20 @@ using dtrain::testing::ProcessResult;
 using dtrain::testing::run_process;
 using dtrain::testing::TempDir;
 
-// The last row's test_accuracy (the report's last column).
+// The last row's test_accuracy, found by its column's name.
 double final_accuracy(const std::string& csv) {
-  std::ifstream in(csv);
-  std::string line;
-  std::string last;
-  while (std::getline(in, line)) {
-    if (!line.empty()) {
-      last = line;
-    }
+  const auto rows = dtrain::testing::read_csv(csv);
+  if (rows.size() < 2) {
+    ADD_FAILURE() << "no epoch rows in " << csv;
+    return 0;
   }
-  return std::stod(last.substr(last.rfind(',') + 1));
+  const auto& header = rows.front();
+  const auto column = std::find(header.begin(), header.end(), "test_accuracy") - header.begin();
+  if (column == static_cast<std::ptrdiff_t>(header.size())) {
+    ADD_FAILURE() << "no test_accuracy column in " << csv;
+    return 0;
+  }
+  return std::stod(rows.back().at(static_cast<size_t>(column)));
 }
 
 ProcessResult train(const std::string& amp, const std::string& csv) {

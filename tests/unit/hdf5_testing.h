@@ -7,7 +7,10 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <ATen/ATen.h>
+
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +36,16 @@ inline void write_h5(const std::filesystem::path& path,
     file.write(name, tensor);
   }
   file.close();
+}
+
+// A small text file (a file list, class names) holding `text`.
+inline void write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+// n distinct clouds of `points` points: coordinates first + 0, 1, 2, ...
+inline at::Tensor clouds(int64_t n, int64_t points, float first = 0.0f) {
+  return at::arange(n * points * 3, at::kFloat).reshape({n, points, 3}).add_(first);
 }
 
 }  // namespace dtrain::testing

@@ -18,18 +18,11 @@ namespace fs = std::filesystem;
 using dtrain::datasets::load_modelnet_h5;
 using dtrain::datasets::ModelNetH5Options;
 using dtrain::datasets::Split;
+using dtrain::testing::clouds;
 using dtrain::testing::expect_error;
 using dtrain::testing::TempDir;
 using dtrain::testing::write_h5;
-
-void write_text(const fs::path& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
-
-// n distinct clouds of `points` points: coordinates first + 0, 1, 2, ...
-at::Tensor clouds(int64_t n, int64_t points, float first = 0.0f) {
-  return at::arange(n * points * 3, at::kFloat).reshape({n, points, 3}).add_(first);
-}
+using dtrain::testing::write_text;
 
 // Labels as ModelNet stores them: uint8 of shape (n, 1).
 at::Tensor labels(std::vector<uint8_t> values) {

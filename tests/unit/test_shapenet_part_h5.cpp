@@ -18,18 +18,11 @@ namespace fs = std::filesystem;
 using dtrain::datasets::load_shapenet_part_h5;
 using dtrain::datasets::ShapeNetPartH5Options;
 using dtrain::datasets::Split;
+using dtrain::testing::clouds;
 using dtrain::testing::expect_error;
 using dtrain::testing::TempDir;
 using dtrain::testing::write_h5;
-
-void write_text(const fs::path& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
-
-// n clouds of `points` points, distinct from `first` on.
-at::Tensor clouds(int64_t n, int64_t points, float first = 0.0f) {
-  return at::arange(n * points * 3, at::kFloat).reshape({n, points, 3}).add_(first);
-}
+using dtrain::testing::write_text;
 
 // A file as published: uint8 category (n, 1) and uint8 parts (n, P).
 void write_part_file(const fs::path& path, int64_t n, int64_t points, int64_t category,
