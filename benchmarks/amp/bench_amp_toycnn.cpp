@@ -91,15 +91,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"off", "bf16"}))
       ->capture_default_str();
   app.add_option("--batch-size", o.batch_size)->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--warmup", o.warmup, "untimed steps")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app.add_option("--steps", o.steps, "timed steps")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--threads", o.threads, "intra-op threads")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  dtrain::bench::add_step_flags(app, o.warmup, o.steps, o.threads);
   app.add_option("--csv", o.csv, "one-row report")->capture_default_str();
   return dtrain::util::run_cli_app(app, argc, argv, [&] { return run(o); });
 }

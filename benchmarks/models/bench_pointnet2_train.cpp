@@ -90,15 +90,7 @@ int main(int argc, char** argv) {
   app.add_option("--points", o.points, "points per cloud")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--warmup", o.warmup, "untimed steps")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app.add_option("--steps", o.steps, "timed steps")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--threads", o.threads, "intra-op threads")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  dtrain::bench::add_step_flags(app, o.warmup, o.steps, o.threads);
   app.add_option("--csv", o.csv, "report (rows appended)")->capture_default_str();
   return dtrain::util::run_cli_app(app, argc, argv, [&] { return run(o); });
 }

@@ -1,10 +1,13 @@
 // Timing of a training step for the step benchmarks: `warmup` untimed
-// calls, then `steps` timed one by one; the median of the timed ones.
+// calls, then `steps` timed one by one; the median of the timed ones. And
+// the flags that set them.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 namespace dtrain::bench {
 
@@ -29,6 +32,20 @@ double median_step_ms(int warmup, int steps, Step&& step) {
   std::sort(ms.begin(), ms.end());
   const size_t mid = ms.size() / 2;
   return ms.size() % 2 == 1 ? ms[mid] : (ms[mid - 1] + ms[mid]) / 2;
+}
+
+// --warmup (untimed steps), --steps (timed steps) and --threads (intra-op
+// threads), the flags every step benchmark takes.
+inline void add_step_flags(CLI::App& app, int& warmup, int& steps, int& threads) {
+  app.add_option("--warmup", warmup, "untimed steps")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--steps", steps, "timed steps")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--threads", threads, "intra-op threads")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
 }
 
 }  // namespace dtrain::bench
