@@ -9,6 +9,8 @@
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
 
+#include "norm_relu_layers.h"
+
 namespace dtrain::models {
 
 namespace {
@@ -73,14 +75,12 @@ PointNet2ClsImpl::PointNet2ClsImpl(const PointNet2ClsOptions& options) : options
     channels = layers_.back()->out_channels();
   }
   head_ = register_module("head", torch::nn::Sequential());
-  for (const int64_t width : options.head()) {
-    // No bias before batch norm, whose shift replaces it.
-    head_->push_back(torch::nn::Linear(torch::nn::LinearOptions(channels, width).bias(false)));
-    head_->push_back(torch::nn::BatchNorm1d(width));
-    head_->push_back(torch::nn::ReLU(torch::nn::ReLUOptions().inplace(true)));
-    head_->push_back(torch::nn::Dropout(options.dropout()));
-    channels = width;
-  }
+  channels = detail::append_norm_relu_layers<torch::nn::BatchNorm1d>(
+      head_, channels, options.head(),
+      [](int64_t in, int64_t out) {
+        return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
+      },
+      options.dropout());
   head_->push_back(torch::nn::Linear(channels, options.num_classes()));
 }
 

@@ -8,6 +8,7 @@
 #include <torch/nn/modules/dropout.h>
 
 #include "dtrain/models/pointnet2_cls.h"
+#include "norm_relu_layers.h"
 
 namespace dtrain::models {
 
@@ -77,14 +78,12 @@ PointNet2PartSegImpl::PointNet2PartSegImpl(const PointNet2PartSegOptions& option
     sparse_channels = options.propagations()[k].back();
   }
   head_ = register_module("head", torch::nn::Sequential());
-  int64_t channels = sparse_channels;
-  for (const int64_t width : options.head()) {
-    head_->push_back(torch::nn::Conv1d(torch::nn::Conv1dOptions(channels, width, 1).bias(false)));
-    head_->push_back(torch::nn::BatchNorm1d(width));
-    head_->push_back(torch::nn::ReLU(torch::nn::ReLUOptions().inplace(true)));
-    head_->push_back(torch::nn::Dropout(options.dropout()));
-    channels = width;
-  }
+  const int64_t channels = detail::append_norm_relu_layers<torch::nn::BatchNorm1d>(
+      head_, sparse_channels, options.head(),
+      [](int64_t in, int64_t out) {
+        return torch::nn::Conv1d(torch::nn::Conv1dOptions(in, out, 1).bias(false));
+      },
+      options.dropout());
   head_->push_back(torch::nn::Conv1d(torch::nn::Conv1dOptions(channels, options.num_parts(), 1)));
 }
 

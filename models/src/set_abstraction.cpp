@@ -8,6 +8,7 @@
 #include <torch/nn/modules/conv.h>
 
 #include "dtrain/kernels/pointnet2.h"
+#include "norm_relu_layers.h"
 
 namespace dtrain::models {
 
@@ -42,14 +43,10 @@ at::Tensor join_channels(const at::Tensor& coordinates, const at::Tensor& featur
 
 torch::nn::Sequential shared_mlp_2d(int64_t in_channels, const std::vector<int64_t>& widths) {
   torch::nn::Sequential mlp;
-  int64_t channels = in_channels;
-  for (const int64_t width : widths) {
-    // No conv bias: the batch norm's shift replaces it.
-    mlp->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(channels, width, 1).bias(false)));
-    mlp->push_back(torch::nn::BatchNorm2d(width));
-    mlp->push_back(torch::nn::ReLU(torch::nn::ReLUOptions().inplace(true)));
-    channels = width;
-  }
+  detail::append_norm_relu_layers<torch::nn::BatchNorm2d>(
+      mlp, in_channels, widths, [](int64_t in, int64_t out) {
+        return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, 1).bias(false));
+      });
   return mlp;
 }
 
