@@ -1,7 +1,6 @@
 // dtrain::train checkpoints: a round trip restores weights, buffers,
 // optimizer state and the epoch; a failed save keeps the old file; bad
 // files and mismatched models raise, naming the path.
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -16,10 +15,12 @@
 
 #include "dtrain/train/checkpoint.h"
 #include "dtrain/util/errors.h"
-#include "error_text.h"
+#include "expect_error.h"
 #include "test_support.h"
 
 namespace {
+
+using dtrain::testing::expect_error;
 
 namespace fs = std::filesystem;
 using dtrain::testing::TempDir;
@@ -36,10 +37,6 @@ void step(torch::nn::Sequential& model, torch::optim::Adam& optimizer) {
   optimizer.zero_grad();
   model->forward(torch::randn({16, 4})).square().sum().backward();
   optimizer.step();
-}
-
-std::string error_of(const std::function<void()>& call) {
-  return dtrain::testing::error_text<dtrain::IOError>(call);
 }
 
 TEST(Checkpoint, RoundTripRestoresTrainingState) {
@@ -96,8 +93,8 @@ TEST(Checkpoint, FailedSaveKeepsThePreviousFile) {
   // directory stands in its place) raises and leaves the old checkpoint.
   const fs::path in_the_way = path + ".tmp-" + std::to_string(::getpid());
   fs::create_directories(in_the_way / "inside");
-  EXPECT_THAT(error_of([&] { save_checkpoint(path, *model, optimizer, 2); }),
-              testing::HasSubstr("cannot write checkpoint '" + path + "'"));
+  expect_error<dtrain::IOError>([&] { save_checkpoint(path, *model, optimizer, 2); },
+                                "cannot write checkpoint '" + path + "'");
   fs::remove_all(in_the_way);
   auto reloaded = make_model();
   torch::optim::Adam reloaded_optimizer(reloaded->parameters());
@@ -106,8 +103,8 @@ TEST(Checkpoint, FailedSaveKeepsThePreviousFile) {
   // error names the path.
   const std::string blocked = (fs::path(dir.path()) / "blocked").string();
   fs::create_directories(fs::path(blocked) / "inside");
-  EXPECT_THAT(error_of([&] { save_checkpoint(blocked, *model, optimizer, 2); }),
-              testing::HasSubstr("cannot move checkpoint into place at '" + blocked + "'"));
+  expect_error<dtrain::IOError>([&] { save_checkpoint(blocked, *model, optimizer, 2); },
+                                "cannot move checkpoint into place at '" + blocked + "'");
   EXPECT_EQ(fs::file_size(path), size_before);
   size_t entries = 0;
   for (const auto& entry : fs::directory_iterator(dir.path())) {
@@ -123,17 +120,17 @@ TEST(Checkpoint, CorruptOrMismatchedFilesRaiseNamingThePath) {
   std::ofstream(garbage) << "not a checkpoint";
   auto model = make_model();
   torch::optim::Adam optimizer(model->parameters());
-  EXPECT_THAT(error_of([&] { load_checkpoint(garbage, *model, optimizer); }),
-              testing::HasSubstr("cannot load checkpoint '" + garbage + "'"));
+  expect_error<dtrain::IOError>([&] { load_checkpoint(garbage, *model, optimizer); },
+                                "cannot load checkpoint '" + garbage + "'");
 
   const std::string wider = (fs::path(dir.path()) / "wider.pt").string();
   auto wide_model = make_model(16);
   torch::optim::Adam wide_optimizer(wide_model->parameters());
   save_checkpoint(wider, *wide_model, wide_optimizer, 3);
-  EXPECT_THAT(error_of([&] { load_checkpoint(wider, *model, optimizer); }),
-              testing::HasSubstr("checkpoint '" + wider +
-                                 "' does not fit the model: '0.bias' has shape [16] in the "
-                                 "checkpoint, [8] in the model"));
+  expect_error<dtrain::IOError>([&] { load_checkpoint(wider, *model, optimizer); },
+                                "checkpoint '" + wider +
+                                    "' does not fit the model: '0.bias' has shape [16] in the "
+                                    "checkpoint, [8] in the model");
 }
 
 }  // namespace

@@ -1,15 +1,17 @@
 // dtrain::data::augment_point_clouds: each step within its bounds, rotations
 // that keep shapes and carry normals along, dropout to the first point, and
 // the checks.
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
 
 #include "dtrain/data/point_cloud_augment.h"
 #include "dtrain/util/errors.h"
+#include "expect_error.h"
 
 namespace {
+
+using dtrain::testing::expect_error;
 
 using dtrain::data::augment_point_clouds;
 using dtrain::data::PointCloudAugmentOptions;
@@ -118,25 +120,18 @@ TEST(PointCloudAugment, SameGeneratorSeedSameBatch) {
 }
 
 TEST(PointCloudAugment, ChecksNameTheProblem) {
-  auto message = [](const at::Tensor& points, const PointCloudAugmentOptions& options) {
-    try {
-      augment_point_clouds(points, options);
-    } catch (const dtrain::Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
+  auto check = [](const at::Tensor& points, const PointCloudAugmentOptions& options,
+                  const std::string& text) {
+    expect_error([&] { augment_point_clouds(points, options); }, text);
   };
   const at::Tensor points = at::randn({2, 8, 3});
-  EXPECT_THAT(message(points, PointCloudAugmentOptions().scale_min(2).scale_max(1)),
-              testing::HasSubstr("need 0 < scale_min <= scale_max, got scale_min 2"));
-  EXPECT_THAT(message(points, PointCloudAugmentOptions().dropout_max(1)),
-              testing::HasSubstr("dropout_max must be in [0, 1), got 1"));
-  EXPECT_THAT(message(points, PointCloudAugmentOptions().up_axis(3)),
-              testing::HasSubstr("up_axis must be 0, 1 or 2, got 3"));
-  EXPECT_THAT(
-      message(at::randn({2, 8}), {}),
-      testing::HasSubstr("must be a floating (B, N, C >= 3) tensor, got Float of shape [2, 8]"));
-  EXPECT_THAT(message(at::ones({2, 8, 3}, at::kLong), {}), testing::HasSubstr("got Long"));
+  check(points, PointCloudAugmentOptions().scale_min(2).scale_max(1),
+        "need 0 < scale_min <= scale_max, got scale_min 2");
+  check(points, PointCloudAugmentOptions().dropout_max(1), "dropout_max must be in [0, 1), got 1");
+  check(points, PointCloudAugmentOptions().up_axis(3), "up_axis must be 0, 1 or 2, got 3");
+  check(at::randn({2, 8}), {},
+        "must be a floating (B, N, C >= 3) tensor, got Float of shape [2, 8]");
+  check(at::ones({2, 8, 3}, at::kLong), {}, "got Long");
 }
 
 }  // namespace

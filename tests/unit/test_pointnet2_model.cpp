@@ -1,7 +1,6 @@
 // dtrain::models::SetAbstraction and PointNet2Cls: the layer against a
 // brute-force grouping, the presets' shapes, the checks, mixed precision,
 // and that the classifier learns.
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -16,9 +15,11 @@
 #include "dtrain/kernels/pointnet2.h"
 #include "dtrain/models/pointnet2_cls.h"
 #include "dtrain/models/set_abstraction.h"
-#include "error_text.h"
+#include "expect_error.h"
 
 namespace {
+
+using dtrain::testing::expect_error;
 
 using dtrain::models::GroupingScale;
 using dtrain::models::pointnet2_cls_preset;
@@ -33,10 +34,6 @@ torch::nn::Sequential mlp_of(SetAbstraction& layer, int scale) {
       layer->named_children()["mlp" + std::to_string(scale)]);
   EXPECT_TRUE(module) << "no mlp" << scale;
   return torch::nn::Sequential(module);
-}
-
-std::string error_of(const std::function<void()>& call) {
-  return dtrain::testing::error_text<c10::Error>(call);
 }
 
 // The neighbourhood of one centre by definition: the first `nsample` points
@@ -128,33 +125,33 @@ TEST(SetAbstraction, ScalesAreConcatenatedInOrder) {
 TEST(SetAbstraction, ChecksNameTheArgument) {
   SetAbstraction layer(
       SetAbstractionOptions().npoint(16).in_channels(2).scales({GroupingScale{0.2, 4, {8}}}));
-  EXPECT_THAT(error_of([&] {
-                layer(at::rand({2, 32, 2}), at::rand({2, 2, 32}));
-              }),
-              testing::HasSubstr("xyz must have shape (B, N, 3), got [2, 32, 2]"));
-  EXPECT_THAT(
-      error_of([&] {
+  expect_error<c10::Error>(
+      [&] {
+        layer(at::rand({2, 32, 2}), at::rand({2, 2, 32}));
+      },
+      "xyz must have shape (B, N, 3), got [2, 32, 2]");
+  expect_error<c10::Error>(
+      [&] {
         layer(at::rand({2, 32, 3}), at::rand({2, 3, 32}));
-      }),
-      testing::HasSubstr("features must have shape (B, 2, N) = (2, 2, 32), got [2, 3, 32]"));
-  EXPECT_THAT(error_of([&] {
-                layer(at::rand({2, 32, 3}), at::Tensor());
-              }),
-              testing::HasSubstr("got undefined"));
-  EXPECT_THAT(error_of([&] {
-                layer(at::rand({2, 8, 3}), at::rand({2, 2, 8}));
-              }),
-              testing::HasSubstr("npoint 16 exceeds the 8 points of xyz"));
-  EXPECT_THAT(
-      error_of([] {
+      },
+      "features must have shape (B, 2, N) = (2, 2, 32), got [2, 3, 32]");
+  expect_error<c10::Error>([&] { layer(at::rand({2, 32, 3}), at::Tensor()); }, "got undefined");
+  expect_error<c10::Error>(
+      [&] {
+        layer(at::rand({2, 8, 3}), at::rand({2, 2, 8}));
+      },
+      "npoint 16 exceeds the 8 points of xyz");
+  expect_error<c10::Error>(
+      [] {
         SetAbstraction(SetAbstractionOptions().npoint(4).scales({GroupingScale{0, 4, {8}}}));
-      }),
-      testing::HasSubstr("scale 0 radius must be > 0, got 0"));
-  EXPECT_THAT(error_of([] {
-                SetAbstraction(SetAbstractionOptions().npoint(0).scales(
-                    {GroupingScale{0, 0, {8}}, GroupingScale{0, 0, {8}}}));
-              }),
-              testing::HasSubstr("grouping all points (npoint 0) takes one scale, got 2"));
+      },
+      "scale 0 radius must be > 0, got 0");
+  expect_error<c10::Error>(
+      [] {
+        SetAbstraction(SetAbstractionOptions().npoint(0).scales(
+            {GroupingScale{0, 0, {8}}, GroupingScale{0, 0, {8}}}));
+      },
+      "grouping all points (npoint 0) takes one scale, got 2");
 }
 
 TEST(PointNet2Cls, PresetsHaveThePapersWidths) {
@@ -173,8 +170,8 @@ TEST(PointNet2Cls, PresetsHaveThePapersWidths) {
   }
   EXPECT_EQ(ssg_widths, (std::vector<int64_t>{128, 256, 1024}));
   EXPECT_EQ(msg_widths, (std::vector<int64_t>{320, 640, 1024}));
-  EXPECT_THAT(error_of([] { pointnet2_cls_preset("pointnet", 40); }),
-              testing::HasSubstr("unknown preset 'pointnet'; known presets: ssg, msg, ssg-lite"));
+  expect_error<c10::Error>([] { pointnet2_cls_preset("pointnet", 40); },
+                           "unknown preset 'pointnet'; known presets: ssg, msg, ssg-lite");
 }
 
 TEST(PointNet2Cls, LogitsForEveryPresetAndNormals) {
@@ -189,11 +186,12 @@ TEST(PointNet2Cls, LogitsForEveryPresetAndNormals) {
   with_normals(points).sum().backward();
   // The normals reach the loss through the features path.
   EXPECT_GT(points.grad().narrow(2, 3, 3).abs().sum().item<double>(), 0);
-  EXPECT_THAT(error_of([&] {
-                with_normals(at::rand({2, 256, 3}));
-              }),
-              testing::HasSubstr("points must have shape (B, N, 6) (xyz then features), got "
-                                 "[2, 256, 3]"));
+  expect_error<c10::Error>(
+      [&] {
+        with_normals(at::rand({2, 256, 3}));
+      },
+      "points must have shape (B, N, 6) (xyz then features), got "
+      "[2, 256, 3]");
 }
 
 TEST(PointNet2Cls, RunsUnderCpuBf16Autocast) {

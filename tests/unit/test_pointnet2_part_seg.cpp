@@ -1,7 +1,6 @@
 // dtrain::models::FeaturePropagation and PointNet2PartSeg: interpolation
 // against its definition, the skip links, the presets' shapes, the checks,
 // and that the network learns a segmentation that depends on the category.
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -14,9 +13,11 @@
 #include "dtrain/amp/autocast.h"
 #include "dtrain/models/feature_propagation.h"
 #include "dtrain/models/pointnet2_part_seg.h"
-#include "error_text.h"
+#include "expect_error.h"
 
 namespace {
+
+using dtrain::testing::expect_error;
 
 using dtrain::models::FeaturePropagation;
 using dtrain::models::FeaturePropagationOptions;
@@ -26,10 +27,6 @@ using dtrain::models::pointnet2_part_seg_preset;
 using dtrain::models::PointNet2PartSeg;
 using dtrain::models::PointNet2PartSegOptions;
 using dtrain::models::SetAbstractionOptions;
-
-std::string error_of(const std::function<void()>& call) {
-  return dtrain::testing::error_text<c10::Error>(call);
-}
 
 TEST(FeaturePropagation, InterpolatesByInverseSquaredDistanceOfThreeNearest) {
   torch::manual_seed(1);
@@ -79,12 +76,13 @@ TEST(FeaturePropagation, SkipFeaturesFollowTheInterpolatedOnes) {
   const at::Tensor joined =
       at::cat({interpolate_three_nearest(dense, sparse, sparse_features), skip}, 1);
   EXPECT_TRUE(at::allclose(out, mlp->forward(joined)));
-  EXPECT_THAT(error_of([&] { fp(dense, sparse, at::Tensor(), sparse_features); }),
-              testing::HasSubstr("3 sparse + 0 skip channels = 3, but in_channels is 8"));
-  EXPECT_THAT(error_of([&] {
-                fp(dense, at::rand({2, 2, 3}), skip, at::randn({2, 3, 2}));
-              }),
-              testing::HasSubstr("xyz2 needs 1 or at least 3 points, got 2"));
+  expect_error<c10::Error>([&] { fp(dense, sparse, at::Tensor(), sparse_features); },
+                           "3 sparse + 0 skip channels = 3, but in_channels is 8");
+  expect_error<c10::Error>(
+      [&] {
+        fp(dense, at::rand({2, 2, 3}), skip, at::randn({2, 3, 2}));
+      },
+      "xyz2 needs 1 or at least 3 points, got 2");
 }
 
 TEST(PointNet2PartSeg, PresetsGiveLogitsPerPoint) {
@@ -99,16 +97,18 @@ TEST(PointNet2PartSeg, PresetsGiveLogitsPerPoint) {
   normals->eval();
   EXPECT_EQ(normals(at::rand({1, 300, 6})).sizes(), (std::vector<int64_t>{1, 4, 300}));
   PointNet2PartSeg model(pointnet2_part_seg_preset("ssg-lite", 4, 2));
-  EXPECT_THAT(error_of([&] {
-                model(at::rand({2, 300, 3}), at::tensor({0, 2}, at::kLong));
-              }),
-              testing::HasSubstr("categories must lie in [0, 2)"));
-  EXPECT_THAT(error_of([&] {
-                model(at::rand({2, 300, 3}));
-              }),
-              testing::HasSubstr("categories must be (B,) = (2,) int64, got undefined"));
-  EXPECT_THAT(error_of([] { pointnet2_part_seg_preset("msg", 50, 16); }),
-              testing::HasSubstr("unknown preset 'msg'; known presets: ssg, ssg-lite"));
+  expect_error<c10::Error>(
+      [&] {
+        model(at::rand({2, 300, 3}), at::tensor({0, 2}, at::kLong));
+      },
+      "categories must lie in [0, 2)");
+  expect_error<c10::Error>(
+      [&] {
+        model(at::rand({2, 300, 3}));
+      },
+      "categories must be (B,) = (2,) int64, got undefined");
+  expect_error<c10::Error>([] { pointnet2_part_seg_preset("msg", 50, 16); },
+                           "unknown preset 'msg'; known presets: ssg, ssg-lite");
 }
 
 TEST(PointNet2PartSeg, RunsUnderCpuBf16Autocast) {
