@@ -32,10 +32,10 @@ fs::path resolve_listed(const fs::path& root, const fs::path& list, const std::s
 }  // namespace
 
 std::vector<std::string> listed_files(const fs::path& root, const std::string& list_name,
-                                      const char* what) {
+                                      const char* what, bool may_be_empty) {
   const fs::path list = root / list_name;
   const std::vector<std::string> lines = read_text_lines(list, what);
-  DTRAIN_CHECK_AS(IOError, !lines.empty(), "'", list.string(), "' lists no files");
+  DTRAIN_CHECK_AS(IOError, may_be_empty || !lines.empty(), "'", list.string(), "' lists no files");
   std::vector<std::string> files;
   files.reserve(lines.size());
   for (const std::string& line : lines) {

@@ -19,9 +19,11 @@ namespace dtrain::datasets {
 // root (the published lists hold paths relative to PointNet's checkout, such
 // as "data/modelnet40_ply_hdf5_2048/ply_data_train0.h5"). Throws
 // dtrain::IOError naming the list and the line when a file is missing, or
-// when the list is missing or empty; `what` says what the list is for.
+// when the list is missing, or empty unless `may_be_empty` (an optional
+// split); `what` says what the list is for.
 std::vector<std::string> listed_files(const std::filesystem::path& root,
-                                      const std::string& list_name, const char* what);
+                                      const std::string& list_name, const char* what,
+                                      bool may_be_empty = false);
 
 // One file's 'data' (N, P, 3) float32, cut to its first `num_points` points
 // (0: all), and 'label' ((N,) or (N, 1), any integer type) as (N,) int64.

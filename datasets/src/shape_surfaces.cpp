@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstddef>
 #include <initializer_list>
+#include <string>
 #include <vector>
 
 #include "dtrain/util/errors.h"
@@ -59,6 +60,7 @@ class Polyhedron {
  public:
   struct Triangle {
     Vec3 a, b, c;
+    int part = 0;
   };
 
   explicit Polyhedron(const std::vector<Triangle>& triangles) : triangles_(triangles) {
@@ -88,7 +90,7 @@ class Polyhedron {
       s = 1.0 - s;
       r = 1.0 - r;
     }
-    return {t.a + s * (t.b - t.a) + r * (t.c - t.a), normals_[i]};
+    return {t.a + s * (t.b - t.a) + r * (t.c - t.a), normals_[i], t.part};
   }
 
  private:
@@ -97,10 +99,15 @@ class Polyhedron {
   std::vector<double> cumulative_area_;
 };
 
-// The quadrilateral a b c d (in order around it) as two triangles.
-void add_quad(std::vector<Polyhedron::Triangle>& out, Vec3 a, Vec3 b, Vec3 c, Vec3 d) {
-  out.push_back({a, b, c});
-  out.push_back({a, c, d});
+// The quadrilateral a b c d (in order around it) as two triangles of `part`.
+void add_quad(std::vector<Polyhedron::Triangle>& out, Vec3 a, Vec3 b, Vec3 c, Vec3 d, int part) {
+  out.push_back({a, b, c, part});
+  out.push_back({a, c, d, part});
+}
+
+// The part of a solid split at y = 0: 0 above, 1 below.
+int upper_or_lower(double y) {
+  return y >= 0.0 ? 0 : 1;
 }
 
 const Polyhedron& cube() {
@@ -118,7 +125,9 @@ const Polyhedron& cube() {
           p[v] = cv;
           return p;
         };
-        add_quad(t, corner(-1, -1), corner(1, -1), corner(1, 1), corner(-1, 1));
+        // Parts: top, bottom, sides.
+        const int part = axis == 1 ? upper_or_lower(side) : 2;
+        add_quad(t, corner(-1, -1), corner(1, -1), corner(1, 1), corner(-1, 1), part);
       }
     }
     return Polyhedron(t);
@@ -132,9 +141,9 @@ const Polyhedron& square_pyramid() {
     const Vec3 base[4] = {{-1, -1, -1}, {1, -1, -1}, {1, -1, 1}, {-1, -1, 1}};
     std::vector<Polyhedron::Triangle> t;
     for (int i = 0; i < 4; ++i) {
-      t.push_back({apex, base[i], base[(i + 1) % 4]});
+      t.push_back({apex, base[i], base[(i + 1) % 4], /*part=sides*/ 0});
     }
-    add_quad(t, base[0], base[1], base[2], base[3]);
+    add_quad(t, base[0], base[1], base[2], base[3], /*part=base*/ 1);
     return Polyhedron(t);
   }();
   return shape;
@@ -146,7 +155,7 @@ const Polyhedron& octahedron() {
     for (double x : {-1.0, 1.0}) {
       for (double y : {-1.0, 1.0}) {
         for (double z : {-1.0, 1.0}) {
-          t.push_back({{x, 0, 0}, {0, y, 0}, {0, 0, z}});
+          t.push_back({{x, 0, 0}, {0, y, 0}, {0, 0, z}, upper_or_lower(y)});
         }
       }
     }
@@ -160,8 +169,12 @@ const Polyhedron& tetrahedron() {
     // Alternate corners of a cube: a regular tetrahedron inscribed in the unit sphere.
     const double s = 1.0 / std::sqrt(3.0);
     const Vec3 v[4] = {{s, s, s}, {s, -s, -s}, {-s, s, -s}, {-s, -s, s}};
-    return Polyhedron(
-        {{v[0], v[1], v[2]}, {v[0], v[1], v[3]}, {v[0], v[2], v[3]}, {v[1], v[2], v[3]}});
+    // A face faces the opposite way to the corner it leaves out: up (part 0)
+    // without v[1] or v[3], which lie below, down (part 1) without v[0] or v[2].
+    return Polyhedron({{v[0], v[1], v[2], 0},
+                       {v[0], v[1], v[3], 1},
+                       {v[0], v[2], v[3], 0},
+                       {v[1], v[2], v[3], 1}});
   }();
   return shape;
 }
@@ -179,9 +192,9 @@ const Polyhedron& hexagonal_prism() {
     std::vector<Polyhedron::Triangle> t;
     for (int i = 0; i < 6; ++i) {
       const int j = (i + 1) % 6;
-      add_quad(t, bottom[i], bottom[j], top[j], top[i]);
-      t.push_back({{0, kHalfHeight, 0}, top[i], top[j]});
-      t.push_back({{0, -kHalfHeight, 0}, bottom[i], bottom[j]});
+      add_quad(t, bottom[i], bottom[j], top[j], top[i], /*part=sides*/ 0);
+      t.push_back({{0, kHalfHeight, 0}, top[i], top[j], /*part=top*/ 1});
+      t.push_back({{0, -kHalfHeight, 0}, bottom[i], bottom[j], /*part=bottom*/ 2});
     }
     return Polyhedron(t);
   }();
@@ -214,17 +227,24 @@ SurfacePoint on_disk(Random& random, double radius, double y, double facing) {
   return {{r * angle.cos, y, r * angle.sin}, {0.0, facing, 0.0}};
 }
 
+// The point `s` labelled as lying on `part`.
+SurfacePoint on_part(SurfacePoint s, int part) {
+  s.part = part;
+  return s;
+}
+
 // A closed cylinder about the y axis (also the flat disk, a short one).
+// Parts: side, top, bottom.
 SurfacePoint on_cylinder(Random& random, double radius, double half_height) {
   const double side = 2.0 * kPi * radius * 2.0 * half_height;
   const double cap = kPi * radius * radius;
   switch (pick(random, {side, cap, cap})) {
     case 0:
-      return on_tube(random, radius, -half_height, half_height);
+      return on_part(on_tube(random, radius, -half_height, half_height), 0);
     case 1:
-      return on_disk(random, radius, half_height, 1.0);
+      return on_part(on_disk(random, radius, half_height, 1.0), 1);
     default:
-      return on_disk(random, radius, -half_height, -1.0);
+      return on_part(on_disk(random, radius, -half_height, -1.0), 2);
   }
 }
 
@@ -234,15 +254,17 @@ SurfacePoint cone(Random& random) {
   constexpr double kBase = -1.0;
   constexpr double kHeight = kApex - kBase;
   const double slant = std::sqrt(kRadius * kRadius + kHeight * kHeight);
+  // Parts: side, base.
   if (pick(random, {kPi * kRadius * slant, kPi * kRadius * kRadius}) == 1) {
-    return on_disk(random, kRadius, kBase, -1.0);
+    return on_part(on_disk(random, kRadius, kBase, -1.0), 1);
   }
   // The circle at fraction t of the way down has circumference proportional to t.
   const double t = std::sqrt(random.uniform());
   const auto angle = sin_cos(2.0 * kPi * random.uniform());
   const double r = kRadius * t;
   return {{r * angle.cos, kApex - kHeight * t, r * angle.sin},
-          {kHeight / slant * angle.cos, kRadius / slant, kHeight / slant * angle.sin}};
+          {kHeight / slant * angle.cos, kRadius / slant, kHeight / slant * angle.sin},
+          0};
 }
 
 SurfacePoint torus(Random& random) {
@@ -262,8 +284,10 @@ SurfacePoint torus(Random& random) {
   }
   const auto phi = sin_cos(2.0 * kPi * random.uniform());
   const double distance = kRing + kTube * theta_cos;
+  // Parts: the outer half of the tube (away from the axis), the inner half.
   return {{distance * phi.cos, kTube * theta_sin, distance * phi.sin},
-          {theta_cos * phi.cos, theta_sin, theta_cos * phi.sin}};
+          {theta_cos * phi.cos, theta_sin, theta_cos * phi.sin},
+          theta_cos >= 0.0 ? 0 : 1};
 }
 
 SurfacePoint capsule(Random& random) {
@@ -271,13 +295,14 @@ SurfacePoint capsule(Random& random) {
   constexpr double kHalfLength = 0.55;  // of the straight part
   const double tube = 2.0 * kPi * kRadius * 2.0 * kHalfLength;
   const double half_sphere = 2.0 * kPi * kRadius * kRadius;
+  // Parts: tube, top, bottom.
   switch (pick(random, {tube, half_sphere, half_sphere})) {
     case 0:
-      return on_tube(random, kRadius, -kHalfLength, kHalfLength);
+      return on_part(on_tube(random, kRadius, -kHalfLength, kHalfLength), 0);
     case 1:
-      return on_sphere(random, {0.0, kHalfLength, 0.0}, kRadius, 0.0, 1.0);
+      return on_part(on_sphere(random, {0.0, kHalfLength, 0.0}, kRadius, 0.0, 1.0), 1);
     default:
-      return on_sphere(random, {0.0, -kHalfLength, 0.0}, kRadius, -1.0, 0.0);
+      return on_part(on_sphere(random, {0.0, -kHalfLength, 0.0}, kRadius, -1.0, 0.0), 2);
   }
 }
 
@@ -294,15 +319,17 @@ SurfacePoint ellipsoid(Random& random) {
     const double stretch = norm({kB * kC * d[0], kA * kC * d[1], kA * kB * d[2]});
     if (random.uniform() * largest < stretch) {
       const Vec3 normal{d[0] / kA, d[1] / kB, d[2] / kC};
-      return {{kA * d[0], kB * d[1], kC * d[2]}, (1.0 / norm(normal)) * normal};
+      return {
+          {kA * d[0], kB * d[1], kC * d[2]}, (1.0 / norm(normal)) * normal, upper_or_lower(d[1])};
     }
   }
 }
 
 SurfacePoint dome(Random& random) {
   // A half sphere on its flat base; the base is half the curved area.
+  // Parts: cap, base.
   if (pick(random, {2.0 * kPi, kPi}) == 1) {
-    return on_disk(random, 1.0, 0.0, -1.0);
+    return on_part(on_disk(random, 1.0, 0.0, -1.0), 1);
   }
   return on_sphere(random, {0.0, 0.0, 0.0}, 1.0, 0.0, 1.0);
 }
@@ -341,10 +368,33 @@ const char* shape_name(ShapeKind kind) {
   DTRAIN_INTERNAL_ASSERT(false, "unknown ShapeKind ", static_cast<int>(kind));
 }
 
+const std::vector<std::string>& shape_part_names(ShapeKind kind) {
+  // In the order of the part numbers the samplers above give.
+  static const std::vector<std::vector<std::string>> names = {
+      {"upper", "lower"},          // sphere
+      {"top", "bottom", "sides"},  // cube
+      {"side", "top", "bottom"},   // cylinder
+      {"side", "base"},            // cone
+      {"outer", "inner"},          // torus
+      {"sides", "base"},           // square pyramid
+      {"rim", "top", "bottom"},    // disk
+      {"tube", "top", "bottom"},   // capsule
+      {"upper", "lower"},          // ellipsoid
+      {"upper", "lower"},          // octahedron
+      {"upper", "lower"},          // tetrahedron
+      {"sides", "top", "bottom"},  // hexagonal prism
+      {"cap", "base"},             // dome
+  };
+  static_assert(kNumShapeKinds == 13, "name the parts of the new kind of solid above");
+  return names[static_cast<std::size_t>(kind)];
+}
+
 SurfacePoint sample_surface(ShapeKind kind, Random& random) {
   switch (kind) {
-    case ShapeKind::kSphere:
-      return on_sphere(random, {0.0, 0.0, 0.0}, 1.0);
+    case ShapeKind::kSphere: {
+      const SurfacePoint s = on_sphere(random, {0.0, 0.0, 0.0}, 1.0);
+      return on_part(s, upper_or_lower(s.normal[1]));
+    }
     case ShapeKind::kCube:
       return cube().sample(random);
     case ShapeKind::kCylinder:

@@ -7,10 +7,17 @@
 // an area-preserving map, or by rejection where there is none, as for the
 // torus and the ellipsoid). Pure arithmetic in double, deterministic for a
 // given Random (portable_math.h).
+//
+// Every point also says which part of its solid it lies on (the top, the
+// sides, the upper half, ...; shape_part_names), for part segmentation.
+// Parts follow the faces the sampler chooses or the side of y = 0 a point
+// falls on, never a random draw of their own: labelling takes nothing from
+// the random stream, so the points are the same with or without it.
 #pragma once
 
 #include <array>
 #include <string>
+#include <vector>
 
 #include "portable_random.h"
 
@@ -41,8 +48,14 @@ using Vec3 = std::array<double, 3>;
 
 struct SurfacePoint {
   Vec3 point;
-  Vec3 normal;  // outward, unit length
+  Vec3 normal;   // outward, unit length
+  int part = 0;  // index into shape_part_names(kind)
 };
+
+// The parts of each kind of solid, at least two each: "top", "sides", ...
+// Every part is told apart by where it lies with y up (the synthetic
+// shapes turn only about y), so a network can learn them.
+const std::vector<std::string>& shape_part_names(ShapeKind kind);
 
 SurfacePoint sample_surface(ShapeKind kind, portable::Random& random);
 

@@ -66,8 +66,8 @@ LabeledParts load_shapenet_part_h5(Split split, const ShapeNetPartH5Options& opt
   if (split == Split::kTrain) {
     files = listed_files(root, "train_hdf5_file_list.txt", "the list of training files");
     if (options.train_with_val()) {
-      for (auto& path :
-           listed_files(root, "val_hdf5_file_list.txt", "the list of validation files")) {
+      for (auto& path : listed_files(root, "val_hdf5_file_list.txt", "the list of validation files",
+                                     /*may_be_empty=*/true)) {
         files.push_back(std::move(path));
       }
     }

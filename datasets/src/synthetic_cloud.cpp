@@ -8,7 +8,8 @@
 
 namespace dtrain::datasets {
 
-void make_cloud(ShapeKind kind, int64_t num_points, uint64_t seed, float* points, float* normals) {
+void make_cloud(ShapeKind kind, int64_t num_points, uint64_t seed, float* points, float* normals,
+                int64_t* parts) {
   portable::Random random(seed);
   const Vec3 scale{random.uniform(kMinAxisScale, kMaxAxisScale),
                    random.uniform(kMinAxisScale, kMaxAxisScale),
@@ -23,6 +24,7 @@ void make_cloud(ShapeKind kind, int64_t num_points, uint64_t seed, float* points
   Vec3 sum{0.0, 0.0, 0.0};
   for (int64_t i = 0; i < num_points; ++i) {
     const SurfacePoint s = sample_surface(kind, random);
+    parts[i] = s.part;
     Vec3 p = rotate({s.point[0] * scale[0], s.point[1] * scale[1], s.point[2] * scale[2]});
     for (int d = 0; d < 3; ++d) {
       p[d] += kJitter * random.normal();

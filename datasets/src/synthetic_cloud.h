@@ -18,11 +18,14 @@ constexpr double kMaxAxisScale = 1.25;
 constexpr double kJitter = 0.01;
 
 // Writes num_points points and their unit normals, x y z each, into
-// points[3 * num_points] and normals[3 * num_points]. In order: a random
+// points[3 * num_points] and normals[3 * num_points], and each point's part
+// of the solid (an index into shape_part_names(kind)) into
+// parts[num_points]. In order: a random
 // scale of each axis, a random rotation about y, jitter of the points,
 // then the cloud's centroid moved to the origin and its farthest point to
 // distance 1 (ModelNet's normalisation). Normals follow the scaling (by its
 // inverse transpose) and the rotation, and are not jittered.
-void make_cloud(ShapeKind kind, int64_t num_points, uint64_t seed, float* points, float* normals);
+void make_cloud(ShapeKind kind, int64_t num_points, uint64_t seed, float* points, float* normals,
+                int64_t* parts);
 
 }  // namespace dtrain::datasets

@@ -38,8 +38,35 @@ void check_synthetic_shapes_options(const SyntheticShapesOptions& options, const
                options.shapes_per_file());
 }
 
-LabeledClouds generate_synthetic_shapes(Split split, const SyntheticShapesOptions& options) {
-  check_synthetic_shapes_options(options, "generate_synthetic_shapes");
+const std::vector<std::string>& synthetic_part_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (int kind = 0; kind < kNumShapeKinds; ++kind) {
+      for (const std::string& part : shape_part_names(static_cast<ShapeKind>(kind))) {
+        out.push_back(std::string(shape_name(static_cast<ShapeKind>(kind))) + "/" + part);
+      }
+    }
+    return out;
+  }();
+  return names;
+}
+
+namespace {
+
+// The number of the first part of `kind` in synthetic_part_names().
+int64_t first_part(ShapeKind kind) {
+  int64_t first = 0;
+  for (int k = 0; k < static_cast<int>(kind); ++k) {
+    first += static_cast<int64_t>(shape_part_names(static_cast<ShapeKind>(k)).size());
+  }
+  return first;
+}
+
+}  // namespace
+
+SyntheticSplit generate_synthetic_split(Split split, const SyntheticShapesOptions& options,
+                                        const char* caller) {
+  check_synthetic_shapes_options(options, caller);
   const int64_t per_class =
       split == Split::kTrain ? options.train_per_class() : options.test_per_class();
   const int64_t count = per_class * options.num_classes();
@@ -56,26 +83,49 @@ LabeledClouds generate_synthetic_shapes(Split split, const SyntheticShapesOption
     std::swap(order[i - 1], order[shuffle.below(i)]);
   }
 
-  LabeledClouds out;
-  out.points = at::empty({count, points_per_cloud, 3}, at::kFloat);
-  out.normals = at::empty({count, points_per_cloud, 3}, at::kFloat);
-  out.labels = at::empty({count}, at::kLong);
-  float* points = out.points.mutable_data_ptr<float>();
-  float* normals = out.normals.mutable_data_ptr<float>();
-  int64_t* labels = out.labels.mutable_data_ptr<int64_t>();
+  SyntheticSplit out;
+  LabeledClouds& clouds = out.clouds;
+  clouds.points = at::empty({count, points_per_cloud, 3}, at::kFloat);
+  clouds.normals = at::empty({count, points_per_cloud, 3}, at::kFloat);
+  clouds.labels = at::empty({count}, at::kLong);
+  out.parts = at::empty({count, points_per_cloud}, at::kLong);
+  float* points = clouds.points.mutable_data_ptr<float>();
+  float* normals = clouds.normals.mutable_data_ptr<float>();
+  int64_t* labels = clouds.labels.mutable_data_ptr<int64_t>();
+  int64_t* parts = out.parts.mutable_data_ptr<int64_t>();
   for (int64_t slot = 0; slot < count; ++slot) {
     const int64_t item = order[static_cast<std::size_t>(slot)];
     const int64_t label = item / per_class;
     const auto index = static_cast<uint64_t>(item % per_class);
     const uint64_t seed =
         portable::mix_seed(portable::mix_seed(split_seed, 1 + static_cast<uint64_t>(label)), index);
+    const auto kind = static_cast<ShapeKind>(label);
     const int64_t offset = slot * points_per_cloud * 3;
-    make_cloud(static_cast<ShapeKind>(label), points_per_cloud, seed, points + offset,
-               normals + offset);
+    int64_t* cloud_parts = parts + slot * points_per_cloud;
+    make_cloud(kind, points_per_cloud, seed, points + offset, normals + offset, cloud_parts);
+    // The solid's own part numbers, renumbered into synthetic_part_names().
+    const int64_t first = first_part(kind);
+    for (int64_t i = 0; i < points_per_cloud; ++i) {
+      cloud_parts[i] += first;
+    }
     labels[slot] = label;
   }
   const auto& names = synthetic_shape_names();
-  out.class_names.assign(names.begin(), names.begin() + options.num_classes());
+  clouds.class_names.assign(names.begin(), names.begin() + options.num_classes());
+  return out;
+}
+
+LabeledClouds generate_synthetic_shapes(Split split, const SyntheticShapesOptions& options) {
+  return generate_synthetic_split(split, options, "generate_synthetic_shapes").clouds;
+}
+
+LabeledParts generate_synthetic_parts(Split split, const SyntheticShapesOptions& options) {
+  SyntheticSplit generated = generate_synthetic_split(split, options, "generate_synthetic_parts");
+  LabeledParts out;
+  out.points = std::move(generated.clouds.points);
+  out.categories = std::move(generated.clouds.labels);
+  out.parts = std::move(generated.parts);
+  out.category_names = std::move(generated.clouds.class_names);
   return out;
 }
 

@@ -62,9 +62,13 @@ fs::path without_trailing_separator(const std::string& root) {
 // Writes one split's .h5 files into dir and returns their names for the list.
 std::vector<std::string> write_split(const fs::path& dir, Split split,
                                      const SyntheticShapesOptions& options) {
-  const LabeledClouds clouds = generate_synthetic_shapes(split, options);
-  // ModelNet's files store labels as uint8 of shape (n, 1).
+  const SyntheticSplit generated =
+      generate_synthetic_split(split, options, "write_synthetic_shapes");
+  const LabeledClouds& clouds = generated.clouds;
+  // ModelNet's and ShapeNet-Part's files store labels as uint8 of shape
+  // (n, 1), and ShapeNet-Part's parts as uint8 (n, P).
   const at::Tensor labels = clouds.labels.to(at::kByte).unsqueeze(1);
+  const at::Tensor parts = generated.parts.to(at::kByte);
   const std::string prefix = split == Split::kTrain ? "ply_data_train" : "ply_data_test";
   std::vector<std::string> names;
   for (int64_t begin = 0; begin < clouds.size(); begin += options.shapes_per_file()) {
@@ -74,16 +78,35 @@ std::vector<std::string> write_split(const fs::path& dir, Split split,
     file.write("data", clouds.points.narrow(0, begin, count));
     file.write("label", labels.narrow(0, begin, count));
     file.write("normal", clouds.normals.narrow(0, begin, count));
+    file.write("pid", parts.narrow(0, begin, count));
     file.close();
   }
   return names;
 }
 
 void write_dataset(const fs::path& dir, const SyntheticShapesOptions& options) {
-  write_text_lines(dir / "train_files.txt", write_split(dir, Split::kTrain, options));
-  write_text_lines(dir / "test_files.txt", write_split(dir, Split::kTest, options));
+  const std::vector<std::string> train_files = write_split(dir, Split::kTrain, options);
+  const std::vector<std::string> test_files = write_split(dir, Split::kTest, options);
   const auto& names = synthetic_shape_names();
-  write_text_lines(dir / "shape_names.txt", {names.begin(), names.begin() + options.num_classes()});
+  const std::vector<std::string> class_names(names.begin(), names.begin() + options.num_classes());
+  // ModelNet40's layout.
+  write_text_lines(dir / "train_files.txt", train_files);
+  write_text_lines(dir / "test_files.txt", test_files);
+  write_text_lines(dir / "shape_names.txt", class_names);
+  // ShapeNet-Part's, over the same files; no validation split.
+  write_text_lines(dir / "train_hdf5_file_list.txt", train_files);
+  write_text_lines(dir / "val_hdf5_file_list.txt", {});
+  write_text_lines(dir / "test_hdf5_file_list.txt", test_files);
+  write_text_lines(dir / "all_object_categories.txt", class_names);
+  // The parts of these classes: a prefix of synthetic_part_names().
+  std::vector<std::string> part_names;
+  for (const std::string& part : synthetic_part_names()) {
+    const std::string shape = part.substr(0, part.find('/'));
+    if (std::find(class_names.begin(), class_names.end(), shape) != class_names.end()) {
+      part_names.push_back(part);
+    }
+  }
+  write_text_lines(dir / "part_names.txt", part_names);
   std::vector<std::string> record = {
       "# Synthetic shapes written by dtrain::datasets::write_synthetic_shapes with these",
       "# options; ensure_synthetic_shapes compares them before it uses this directory."};

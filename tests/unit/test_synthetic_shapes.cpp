@@ -1,6 +1,7 @@
 // dtrain::datasets' synthetic shapes: the clouds in memory (no HDF5
-// needed), and the dataset on disk in ModelNet40's layout, written once
-// even when several threads or processes ask for it at the same time.
+// needed) and their part labels, and the dataset on disk in ModelNet40's
+// and ShapeNet-Part's layouts, written once even when several threads or
+// processes ask for it at the same time.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -11,12 +12,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "dtrain/datasets/point_clouds.h"
+#include "dtrain/datasets/shapenet_part.h"
 #include "dtrain/datasets/synthetic_shapes.h"
 #include "expect_error.h"
 #include "hdf5_testing.h"
@@ -28,11 +31,15 @@ namespace {
 
 namespace fs = std::filesystem;
 using dtrain::datasets::ensure_synthetic_shapes;
+using dtrain::datasets::generate_synthetic_parts;
 using dtrain::datasets::generate_synthetic_shapes;
 using dtrain::datasets::LabeledClouds;
 using dtrain::datasets::load_modelnet_h5;
+using dtrain::datasets::load_shapenet_part_h5;
 using dtrain::datasets::ModelNetH5Options;
+using dtrain::datasets::ShapeNetPartH5Options;
 using dtrain::datasets::Split;
+using dtrain::datasets::synthetic_part_names;
 using dtrain::datasets::synthetic_shape_names;
 using dtrain::datasets::SyntheticShapesOptions;
 using dtrain::datasets::write_synthetic_shapes;
@@ -218,6 +225,98 @@ TEST(SyntheticShapes, ClassesDifferMoreThanCloudsOfOneClass) {
   }
 }
 
+TEST(SyntheticParts, NamesAreShapeSlashPartInShapeOrder) {
+  const auto& parts = synthetic_part_names();
+  const auto& shapes = synthetic_shape_names();
+  EXPECT_EQ(std::set<std::string>(parts.begin(), parts.end()).size(), parts.size());
+  std::size_t shape = 0;
+  std::map<std::string, int> parts_of;
+  for (const std::string& part : parts) {
+    const std::string name = part.substr(0, part.find('/'));
+    while (shape < shapes.size() && shapes[shape] != name) {
+      ++shape;  // consecutive per shape, shapes in label order
+    }
+    ASSERT_LT(shape, shapes.size()) << part << " is out of order";
+    ++parts_of[name];
+  }
+  for (const std::string& name : shapes) {
+    EXPECT_GE(parts_of[name], 2) << name << " needs two parts or more to segment";
+  }
+}
+
+// Every point's part as in generate_synthetic_parts, and where it lies:
+// (N, P) part numbers of each cloud in [first part of its shape, next shape's).
+TEST(SyntheticParts, EachCloudUsesItsShapesPartsAndOnlyThose) {
+  const auto& shapes = synthetic_shape_names();
+  const auto options =
+      small().num_classes(static_cast<int64_t>(shapes.size())).points_per_cloud(512);
+  const auto parts = generate_synthetic_parts(Split::kTrain, options);
+  const auto clouds = generate_synthetic_shapes(Split::kTrain, options);
+  // The same clouds as the classification set: labels took nothing from the random stream.
+  EXPECT_TRUE(at::equal(parts.points, clouds.points));
+  EXPECT_TRUE(at::equal(parts.categories, clouds.labels));
+  EXPECT_EQ(parts.category_names, clouds.class_names);
+  ASSERT_EQ(parts.parts.sizes(), (std::vector<int64_t>{parts.size(), 512}));
+  ASSERT_EQ(parts.parts.scalar_type(), at::kLong);
+
+  const auto& names = synthetic_part_names();
+  for (int64_t i = 0; i < parts.size(); ++i) {
+    const std::string& shape = shapes[parts.categories[i].item<int64_t>()];
+    std::set<int64_t> seen;
+    const at::Tensor cloud_parts = parts.parts[i];
+    for (int64_t p = 0; p < cloud_parts.size(0); ++p) {
+      seen.insert(cloud_parts[p].item<int64_t>());
+    }
+    std::set<int64_t> expected;
+    for (std::size_t part = 0; part < names.size(); ++part) {
+      if (names[part].rfind(shape + "/", 0) == 0) {
+        expected.insert(static_cast<int64_t>(part));
+      }
+    }
+    EXPECT_EQ(seen, expected) << shape << ": 512 points reach every part and no other";
+  }
+}
+
+// The parts are where their names say: every "top" or "upper" part lies
+// above the "bottom" or "lower" one of its cloud, the side of a cone, a
+// pyramid or a dome above its base, and the torus's outer half farther
+// from the axis than its inner half.
+TEST(SyntheticParts, PartsLieWhereTheirNamesSay) {
+  const auto& shapes = synthetic_shape_names();
+  const auto options =
+      small().num_classes(static_cast<int64_t>(shapes.size())).points_per_cloud(512);
+  const auto data = generate_synthetic_parts(Split::kTest, options);
+  const auto& names = synthetic_part_names();
+  auto suffix = [&](int64_t part) { return names[part].substr(names[part].find('/') + 1); };
+  int compared = 0;
+  for (int64_t i = 0; i < data.size(); ++i) {
+    const at::Tensor y = data.points[i].select(1, 1);
+    const at::Tensor radius = at::hypot(data.points[i].select(1, 0), data.points[i].select(1, 2));
+    const at::Tensor part = data.parts[i];
+    const auto [lowest, highest] = at::aminmax(part);
+    auto mean_where = [&](const at::Tensor& value, int64_t p) {
+      return value.masked_select(part.eq(p)).mean().item<double>();
+    };
+    for (int64_t high = lowest.item<int64_t>(); high <= highest.item<int64_t>(); ++high) {
+      for (int64_t low = lowest.item<int64_t>(); low <= highest.item<int64_t>(); ++low) {
+        const std::string h = suffix(high);
+        const std::string l = suffix(low);
+        const bool above = ((h == "top" || h == "upper") && (l == "bottom" || l == "lower")) ||
+                           ((h == "side" || h == "sides" || h == "cap") && l == "base");
+        if (above) {
+          EXPECT_GT(mean_where(y, high), mean_where(y, low)) << names[high] << " vs " << l;
+          ++compared;
+        }
+        if (h == "outer" && l == "inner") {
+          EXPECT_GT(mean_where(radius, high), mean_where(radius, low)) << names[high];
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(compared, data.size()) << "one pair of parts compared in every cloud";
+}
+
 TEST(SyntheticShapes, BadOptionsAreNamed) {
   const auto kinds = static_cast<int64_t>(synthetic_shape_names().size());
   expect_error([&] { generate_synthetic_shapes(Split::kTrain, small().num_classes(kinds + 1)); },
@@ -266,6 +365,38 @@ TEST(SyntheticShapes, WrittenDatasetLoadsAsTheGeneratedClouds) {
                         generate_synthetic_shapes(Split::kTest, options).points.narrow(1, 0, 16)));
   EXPECT_EQ(entries_of(dir.path() / "parent"), std::vector<std::string>{"shapes"})
       << "the temporary directory was left behind";
+}
+
+// The same directory is a ShapeNet-Part dataset too.
+TEST(SyntheticParts, WrittenDatasetLoadsAsShapeNetPart) {
+  DTRAIN_SKIP_WITHOUT_HDF5();
+  TempDir dir;
+  const fs::path root = dir.path() / "shapes";
+  const auto options = small().shapes_per_file(5);
+  write_synthetic_shapes(root.string(), options);
+  for (const Split split : {Split::kTrain, Split::kTest}) {
+    const auto loaded = load_shapenet_part_h5(
+        split, ShapeNetPartH5Options()
+                   .root(root.string())
+                   .num_parts(static_cast<int64_t>(synthetic_part_names().size())));
+    const auto generated = generate_synthetic_parts(split, options);
+    EXPECT_TRUE(at::equal(loaded.points, generated.points));
+    EXPECT_TRUE(at::equal(loaded.categories, generated.categories));
+    EXPECT_TRUE(at::equal(loaded.parts, generated.parts));
+    EXPECT_EQ(loaded.category_names, generated.category_names);
+  }
+  // The three shapes' parts, one a line.
+  const auto& names = synthetic_part_names();
+  std::string expected;
+  for (const std::string& part : names) {
+    const std::string shape = part.substr(0, part.find('/'));
+    const auto& shapes = synthetic_shape_names();
+    if (std::find(shapes.begin(), shapes.begin() + 3, shape) != shapes.begin() + 3) {
+      expected += part + "\n";
+    }
+  }
+  EXPECT_EQ(bytes_of(root / "part_names.txt"), expected);
+  EXPECT_EQ(bytes_of(root / "val_hdf5_file_list.txt"), "");
 }
 
 TEST(SyntheticShapes, SameOptionsWriteIdenticalFiles) {

@@ -5,7 +5,8 @@
 // The layout: one directory holding
 //   train_hdf5_file_list.txt, val_hdf5_file_list.txt, test_hdf5_file_list.txt
 //                              one .h5 file a line (looked up by file name
-//                              in the directory when the path is not there)
+//                              in the directory when the path is not there);
+//                              the validation list may be empty
 //   all_object_categories.txt  one category a line, "Airplane\t02691156":
 //                              label i is line i (the name is the first word)
 //   *.h5                       'data' float32 (n, P, 3), 'label' (n, 1) the

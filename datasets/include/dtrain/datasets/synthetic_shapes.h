@@ -16,8 +16,16 @@
 // std::mt19937_64 and does its own arithmetic; no std:: distributions or
 // libm functions, whose last bits differ between implementations).
 //
-// On disk it takes ModelNet40's HDF5 layout (point_clouds.h), so the same
-// loader reads both. The default options (1,250 clouds of 1,024 points,
+// Every point also carries the part of its solid it lies on (a cube's top,
+// bottom and sides; a cone's side and base; the upper and lower half of a
+// sphere; 2 or 3 parts a solid, numbered across all solids like
+// ShapeNet-Part's 50 parts: synthetic_part_names()), for part segmentation.
+//
+// On disk it takes ModelNet40's HDF5 layout (point_clouds.h) and
+// ShapeNet-Part's (shapenet_part.h) at once -- each .h5 file holds 'data',
+// 'label', 'normal' and 'pid', and the directory both layouts' lists -- so
+// load_modelnet_h5 and load_shapenet_part_h5 both read it, as they read
+// the real datasets. The default options (1,250 clouds of 1,024 points,
 // 30 MB) take well under a second to generate and write, on one thread.
 // The example, with small options, is a test (test_synthetic_shapes.cpp):
 //
@@ -43,6 +51,7 @@
 #include <torch/arg.h>
 
 #include "dtrain/datasets/point_clouds.h"
+#include "dtrain/datasets/shapenet_part.h"
 #include "dtrain/datasets/split.h"
 
 namespace dtrain::datasets {
@@ -64,13 +73,26 @@ struct SyntheticShapesOptions {
   TORCH_ARG(int64_t, shapes_per_file) = 2048;
 };
 
+// Every part of every kind of shape, "cube/top", in part-label order: the
+// parts of each kind are consecutive, the kinds in label order, so a
+// dataset of k classes uses a prefix of them.
+const std::vector<std::string>& synthetic_part_names();
+
 // One split in memory, the same tensors that write_synthetic_shapes writes
 // (normals included). Needs no HDF5. Throws dtrain::Error for bad options.
 LabeledClouds generate_synthetic_shapes(Split split, const SyntheticShapesOptions& options = {});
 
+// The same clouds with every point's part (synthetic_part_names()), as
+// load_shapenet_part_h5 reads them from the written files.
+LabeledParts generate_synthetic_parts(Split split, const SyntheticShapesOptions& options = {});
+
 // Writes both splits into `root`, which must not exist yet (its parent is
-// created when missing): the .h5 files, train_files.txt, test_files.txt,
-// shape_names.txt and synthetic_shapes.txt, the options used.
+// created when missing): the .h5 files; ModelNet's train_files.txt,
+// test_files.txt and shape_names.txt; ShapeNet-Part's
+// train_hdf5_file_list.txt, an empty val_hdf5_file_list.txt,
+// test_hdf5_file_list.txt and all_object_categories.txt; part_names.txt
+// (synthetic_part_names(), for people); and synthetic_shapes.txt, the
+// options used.
 void write_synthetic_shapes(const std::string& root, const SyntheticShapesOptions& options = {});
 
 // Returns `root` once it holds the dataset of these options: at once when
