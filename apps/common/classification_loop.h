@@ -2,12 +2,14 @@
 // classifier, shared by the training apps: inputs of any shape (images,
 // point clouds) indexed along their first dimension, cross-entropy loss,
 // optional CPU bf16 autocast, a progress bar on rank 0, and sums over
-// every rank so each rank reports the whole job's numbers.
+// every rank so each rank reports the whole job's numbers. The epoch is
+// training_loop.h's with a classifier's loss.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
@@ -15,6 +17,7 @@
 
 #include "dtrain/data/distributed_sampler.h"
 #include "training_job.h"
+#include "training_loop.h"
 
 namespace dtrain::apps {
 
@@ -27,31 +30,10 @@ struct LabeledTensors {
   LabeledTensors first(int64_t limit) const;
 };
 
-struct LoopSettings {
-  int epochs = 1;           // for the progress bar's title
-  int64_t batch_size = 64;  // per process
-  bool bf16 = false;        // forward passes under CPU bf16 autocast
-  int64_t eval_batch = 1000;
-};
-
-// Number of trainable values in `module`, for logs.
-int64_t parameter_count(const torch::nn::Module& module);
-
 // The model's forward: the module itself, or DDP around it.
 using Forward = std::function<at::Tensor(const at::Tensor&)>;
 // Applied to each training batch's inputs (augmentation); may be empty.
 using Augment = std::function<at::Tensor(const at::Tensor&)>;
-
-struct EpochStats {
-  double mean_loss = 0;
-  int64_t samples = 0;  // over every rank
-  double seconds = 0;   // this rank's
-  double step_ms = 0;   // this rank's mean time per step
-  // The slowest and the fastest rank's own samples per second: a wide gap
-  // means the fast ranks wait for the slow one at every all-reduce.
-  double rank_samples_per_s_min = 0;
-  double rank_samples_per_s_max = 0;
-};
 
 // Trains one epoch over this rank's share of `train` (the sampler, set to
 // `epoch` - 1), leaving out a last batch of a single sample (batch norm
@@ -65,6 +47,8 @@ EpochStats train_epoch(const Forward& forward, torch::nn::Module& module,
 struct EvalStats {
   double mean_loss = 0;
   double accuracy = 0;
+  // Further metrics, in the order of the report's extra columns (EpochReport).
+  std::vector<double> extra;
 };
 
 // Rank r evaluates the r-th of `world` contiguous slices of `test` with the

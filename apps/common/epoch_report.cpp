@@ -1,19 +1,34 @@
 #include "epoch_report.h"
 
+#include <utility>
+
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "dtrain/util/errors.h"
 #include "dtrain/util/memory.h"
 
 namespace dtrain::apps {
 
-EpochReport::EpochReport(const std::string& csv_path, bool writes, int epochs, bool append)
-    : epochs_(epochs) {
+EpochReport::EpochReport(const std::string& csv_path, bool writes, int epochs, bool append,
+                         std::vector<std::string> extra_columns)
+    : epochs_(epochs), extra_columns_(std::move(extra_columns)) {
   if (writes) {
-    csv_.emplace(csv_path,
-                 std::vector<std::string>{"epoch", "samples", "epoch_time_s", "samples_per_s",
-                                          "peak_rss_mb", "train_loss", "test_loss", "test_accuracy",
-                                          "rank_samples_per_s_min", "rank_samples_per_s_max",
-                                          "step_ms", "comm_s", "comm_hidden_fraction"},
+    std::vector<std::string> columns{"epoch",
+                                     "samples",
+                                     "epoch_time_s",
+                                     "samples_per_s",
+                                     "peak_rss_mb",
+                                     "train_loss",
+                                     "test_loss",
+                                     "test_accuracy",
+                                     "rank_samples_per_s_min",
+                                     "rank_samples_per_s_max",
+                                     "step_ms",
+                                     "comm_s",
+                                     "comm_hidden_fraction"};
+    columns.insert(columns.end(), extra_columns_.begin(), extra_columns_.end());
+    csv_.emplace(csv_path, std::move(columns),
                  append ? train::CsvWriter::Mode::kAppend : train::CsvWriter::Mode::kCreate);
   }
 }
@@ -25,15 +40,32 @@ void EpochReport::record(int epoch, const EpochStats& train, const EvalStats& ev
   }
   const double samples_per_s = static_cast<double>(train.samples) / train.seconds;
   const double peak_rss_mb = static_cast<double>(util::peak_rss_bytes()) / (1 << 20);
+  DTRAIN_CHECK(eval.extra.size() == extra_columns_.size(), "EpochReport: ", eval.extra.size(),
+               " extra metrics for ", extra_columns_.size(), " extra columns");
+  std::string extras;
+  for (std::size_t i = 0; i < extra_columns_.size(); ++i) {
+    extras += fmt::format(", {} {:.4f}", extra_columns_[i], eval.extra[i]);
+  }
   spdlog::info(
-      "epoch {}/{}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}%, {:.0f} "
+      "epoch {}/{}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}%{}, {:.0f} "
       "samples/s, {:.1f}s, peak RSS {:.0f} MiB",
-      epoch, epochs_, train.mean_loss, eval.mean_loss, 100 * eval.accuracy, samples_per_s,
+      epoch, epochs_, train.mean_loss, eval.mean_loss, 100 * eval.accuracy, extras, samples_per_s,
       train.seconds, peak_rss_mb);
-  csv_->write_row({int64_t{epoch}, train.samples, train.seconds, samples_per_s, peak_rss_mb,
-                   train.mean_loss, eval.mean_loss, eval.accuracy, train.rank_samples_per_s_min,
-                   train.rank_samples_per_s_max, train.step_ms, comm.seconds,
-                   comm.hidden_fraction});
+  std::vector<train::CsvWriter::Cell> row{int64_t{epoch},
+                                          train.samples,
+                                          train.seconds,
+                                          samples_per_s,
+                                          peak_rss_mb,
+                                          train.mean_loss,
+                                          eval.mean_loss,
+                                          eval.accuracy,
+                                          train.rank_samples_per_s_min,
+                                          train.rank_samples_per_s_max,
+                                          train.step_ms,
+                                          comm.seconds,
+                                          comm.hidden_fraction};
+  row.insert(row.end(), eval.extra.begin(), eval.extra.end());
+  csv_->write_row(row);
 }
 
 void EpochReport::finish(const EvalStats& eval, double seconds, int world) {

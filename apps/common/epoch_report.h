@@ -3,11 +3,13 @@
 //
 // CSV columns: epoch, samples, epoch_time_s, samples_per_s, peak_rss_mb,
 // train_loss, test_loss, test_accuracy, rank_samples_per_s_min,
-// rank_samples_per_s_max, step_ms, comm_s, comm_hidden_fraction.
+// rank_samples_per_s_max, step_ms, comm_s, comm_hidden_fraction, then an
+// app's own metrics (EvalStats::extra), such as part segmentation's mIoU.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "classification_loop.h"
 #include "dtrain/train/csv_writer.h"
@@ -20,8 +22,9 @@ class EpochReport {
   // Opens the CSV when `writes` (rank 0), so a bad path fails before any
   // work is done; other ranks report nothing. `append` adds rows to an
   // existing report with the same columns (a resumed run) instead of
-  // starting it afresh.
-  EpochReport(const std::string& csv_path, bool writes, int epochs, bool append = false);
+  // starting it afresh. `extra_columns` name EvalStats::extra's values.
+  EpochReport(const std::string& csv_path, bool writes, int epochs, bool append = false,
+              std::vector<std::string> extra_columns = {});
 
   void record(int epoch, const EpochStats& train, const EvalStats& eval, const CommStats& comm);
   // The closing line: final accuracy, wall time, process count, report path.
@@ -30,6 +33,7 @@ class EpochReport {
  private:
   std::optional<train::CsvWriter> csv_;
   int epochs_;
+  std::vector<std::string> extra_columns_;
 };
 
 }  // namespace dtrain::apps

@@ -12,7 +12,6 @@
 // Adam at 1e-3 with weight decay 1e-4, the rate times 0.7 every 20 epochs,
 // batch norm, dropout 0.5 in the head, random scale/shift/jitter.
 #include <chrono>
-#include <cmath>
 
 #include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
@@ -21,15 +20,14 @@
 #include "classification_loop.h"
 #include "dtrain/data/distributed_sampler.h"
 #include "dtrain/data/point_cloud_augment.h"
-#include "dtrain/dist/init.h"
 #include "dtrain/models/pointnet2_cls.h"
 #include "dtrain/train/checkpoint.h"
 #include "dtrain/util/cli_app.h"
-#include "dtrain/util/errors.h"
 #include "dtrain/util/launch_env.h"
 #include "epoch_report.h"
 #include "job_model.h"
 #include "point_cloud_data.h"
+#include "pointnet2_recipe.h"
 #include "train_options.h"
 #include "training_job.h"
 
@@ -43,20 +41,8 @@ using dtrain::apps::LoopSettings;
 using dtrain::apps::PointNet2TrainOptions;
 using dtrain::models::PointNet2Cls;
 
-// The step schedule: lr * decay^floor((epoch - 1) / step).
-double lr_at(const PointNet2TrainOptions& options, int world, int epoch) {
-  return options.scaled_lr(world) * std::pow(options.lr_decay, (epoch - 1) / options.lr_step);
-}
-
-void set_lr(torch::optim::Optimizer& optimizer, double lr) {
-  for (auto& group : optimizer.param_groups()) {
-    static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
-  }
-}
-
-// Training-cloud augmentation drawing from its own generator, seeded by
-// seed, rank and epoch: a resumed run augments its epochs as an unbroken
-// run would, and ranks draw differently.
+// Training-cloud augmentation drawing from its own generator
+// (augment_generator).
 dtrain::apps::Augment make_augment(const PointNet2TrainOptions& options, const Job& job,
                                    int epoch) {
   if (!options.augment && !options.rotate && options.point_dropout == 0) {
@@ -69,42 +55,10 @@ dtrain::apps::Augment make_augment(const PointNet2TrainOptions& options, const J
   if (!options.augment) {
     augment.scale_min(1).scale_max(1).shift(0).jitter_sigma(0);
   }
-  const uint64_t stream = (static_cast<uint64_t>(epoch) << 20) + static_cast<uint64_t>(job.rank);
-  auto generator = at::detail::createCPUGenerator(options.seed * 0x9E3779B97F4A7C15ULL + stream);
-  return [augment, generator](const at::Tensor& points) {
+  return [augment, generator = dtrain::apps::augment_generator(options, job, epoch)](
+             const at::Tensor& points) {
     return dtrain::data::augment_point_clouds(points, augment, generator);
   };
-}
-
-// Loads --checkpoint when --resume asks for it; returns the epochs it holds
-// (0 when there is none yet).
-int64_t resume(const PointNet2TrainOptions& options, PointNet2Cls& model,
-               torch::optim::Optimizer& optimizer) {
-  if (!options.resume) {
-    return 0;
-  }
-  const auto done = dtrain::train::load_checkpoint(options.checkpoint, *model, optimizer);
-  if (!done) {
-    spdlog::info("no checkpoint at {} yet: starting at epoch 1", options.checkpoint);
-    return 0;
-  }
-  spdlog::info("resumed from {} after epoch {}", options.checkpoint, *done);
-  return *done;
-}
-
-// Every rank must continue from the same epoch: a rank that found no
-// checkpoint (another node, the file not copied there) would otherwise
-// train from scratch beside the others and run epochs they skip.
-void check_same_resume_point(const Job& job, int64_t epochs_done) {
-  if (!job.distributed()) {
-    return;
-  }
-  at::Tensor extremes = at::tensor({epochs_done, -epochs_done}, at::kLong);
-  dtrain::dist::all_reduce(extremes, dtrain::dist::ReduceOp::kMax);
-  const int64_t most = extremes[0].item<int64_t>();
-  const int64_t least = -extremes[1].item<int64_t>();
-  DTRAIN_CHECK(most == least, "the ranks would resume from different epochs (", least, " to ", most,
-               "; this rank: ", epochs_done, "): every rank must read the same --checkpoint file");
 }
 
 int train(const PointNet2TrainOptions& options) {
@@ -116,18 +70,18 @@ int train(const PointNet2TrainOptions& options) {
   torch::manual_seed(options.seed);
   PointNet2Cls model(dtrain::models::pointnet2_cls_preset(
       options.model, static_cast<int64_t>(data.class_names.size()), options.normals ? 3 : 0));
-  // The rate is set at the start of every epoch (set_lr).
+  // The rate is set at the start of every epoch (set_adam_lr).
   torch::optim::Adam optimizer(
       model->parameters(),
       torch::optim::AdamOptions(options.lr).weight_decay(options.weight_decay));
-  const int64_t epochs_done = resume(options, model, optimizer);
+  const int64_t epochs_done = dtrain::apps::resume_from_checkpoint(options, *model, optimizer);
   // Opened before joining the job, so a bad path fails early. A resumed run
   // adds its epochs to the report of the run it continues; a run from epoch
   // 1 starts the report afresh.
   EpochReport report(options.csv, /*writes=*/env.rank.value_or(0) == 0, options.epochs,
                      /*append=*/epochs_done > 0);
   const Job job = dtrain::apps::start_job(env, options.backend, options.dist_timeout_s);
-  check_same_resume_point(job, epochs_done);
+  dtrain::apps::check_same_resume_point(job, epochs_done);
   // Dropout masks from a stream of each rank's own (the weights came from
   // `seed` alone, and DDP starts every rank from rank 0's anyway).
   torch::manual_seed(options.seed + 1 + static_cast<uint64_t>(job.rank));
@@ -162,7 +116,7 @@ int train(const PointNet2TrainOptions& options) {
   const auto job_start = std::chrono::steady_clock::now();
   EvalStats eval;
   for (int epoch = first_epoch; epoch <= options.epochs; ++epoch) {
-    set_lr(optimizer, lr_at(options, job.world, epoch));
+    dtrain::apps::set_adam_lr(optimizer, dtrain::apps::lr_at(options, job.world, epoch));
     const EpochStats stats =
         dtrain::apps::train_epoch(job_model.train_forward(), *model, optimizer, data.train, sampler,
                                   settings, epoch, job, make_augment(options, job, epoch));
@@ -191,10 +145,5 @@ int main(int argc, char** argv) {
       "train_pointnet2"};
   PointNet2TrainOptions options;
   dtrain::apps::add_train_flags(app, options);
-  app.callback([&] {
-    if (options.resume && options.checkpoint.empty()) {
-      throw CLI::ValidationError("--resume", "needs --checkpoint, the file to resume from");
-    }
-  });
   return dtrain::util::run_cli_app(app, argc, argv, [&] { return train(options); });
 }

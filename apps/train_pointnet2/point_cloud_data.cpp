@@ -20,14 +20,6 @@ LabeledTensors as_inputs(const ds::LabeledClouds& clouds, bool normals, int64_t 
   return LabeledTensors{inputs, clouds.labels}.first(limit);
 }
 
-ds::SyntheticShapesOptions synthetic_options(const PointNet2TrainOptions& options) {
-  return ds::SyntheticShapesOptions()
-      .num_classes(options.synthetic_classes)
-      .train_per_class(options.synthetic_train_per_class)
-      .test_per_class(options.synthetic_test_per_class)
-      .points_per_cloud(std::max<int64_t>(options.num_points, 1024));
-}
-
 // The first num_points points of every cloud, as the HDF5 reader keeps them.
 ds::LabeledClouds first_points(ds::LabeledClouds clouds, int64_t num_points) {
   clouds.points = clouds.points.narrow(1, 0, num_points).contiguous();
@@ -37,10 +29,7 @@ ds::LabeledClouds first_points(ds::LabeledClouds clouds, int64_t num_points) {
 
 std::string dataset_root(const PointNet2TrainOptions& options) {
   if (options.dataset == "synthetic") {
-    const auto synthetic = synthetic_options(options);
-    const std::string root =
-        options.data_dir.empty() ? ds::synthetic_shapes_default_root(synthetic) : options.data_dir;
-    return ds::ensure_synthetic_shapes(root, synthetic);
+    return ensure_synthetic_root(options);
   }
   const std::string root =
       options.data_dir.empty() ? ds::modelnet_default_root() : options.data_dir;

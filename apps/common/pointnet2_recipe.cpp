@@ -1,0 +1,118 @@
+#include "pointnet2_recipe.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <ATen/ATen.h>
+#include <spdlog/spdlog.h>
+#include <torch/optim/adam.h>
+
+#include "dtrain/dist/init.h"
+#include "dtrain/train/checkpoint.h"
+#include "dtrain/util/errors.h"
+
+namespace dtrain::apps {
+
+namespace ds = dtrain::datasets;
+
+void add_synthetic_flags(CLI::App& app, PointNet2RecipeOptions& options) {
+  app.add_option("--synthetic-classes", options.synthetic_classes,
+                 "Kinds of shape in the synthetic dataset")
+      ->check(CLI::Range(int64_t{2}, static_cast<int64_t>(ds::synthetic_shape_names().size())))
+      ->capture_default_str();
+  app.add_option("--synthetic-train-per-class", options.synthetic_train_per_class,
+                 "Synthetic training clouds of each class")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--synthetic-test-per-class", options.synthetic_test_per_class,
+                 "Synthetic test clouds of each class")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--num-points", options.num_points, "Points of each cloud fed to the model")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
+void add_recipe_flags(CLI::App& app, PointNet2RecipeOptions& options) {
+  add_common_train_flags(app, options, "clouds");
+  app.add_option("--weight-decay", options.weight_decay, "Adam weight decay")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--lr-decay", options.lr_decay,
+                 "Factor applied to the learning rate every --lr-step epochs")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--lr-step", options.lr_step, "Epochs between learning-rate decays")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_flag("--augment,!--no-augment", options.augment,
+               "Randomly scale, shift and jitter training clouds and reorder their points")
+      ->capture_default_str();
+  app.add_option("--checkpoint", options.checkpoint,
+                 "Checkpoint file, written by rank 0 after every epoch (atomically)");
+  app.add_flag("--resume", options.resume,
+               "Continue from --checkpoint when it exists (every rank reads it)");
+  app.callback([&options] {
+    if (options.resume && options.checkpoint.empty()) {
+      throw CLI::ValidationError("--resume", "needs --checkpoint, the file to resume from");
+    }
+  });
+}
+
+ds::SyntheticShapesOptions synthetic_options(const PointNet2RecipeOptions& options) {
+  return ds::SyntheticShapesOptions()
+      .num_classes(options.synthetic_classes)
+      .train_per_class(options.synthetic_train_per_class)
+      .test_per_class(options.synthetic_test_per_class)
+      .points_per_cloud(std::max<int64_t>(options.num_points, 1024));
+}
+
+std::string ensure_synthetic_root(const PointNet2RecipeOptions& options) {
+  const auto synthetic = synthetic_options(options);
+  const std::string root =
+      options.data_dir.empty() ? ds::synthetic_shapes_default_root(synthetic) : options.data_dir;
+  return ds::ensure_synthetic_shapes(root, synthetic);
+}
+
+double lr_at(const PointNet2RecipeOptions& options, int world, int epoch) {
+  return options.scaled_lr(world) * std::pow(options.lr_decay, (epoch - 1) / options.lr_step);
+}
+
+void set_adam_lr(torch::optim::Optimizer& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups()) {
+    static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+  }
+}
+
+at::Generator augment_generator(const PointNet2RecipeOptions& options, const Job& job, int epoch) {
+  const uint64_t stream = (static_cast<uint64_t>(epoch) << 20) + static_cast<uint64_t>(job.rank);
+  return at::detail::createCPUGenerator(options.seed * 0x9E3779B97F4A7C15ULL + stream);
+}
+
+int64_t resume_from_checkpoint(const PointNet2RecipeOptions& options, torch::nn::Module& module,
+                               torch::optim::Optimizer& optimizer) {
+  if (!options.resume) {
+    return 0;
+  }
+  const auto done = train::load_checkpoint(options.checkpoint, module, optimizer);
+  if (!done) {
+    spdlog::info("no checkpoint at {} yet: starting at epoch 1", options.checkpoint);
+    return 0;
+  }
+  spdlog::info("resumed from {} after epoch {}", options.checkpoint, *done);
+  return *done;
+}
+
+void check_same_resume_point(const Job& job, int64_t epochs_done) {
+  if (!job.distributed()) {
+    return;
+  }
+  at::Tensor extremes = at::tensor({epochs_done, -epochs_done}, at::kLong);
+  dist::all_reduce(extremes, dist::ReduceOp::kMax);
+  const int64_t most = extremes[0].item<int64_t>();
+  const int64_t least = -extremes[1].item<int64_t>();
+  DTRAIN_CHECK(most == least, "the ranks would resume from different epochs (", least, " to ", most,
+               "; this rank: ", epochs_done, "): every rank must read the same --checkpoint file");
+}
+
+}  // namespace dtrain::apps
