@@ -32,12 +32,23 @@ class JobModel {
     }
   }
 
-  // Training steps go through DDP in a job; evaluation runs the module alone.
+  // Training steps go through DDP in a job; evaluation runs the module
+  // alone. Any arguments the module's forward takes.
+  template <typename... Args>
+  at::Tensor train(const Args&... args) {
+    return ddp_ ? (*ddp_)(args...) : model_(args...);
+  }
+  template <typename... Args>
+  at::Tensor eval(const Args&... args) {
+    return model_(args...);
+  }
+
+  // The same for a forward of one tensor, as the classification loop takes it.
   Forward train_forward() {
-    return [this](const at::Tensor& x) { return ddp_ ? (*ddp_)(x) : model_(x); };
+    return [this](const at::Tensor& x) { return train(x); };
   }
   Forward eval_forward() {
-    return [this](const at::Tensor& x) { return model_(x); };
+    return [this](const at::Tensor& x) { return eval(x); };
   }
 
   // The communication of the steps since the last call (zeros alone).

@@ -1,0 +1,99 @@
+#include "segmentation_loop.h"
+
+#include <algorithm>
+
+#include <ATen/ATen.h>
+#include <torch/nn/functional/loss.h>
+
+#include "dtrain/amp/autocast.h"
+#include "dtrain/util/errors.h"
+
+namespace dtrain::apps {
+
+namespace F = torch::nn::functional;
+using amp::AutocastGuard;
+using amp::AutocastOptions;
+
+BatchLoss segmentation_loss(const SegmentationForward& forward, const datasets::LabeledParts& train,
+                            std::optional<SegmentationAugment> augment) {
+  if (augment) {
+    DTRAIN_CHECK(!augment->options.shuffle_points() && augment->options.dropout_max() == 0,
+                 "segmentation_loss: shuffle points here, where the labels follow, not in "
+                 "augment_point_clouds; point dropout would leave the labels behind");
+  }
+  return [forward, &train, augment](const at::Tensor& index) {
+    at::Tensor points = train.points.index_select(0, index);
+    at::Tensor parts = train.parts.index_select(0, index);
+    if (augment) {
+      // In fp32: the training loop runs this under autocast.
+      AutocastGuard fp32(AutocastOptions(at::kCPU).enabled(false));
+      const at::Tensor order =
+          at::rand(parts.sizes(), augment->generator).argsort(/*dim=*/int64_t{1});
+      points = points.gather(1, order.unsqueeze(2).expand_as(points));
+      parts = parts.gather(1, order);
+      points = data::augment_point_clouds(points, augment->options, augment->generator);
+    }
+    return F::cross_entropy(forward(points, train.categories.index_select(0, index)), parts);
+  };
+}
+
+const std::vector<std::string>& segmentation_metric_names() {
+  static const std::vector<std::string> names = {"instance_miou", "class_miou"};
+  return names;
+}
+
+EvalStats segmentation_evaluate(const SegmentationForward& forward, torch::nn::Module& module,
+                                const datasets::LabeledParts& test,
+                                const train::CategoryParts& owned, const LoopSettings& settings,
+                                const Job& job) {
+  module.eval();
+  torch::NoGradGuard no_grad;
+  AutocastGuard autocast(AutocastOptions(at::kCPU).enabled(settings.bf16));
+  const auto num_categories = static_cast<int64_t>(owned.size());
+  const int64_t first = test.size() * job.rank / job.world;
+  const int64_t last = test.size() * (job.rank + 1) / job.world;
+  // Sums over this rank's clouds: loss, correct points, shape IoUs, then
+  // each category's IoU sum and each category's cloud count.
+  at::Tensor category_iou = at::zeros({num_categories}, at::kDouble);
+  at::Tensor category_count = at::zeros({num_categories}, at::kDouble);
+  double loss_sum = 0;
+  double correct = 0;
+  double iou_sum = 0;
+  for (int64_t begin = first; begin < last; begin += settings.eval_batch) {
+    const int64_t count = std::min(settings.eval_batch, last - begin);
+    const at::Tensor categories = test.categories.narrow(0, begin, count);
+    const at::Tensor parts = test.parts.narrow(0, begin, count);
+    const at::Tensor logits = forward(test.points.narrow(0, begin, count), categories);
+    loss_sum += F::cross_entropy(logits, parts, F::CrossEntropyFuncOptions().reduction(torch::kSum))
+                    .item<double>();
+    const at::Tensor predicted = train::predict_parts(logits, categories, owned);
+    correct += predicted.eq(parts).sum().item<double>();
+    const at::Tensor iou = train::shape_part_iou(predicted, parts, categories, owned);
+    iou_sum += iou.sum().item<double>();
+    category_iou.index_add_(0, categories, iou);
+    category_count.index_add_(0, categories, at::ones_like(iou));
+  }
+  std::vector<double> sums = {loss_sum, correct, iou_sum};
+  sums.insert(sums.end(), category_iou.data_ptr<double>(),
+              category_iou.data_ptr<double>() + num_categories);
+  sums.insert(sums.end(), category_count.data_ptr<double>(),
+              category_count.data_ptr<double>() + num_categories);
+  const std::vector<double> totals = job.sum(std::move(sums));
+
+  const auto clouds = static_cast<double>(test.size());
+  const auto points = clouds * static_cast<double>(test.points.size(1));
+  double class_sum = 0;
+  int categories_seen = 0;
+  for (int64_t c = 0; c < num_categories; ++c) {
+    const double shapes = totals[3 + num_categories + c];
+    if (shapes > 0) {
+      class_sum += totals[3 + c] / shapes;
+      ++categories_seen;
+    }
+  }
+  return {.mean_loss = totals[0] / points,
+          .accuracy = totals[1] / points,
+          .extra = {totals[2] / clouds, categories_seen > 0 ? class_sum / categories_seen : 0}};
+}
+
+}  // namespace dtrain::apps
