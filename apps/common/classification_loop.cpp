@@ -33,7 +33,8 @@ EpochStats train_epoch(const Forward& forward, torch::nn::Module& module,
           AutocastGuard fp32(AutocastOptions(at::kCPU).enabled(false));
           inputs = augment(inputs);
         }
-        return F::cross_entropy(forward(inputs), train.labels.index_select(0, index));
+        const at::Tensor labels = train.labels.index_select(0, index).to(settings.device);
+        return F::cross_entropy(forward(inputs.to(settings.device)), labels);
       });
 }
 
@@ -41,15 +42,15 @@ EvalStats evaluate(const Forward& forward, torch::nn::Module& module, const Labe
                    const LoopSettings& settings, const Job& job) {
   module.eval();
   torch::NoGradGuard no_grad;
-  AutocastGuard autocast(AutocastOptions(at::kCPU).enabled(settings.bf16));
+  AutocastGuard autocast(settings.autocast());
   const int64_t first = test.size() * job.rank / job.world;
   const int64_t last = test.size() * (job.rank + 1) / job.world;
   double loss_sum = 0;
   double correct = 0;
   for (int64_t begin = first; begin < last; begin += settings.eval_batch) {
     const int64_t count = std::min(settings.eval_batch, last - begin);
-    const at::Tensor logits = forward(test.inputs.narrow(0, begin, count));
-    const at::Tensor labels = test.labels.narrow(0, begin, count);
+    const at::Tensor logits = forward(test.inputs.narrow(0, begin, count).to(settings.device));
+    const at::Tensor labels = test.labels.narrow(0, begin, count).to(settings.device);
     loss_sum +=
         F::cross_entropy(logits, labels, F::CrossEntropyFuncOptions().reduction(torch::kSum))
             .item<double>();

@@ -26,7 +26,8 @@ EpochReport::EpochReport(const std::string& csv_path, bool writes, int epochs, b
                                      "rank_samples_per_s_max",
                                      "step_ms",
                                      "comm_s",
-                                     "comm_hidden_fraction"};
+                                     "comm_hidden_fraction",
+                                     "peak_device_mb"};
     columns.insert(columns.end(), extra_columns_.begin(), extra_columns_.end());
     csv_.emplace(csv_path, std::move(columns),
                  append ? train::CsvWriter::Mode::kAppend : train::CsvWriter::Mode::kCreate);
@@ -48,9 +49,10 @@ void EpochReport::record(int epoch, const EpochStats& train, const EvalStats& ev
   }
   spdlog::info(
       "epoch {}/{}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}%{}, {:.0f} "
-      "samples/s, {:.1f}s, peak RSS {:.0f} MiB",
+      "samples/s, {:.1f}s, peak RSS {:.0f} MiB{}",
       epoch, epochs_, train.mean_loss, eval.mean_loss, 100 * eval.accuracy, extras, samples_per_s,
-      train.seconds, peak_rss_mb);
+      train.seconds, peak_rss_mb,
+      train.peak_device_mb > 0 ? fmt::format(", peak GPU {:.0f} MiB", train.peak_device_mb) : "");
   std::vector<train::CsvWriter::Cell> row{int64_t{epoch},
                                           train.samples,
                                           train.seconds,
@@ -63,7 +65,8 @@ void EpochReport::record(int epoch, const EpochStats& train, const EvalStats& ev
                                           train.rank_samples_per_s_max,
                                           train.step_ms,
                                           comm.seconds,
-                                          comm.hidden_fraction};
+                                          comm.hidden_fraction,
+                                          train.peak_device_mb};
   row.insert(row.end(), eval.extra.begin(), eval.extra.end());
   csv_->write_row(row);
 }

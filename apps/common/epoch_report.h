@@ -3,7 +3,8 @@
 //
 // CSV columns: epoch, samples, epoch_time_s, samples_per_s, peak_rss_mb,
 // train_loss, test_loss, test_accuracy, rank_samples_per_s_min,
-// rank_samples_per_s_max, step_ms, comm_s, comm_hidden_fraction, then an
+// rank_samples_per_s_max, step_ms, comm_s, comm_hidden_fraction,
+// peak_device_mb, then an
 // app's own metrics (EvalStats::extra), such as part segmentation's mIoU.
 #pragma once
 

@@ -2,6 +2,16 @@
 
 namespace dtrain::apps {
 
+std::string precision_name(const CommonTrainOptions& options) {
+  if (options.amp == "bf16") {
+    return "bf16 autocast";
+  }
+  if (options.amp == "fp16") {
+    return "fp16 autocast with loss scaling";
+  }
+  return "fp32";
+}
+
 void add_common_train_flags(CLI::App& app, CommonTrainOptions& options,
                             const std::string& sample_noun) {
   app.add_option("--epochs", options.epochs, "Passes over the training set")
@@ -32,11 +42,25 @@ void add_common_train_flags(CLI::App& app, CommonTrainOptions& options,
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--csv", options.csv, "Per-epoch report (CSV)")->capture_default_str();
-  app.add_option("--amp", options.amp, "Mixed precision: bf16 (CPU autocast) or off")
-      ->check(CLI::IsMember({"off", "bf16"}))
+  app.add_option("--amp", options.amp,
+                 "Mixed precision: bf16 (autocast), fp16 (autocast and loss scaling; needs "
+                 "--device cuda) or off")
+      ->check(CLI::IsMember({"off", "bf16", "fp16"}))
       ->capture_default_str();
+  app.add_option("--device", options.device,
+                 "cpu, or cuda: each process trains on the GPU of its local rank (LOCAL_RANK) "
+                 "and processes talk over NCCL")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  // Checks of combinations (apps add theirs as the final callback).
+  app.parse_complete_callback([&options] {
+    if (options.amp == "fp16" && options.device != "cuda") {
+      throw CLI::ValidationError("--amp fp16", "needs --device cuda (on the CPU use --amp bf16)");
+    }
+  });
   app.add_option("--backend", options.backend,
-                 "Process group backend when launched with several processes")
+                 "Process group backend when launched with several processes (auto: nccl for "
+                 "--device cuda, gloo for cpu)")
       ->check(CLI::IsMember({"auto", "gloo", "mpi", "nccl"}))
       ->capture_default_str();
   app.add_option("--dist-timeout", options.dist_timeout_s,

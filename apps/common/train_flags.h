@@ -22,7 +22,12 @@ struct CommonTrainOptions {
   int64_t train_limit = 0;  // 0: the whole split
   int64_t test_limit = 0;
   std::string csv;
-  std::string amp = "off";  // "bf16": forward passes under CPU bf16 autocast
+  // "bf16": forward passes under bf16 autocast; "fp16" (CUDA only): under
+  // fp16 autocast, with a GradScaler.
+  std::string amp = "off";
+  // "cpu", or "cuda": the GPU of this process's local rank, NCCL between
+  // processes.
+  std::string device = "cpu";
   // With more than one process (dtrun, mpirun, srun): the process group's
   // backend and how long a collective may wait for a peer.
   std::string backend = "auto";
@@ -31,6 +36,9 @@ struct CommonTrainOptions {
   // The learning rate for `world` processes under lr_scaling.
   double scaled_lr(int world) const { return lr_scaling == "linear" ? lr * world : lr; }
 };
+
+// For logs: "fp32", "bf16 autocast", "fp16 autocast with loss scaling".
+std::string precision_name(const CommonTrainOptions& options);
 
 // Registers the shared flags on `app`, with ranges checked by CLI11 at parse
 // time. `sample_noun` names a sample in help texts ("images", "clouds").

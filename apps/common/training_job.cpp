@@ -3,8 +3,10 @@
 #include <chrono>
 
 #include <ATen/ATen.h>
+#include <ATen/DeviceAccelerator.h>
 
 #include "dtrain/dist/init.h"
+#include "dtrain/util/errors.h"
 #include "dtrain/util/memory.h"
 
 namespace dtrain::apps {
@@ -24,13 +26,40 @@ std::vector<double> Job::each(double value) const {
   return sum(std::move(slots));
 }
 
-Job start_job(const util::LaunchEnv& env, const std::string& backend, int timeout_s) {
+// Made current so that NCCL and the caching allocator use it.
+c10::Device choose_device(const util::LaunchEnv& env, const std::string& device) {
+  if (device == "cpu") {
+    return c10::kCPU;
+  }
+  DTRAIN_CHECK(device == "cuda", "unknown device '", device, "': expected cpu or cuda");
+  const auto visible = at::hasCUDA() ? static_cast<int64_t>(at::getNumGPUs()) : 0;
+  DTRAIN_CHECK(visible > 0,
+               "--device cuda: no CUDA device is visible (none installed, CUDA_VISIBLE_DEVICES "
+               "hides them, or LibTorch was built without CUDA)");
+  const int64_t local_rank = env.local_rank.value_or(0);
+  DTRAIN_CHECK(local_rank < visible, "--device cuda: this process has local rank ", local_rank,
+               " but only ", visible,
+               " CUDA device(s) are visible: start at most that many processes per node");
+  const auto index = static_cast<c10::DeviceIndex>(local_rank);
+  at::accelerator::setDeviceIndex(index);
+  return {c10::kCUDA, index};
+}
+
+Job start_job(const util::LaunchEnv& env, const std::string& backend, int timeout_s,
+              c10::Device device) {
+  Job job;
+  job.device = device;
   if (env.world_size.value_or(1) <= 1) {
     util::retain_freed_host_memory();  // init_process_group's default, alone
-    return {};
+    return job;
   }
-  dist::init_process_group({.backend = backend, .timeout = std::chrono::seconds(timeout_s)});
-  return {dist::get_rank(), dist::get_world_size()};
+  // "auto" follows the training device, not whether the machine has a GPU:
+  // CPU training on a GPU node still needs Gloo.
+  const std::string chosen = backend != "auto" ? backend : (job.device.is_cuda() ? "nccl" : "gloo");
+  dist::init_process_group({.backend = chosen, .timeout = std::chrono::seconds(timeout_s)});
+  job.rank = dist::get_rank();
+  job.world = dist::get_world_size();
+  return job;
 }
 
 void finish_job(const Job& job) {

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <c10/core/Device.h>
+
 #include "dtrain/util/launch_env.h"
 
 namespace dtrain::apps {
@@ -12,6 +14,8 @@ namespace dtrain::apps {
 struct Job {
   int rank = 0;
   int world = 1;
+  // Where this process trains: the CPU, or the GPU of its local rank.
+  c10::Device device{c10::kCPU};
   bool distributed() const { return world > 1; }
 
   // Sums `values` over every rank (a no-op alone).
@@ -20,11 +24,18 @@ struct Job {
   std::vector<double> each(double value) const;
 };
 
+// The device --device names: the CPU, or for "cuda" the GPU numbered by
+// this process's local rank, made the current one. Throws dtrain::Error
+// when there is no such GPU. Called before the model is built, so it and
+// its optimizer's state start there.
+c10::Device choose_device(const util::LaunchEnv& env, const std::string& device);
+
 // Joins the process group when the launcher asked for more than one
-// process (backend "auto" picks by device; timeout_s bounds every
-// collective); alone, keeps freed host memory in the process as
+// process (backend "auto": nccl on GPUs, gloo on CPUs; timeout_s bounds
+// every collective); alone, keeps freed host memory in the process as
 // init_process_group would.
-Job start_job(const util::LaunchEnv& env, const std::string& backend, int timeout_s);
+Job start_job(const util::LaunchEnv& env, const std::string& backend, int timeout_s,
+              c10::Device device = c10::kCPU);
 
 // Leaves the process group, when there is one.
 void finish_job(const Job& job);

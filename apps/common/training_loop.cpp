@@ -5,12 +5,43 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <ATen/DeviceAccelerator.h>
 #include <fmt/format.h>
 
 #include "dtrain/amp/autocast.h"
 #include "dtrain/train/progress_bar.h"
 
 namespace dtrain::apps {
+
+namespace {
+
+double peak_device_mb(c10::Device device) {
+  if (!device.is_cuda()) {
+    return 0;
+  }
+  const auto stats = at::accelerator::getDeviceStats(device.index());
+  const auto aggregate = static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+  return static_cast<double>(stats.allocated_bytes[aggregate].peak) / (1 << 20);
+}
+
+}  // namespace
+
+amp::AutocastOptions LoopSettings::autocast() const {
+  return amp::AutocastOptions(device.type())
+      .enabled(bf16 || fp16)
+      .dtype(fp16 ? at::kHalf : at::kBFloat16);
+}
+
+LoopSettings loop_settings(const CommonTrainOptions& options, const Job& job, int64_t eval_batch,
+                           amp::GradScaler* scaler) {
+  return {.epochs = options.epochs,
+          .batch_size = options.batch_size,
+          .bf16 = options.amp == "bf16",
+          .eval_batch = eval_batch,
+          .device = job.device,
+          .fp16 = options.amp == "fp16",
+          .scaler = scaler};
+}
 
 EpochStats train_epoch(torch::nn::Module& module, torch::optim::Optimizer& optimizer,
                        data::DistributedSampler& sampler, const LoopSettings& settings, int epoch,
@@ -35,11 +66,18 @@ EpochStats train_epoch(torch::nn::Module& module, torch::optim::Optimizer& optim
     optimizer.zero_grad();
     at::Tensor loss;
     {
-      amp::AutocastGuard autocast(amp::AutocastOptions(at::kCPU).enabled(settings.bf16));
+      amp::AutocastGuard autocast(settings.autocast());
       loss = batch_loss(index);
     }
-    loss.backward();
-    optimizer.step();
+    if (settings.scaler != nullptr) {
+      // A step whose gradients overflowed is skipped and the scale backs off.
+      settings.scaler->scale(loss).backward();
+      settings.scaler->step(optimizer);
+      settings.scaler->update();
+    } else {
+      loss.backward();
+      optimizer.step();
+    }
     const double batch_loss_value = loss.item<double>();
     loss_sum += batch_loss_value * static_cast<double>(index.size(0));
     bar.advance(1, fmt::format("loss {:.4f}", batch_loss_value));
@@ -54,7 +92,8 @@ EpochStats train_epoch(torch::nn::Module& module, torch::optim::Optimizer& optim
           .seconds = seconds,
           .step_ms = batches > 0 ? 1000 * seconds / static_cast<double>(batches) : 0,
           .rank_samples_per_s_min = *std::min_element(rates.begin(), rates.end()),
-          .rank_samples_per_s_max = *std::max_element(rates.begin(), rates.end())};
+          .rank_samples_per_s_max = *std::max_element(rates.begin(), rates.end()),
+          .peak_device_mb = peak_device_mb(settings.device)};
 }
 
 int64_t parameter_count(const torch::nn::Module& module) {

@@ -1,7 +1,8 @@
 // One epoch of mini-batch training for any loss, shared by the training
 // apps: this rank's share of the samples from DistributedSampler, batches
 // of their indices, optional CPU bf16 autocast around each loss, a progress
-// bar on rank 0, and the epoch's numbers summed over every rank.
+// bar on rank 0, and the epoch's numbers summed over every rank. Batches
+// go to the job's device; fp16 steps go through a GradScaler.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,10 @@
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
+#include "dtrain/amp/autocast.h"
+#include "dtrain/amp/grad_scaler.h"
 #include "dtrain/data/distributed_sampler.h"
+#include "train_flags.h"
 #include "training_job.h"
 
 namespace dtrain::apps {
@@ -19,9 +23,20 @@ namespace dtrain::apps {
 struct LoopSettings {
   int epochs = 1;           // for the progress bar's title
   int64_t batch_size = 64;  // per process
-  bool bf16 = false;        // forward passes under CPU bf16 autocast
+  bool bf16 = false;        // forward passes under bf16 autocast
   int64_t eval_batch = 1000;
+  c10::Device device{c10::kCPU};  // where the model is and batches go
+  bool fp16 = false;              // forward passes under fp16 autocast (CUDA)
+  // Scales the loss and steps the optimizer when set (fp16); not owned.
+  amp::GradScaler* scaler = nullptr;
+
+  // Autocast for this device and precision (disabled in fp32).
+  amp::AutocastOptions autocast() const;
 };
+
+// The loop settings an app's flags and job ask for (precision, device).
+LoopSettings loop_settings(const CommonTrainOptions& options, const Job& job, int64_t eval_batch,
+                           amp::GradScaler* scaler = nullptr);
 
 struct EpochStats {
   double mean_loss = 0;
@@ -32,12 +47,15 @@ struct EpochStats {
   // means the fast ranks wait for the slow one at every all-reduce.
   double rank_samples_per_s_min = 0;
   double rank_samples_per_s_max = 0;
+  // This rank's peak of GPU memory allocated by LibTorch so far, in MiB
+  // (torch.cuda.max_memory_allocated); 0 on the CPU.
+  double peak_device_mb = 0;
 };
 
 // The mean loss of one training batch, given the indices (int64) of its
-// samples; the loop runs it under CPU autocast when settings.bf16 says so
-// (work that must stay fp32, such as augmentation, opens an AutocastGuard
-// with enabled(false)) and takes its backward.
+// samples; the loop runs it under settings.autocast() (work that must stay
+// fp32, such as augmentation, opens an AutocastGuard with enabled(false))
+// and takes its backward. It moves its batch to settings.device.
 using BatchLoss = std::function<at::Tensor(const at::Tensor& index)>;
 
 // Trains one epoch over this rank's share of the samples (the sampler, set

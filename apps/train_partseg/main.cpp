@@ -52,9 +52,11 @@ int train(const PartSegTrainOptions& options) {
   }
   const dtrain::util::LaunchEnv env = dtrain::util::read_launch_env();
   const PartData data = load_part_data(options);
+  const c10::Device device = choose_device(env, options.device);
   torch::manual_seed(options.seed);
   PointNet2PartSeg model(dtrain::models::pointnet2_part_seg_preset(
       options.model, data.num_parts, static_cast<int64_t>(data.train.category_names.size())));
+  model->to(device);
   // The rate is set at the start of every epoch (set_adam_lr).
   torch::optim::Adam optimizer(
       model->parameters(),
@@ -64,15 +66,16 @@ int train(const PartSegTrainOptions& options) {
   // continues the report of the run it continues.
   EpochReport report(options.csv, /*writes=*/env.rank.value_or(0) == 0, options.epochs,
                      /*append=*/epochs_done > 0, segmentation_metric_names());
-  const Job job = start_job(env, options.backend, options.dist_timeout_s);
+  const Job job = start_job(env, options.backend, options.dist_timeout_s, device);
   check_same_resume_point(job, epochs_done);
   // Dropout masks from a stream of each rank's own.
   torch::manual_seed(options.seed + 1 + static_cast<uint64_t>(job.rank));
   spdlog::info(
       "{} from {}: {} categories, {} parts, {} training and {} test clouds of {} points; {} "
-      "process(es), {} thread(s) each",
+      "process(es) on {}, {} thread(s) each",
       options.dataset, data.root, data.train.category_names.size(), data.num_parts,
-      data.train.size(), data.test.size(), options.num_points, job.world, at::get_num_threads());
+      data.train.size(), data.test.size(), options.num_points, job.world, device.str(),
+      at::get_num_threads());
   const int first_epoch = static_cast<int>(epochs_done) + 1;
   if (first_epoch > options.epochs) {
     spdlog::info("{} already holds {} epochs and --epochs is {}: nothing left to train",
@@ -87,15 +90,16 @@ int train(const PartSegTrainOptions& options) {
   spdlog::info(
       "PointNet++ part segmentation {} ({} parameters); precision {}; {} clouds per process per "
       "epoch, batch {} per process; Adam at {} ({} scaling), x{} every {} epochs",
-      options.model, parameter_count(*model),
-      options.amp == "bf16" ? "bf16 autocast (CPU)" : "fp32", sampler.num_samples(),
+      options.model, parameter_count(*model), precision_name(options), sampler.num_samples(),
       options.batch_size, options.scaled_lr(job.world), options.lr_scaling, options.lr_decay,
       options.lr_step);
 
-  const LoopSettings settings{.epochs = options.epochs,
-                              .batch_size = options.batch_size,
-                              .bf16 = options.amp == "bf16",
-                              .eval_batch = 32};
+  std::optional<dtrain::amp::GradScaler> scaler;
+  if (options.amp == "fp16") {
+    scaler.emplace();
+  }
+  const LoopSettings settings =
+      loop_settings(options, job, /*eval_batch=*/32, scaler ? &*scaler : nullptr);
   const SegmentationForward train_forward = [&](const at::Tensor& points,
                                                 const at::Tensor& categories) {
     return job_model.train(points, categories);
@@ -110,7 +114,7 @@ int train(const PartSegTrainOptions& options) {
     set_adam_lr(optimizer, lr_at(options, job.world, epoch));
     const EpochStats stats = train_epoch(
         *model, optimizer, sampler, settings, epoch, job,
-        segmentation_loss(train_forward, data.train, make_augment(options, job, epoch)));
+        segmentation_loss(train_forward, data.train, make_augment(options, job, epoch), device));
     const CommStats comm = job_model.take_comm_stats();
     eval = segmentation_evaluate(eval_forward, *model, data.test, data.owned, settings, job);
     // The row before the checkpoint: a crash between the two repeats the

@@ -15,13 +15,13 @@ using amp::AutocastGuard;
 using amp::AutocastOptions;
 
 BatchLoss segmentation_loss(const SegmentationForward& forward, const datasets::LabeledParts& train,
-                            std::optional<SegmentationAugment> augment) {
+                            std::optional<SegmentationAugment> augment, c10::Device device) {
   if (augment) {
     DTRAIN_CHECK(!augment->options.shuffle_points() && augment->options.dropout_max() == 0,
                  "segmentation_loss: shuffle points here, where the labels follow, not in "
                  "augment_point_clouds; point dropout would leave the labels behind");
   }
-  return [forward, &train, augment](const at::Tensor& index) {
+  return [forward, &train, augment, device](const at::Tensor& index) {
     at::Tensor points = train.points.index_select(0, index);
     at::Tensor parts = train.parts.index_select(0, index);
     if (augment) {
@@ -33,7 +33,8 @@ BatchLoss segmentation_loss(const SegmentationForward& forward, const datasets::
       parts = parts.gather(1, order);
       points = data::augment_point_clouds(points, augment->options, augment->generator);
     }
-    return F::cross_entropy(forward(points, train.categories.index_select(0, index)), parts);
+    const at::Tensor categories = train.categories.index_select(0, index).to(device);
+    return F::cross_entropy(forward(points.to(device), categories), parts.to(device));
   };
 }
 
@@ -48,7 +49,7 @@ EvalStats segmentation_evaluate(const SegmentationForward& forward, torch::nn::M
                                 const Job& job) {
   module.eval();
   torch::NoGradGuard no_grad;
-  AutocastGuard autocast(AutocastOptions(at::kCPU).enabled(settings.bf16));
+  AutocastGuard autocast(settings.autocast());
   const auto num_categories = static_cast<int64_t>(owned.size());
   const int64_t first = test.size() * job.rank / job.world;
   const int64_t last = test.size() * (job.rank + 1) / job.world;
@@ -61,17 +62,18 @@ EvalStats segmentation_evaluate(const SegmentationForward& forward, torch::nn::M
   double iou_sum = 0;
   for (int64_t begin = first; begin < last; begin += settings.eval_batch) {
     const int64_t count = std::min(settings.eval_batch, last - begin);
-    const at::Tensor categories = test.categories.narrow(0, begin, count);
-    const at::Tensor parts = test.parts.narrow(0, begin, count);
-    const at::Tensor logits = forward(test.points.narrow(0, begin, count), categories);
+    const at::Tensor categories = test.categories.narrow(0, begin, count).to(settings.device);
+    const at::Tensor parts = test.parts.narrow(0, begin, count).to(settings.device);
+    const at::Tensor logits =
+        forward(test.points.narrow(0, begin, count).to(settings.device), categories);
     loss_sum += F::cross_entropy(logits, parts, F::CrossEntropyFuncOptions().reduction(torch::kSum))
                     .item<double>();
     const at::Tensor predicted = train::predict_parts(logits, categories, owned);
     correct += predicted.eq(parts).sum().item<double>();
     const at::Tensor iou = train::shape_part_iou(predicted, parts, categories, owned);
     iou_sum += iou.sum().item<double>();
-    category_iou.index_add_(0, categories, iou);
-    category_count.index_add_(0, categories, at::ones_like(iou));
+    category_iou.index_add_(0, categories.cpu(), iou);
+    category_count.index_add_(0, categories.cpu(), at::ones_like(iou));
   }
   std::vector<double> sums = {loss_sum, correct, iou_sum};
   sums.insert(sums.end(), category_iou.data_ptr<double>(),

@@ -31,9 +31,10 @@ struct SegmentationAugment {
   at::Generator generator;
 };
 
-// The mean per-point cross-entropy of the batch of `train` clouds at `index`.
+// The mean per-point cross-entropy of the batch of `train` clouds at
+// `index`, augmented on the CPU, computed on `device`.
 BatchLoss segmentation_loss(const SegmentationForward& forward, const datasets::LabeledParts& train,
-                            std::optional<SegmentationAugment> augment);
+                            std::optional<SegmentationAugment> augment, c10::Device device);
 
 // The names of EvalStats::extra as segmentation_evaluate fills it.
 const std::vector<std::string>& segmentation_metric_names();

@@ -67,9 +67,11 @@ int train(const PointNet2TrainOptions& options) {
   }
   const dtrain::util::LaunchEnv env = dtrain::util::read_launch_env();
   const dtrain::apps::PointCloudData data = dtrain::apps::load_point_cloud_data(options);
+  const c10::Device device = dtrain::apps::choose_device(env, options.device);
   torch::manual_seed(options.seed);
   PointNet2Cls model(dtrain::models::pointnet2_cls_preset(
       options.model, static_cast<int64_t>(data.class_names.size()), options.normals ? 3 : 0));
+  model->to(device);
   // The rate is set at the start of every epoch (set_adam_lr).
   torch::optim::Adam optimizer(
       model->parameters(),
@@ -80,16 +82,17 @@ int train(const PointNet2TrainOptions& options) {
   // 1 starts the report afresh.
   EpochReport report(options.csv, /*writes=*/env.rank.value_or(0) == 0, options.epochs,
                      /*append=*/epochs_done > 0);
-  const Job job = dtrain::apps::start_job(env, options.backend, options.dist_timeout_s);
+  const Job job = dtrain::apps::start_job(env, options.backend, options.dist_timeout_s, device);
   dtrain::apps::check_same_resume_point(job, epochs_done);
   // Dropout masks from a stream of each rank's own (the weights came from
   // `seed` alone, and DDP starts every rank from rank 0's anyway).
   torch::manual_seed(options.seed + 1 + static_cast<uint64_t>(job.rank));
   spdlog::info(
       "{} from {}: {} classes, {} training and {} test clouds of {} points{}; {} "
-      "process(es), {} thread(s) each",
+      "process(es) on {}, {} thread(s) each",
       options.dataset, data.root, data.class_names.size(), data.train.size(), data.test.size(),
-      options.num_points, options.normals ? " with normals" : "", job.world, at::get_num_threads());
+      options.num_points, options.normals ? " with normals" : "", job.world, device.str(),
+      at::get_num_threads());
   const int first_epoch = static_cast<int>(epochs_done) + 1;
   if (first_epoch > options.epochs) {
     spdlog::info("{} already holds {} epochs and --epochs is {}: nothing left to train",
@@ -104,15 +107,16 @@ int train(const PointNet2TrainOptions& options) {
   spdlog::info(
       "PointNet++ {} ({} parameters); precision {}; {} clouds per process per epoch, batch {} "
       "per process; Adam at {} ({} scaling), x{} every {} epochs",
-      options.model, dtrain::apps::parameter_count(*model),
-      options.amp == "bf16" ? "bf16 autocast (CPU)" : "fp32", sampler.num_samples(),
-      options.batch_size, options.scaled_lr(job.world), options.lr_scaling, options.lr_decay,
-      options.lr_step);
+      options.model, dtrain::apps::parameter_count(*model), dtrain::apps::precision_name(options),
+      sampler.num_samples(), options.batch_size, options.scaled_lr(job.world), options.lr_scaling,
+      options.lr_decay, options.lr_step);
 
-  const LoopSettings settings{.epochs = options.epochs,
-                              .batch_size = options.batch_size,
-                              .bf16 = options.amp == "bf16",
-                              .eval_batch = 64};
+  std::optional<dtrain::amp::GradScaler> scaler;
+  if (options.amp == "fp16") {
+    scaler.emplace();
+  }
+  const LoopSettings settings =
+      dtrain::apps::loop_settings(options, job, /*eval_batch=*/64, scaler ? &*scaler : nullptr);
   const auto job_start = std::chrono::steady_clock::now();
   EvalStats eval;
   for (int epoch = first_epoch; epoch <= options.epochs; ++epoch) {

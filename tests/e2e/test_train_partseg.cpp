@@ -16,9 +16,9 @@ using dtrain::testing::read_csv;
 using dtrain::testing::run_process;
 using dtrain::testing::TempDir;
 
-// The report's columns after train_pointnet2's 13.
-constexpr std::size_t kInstanceMiou = 13;
-constexpr std::size_t kClassMiou = 14;
+// The report's columns after train_pointnet2's 14.
+constexpr std::size_t kInstanceMiou = 14;
+constexpr std::size_t kClassMiou = 15;
 
 // A small synthetic dataset and model, so each run takes seconds: 3 kinds
 // of shape (sphere, cube, cylinder: 8 parts), 16 training and 8 test
@@ -82,7 +82,7 @@ TEST(TrainPartSeg, TrainsAndReportsMiou) {
       << result.output;
   const auto rows = read_csv(csv);
   ASSERT_EQ(rows.size(), 3u) << result.output;
-  ASSERT_EQ(rows[0].size(), 15u);
+  ASSERT_EQ(rows[0].size(), 16u);
   EXPECT_EQ(rows[0][kInstanceMiou], "instance_miou");
   EXPECT_EQ(rows[0][kClassMiou], "class_miou");
   EXPECT_EQ(rows[2][1], "48");

@@ -56,6 +56,15 @@ TEST(TrainPointNet2Errors, BadFlags) {
   expect_one_line_error(run_app({"--synthetic-classes", "99"}), 2, "--synthetic-classes");
 }
 
+// --device cuda where no GPU is visible (hidden here on any machine) stops
+// at once with what is missing; fp16 needs the GPU.
+TEST(TrainPointNet2Errors, CudaWithoutAVisibleGpu) {
+  expect_one_line_error(run_process({"/usr/bin/env", "CUDA_VISIBLE_DEVICES=",
+                                     DTRAIN_TRAIN_POINTNET2_PATH, "--device", "cuda"}),
+                        1, "--device cuda: no CUDA device is visible");
+  expect_one_line_error(run_app({"--amp", "fp16"}), 2, "--amp fp16: needs --device cuda");
+}
+
 TEST(TrainPointNet2Errors, MissingModelNetDirectory) {
   expect_one_line_error(run_app({"--dataset", "modelnet40", "--data-dir", "/no/such/dir"}), 1,
                         "'/no/such/dir' does not exist");
@@ -159,8 +168,10 @@ TEST(TrainPointNet2, TwoProcessesUnderDtrunShareTheData) {
   const auto rows = read_csv(dir.file("report.csv"));
   ASSERT_EQ(rows.size(), 2u) << "only rank 0 writes the report";
   EXPECT_EQ(rows[1][1], "48") << "every rank's clouds counted once";
-  ASSERT_EQ(rows[0].size(), 13u);
+  ASSERT_EQ(rows[0].size(), 14u);
   EXPECT_EQ(rows[0][11], "comm_s");
+  EXPECT_EQ(rows[0][13], "peak_device_mb");
+  EXPECT_EQ(rows[1][13], "0") << "no GPU memory on the CPU";
   // Each rank's own rate, slowest first; gradients went through all-reduce.
   EXPECT_LE(std::stod(rows[1][8]), std::stod(rows[1][9]));
   EXPECT_GT(std::stod(rows[1][8]), 0.0);

@@ -216,7 +216,7 @@ else
 fi
 found_paths | tee -a "$build_log" | sed 's/^/    /'
 
-gpu_targets=(dtrain_gpu_tests dtrain_data_parallel_gpu_tests
+gpu_targets=(dtrain_gpu_tests dtrain_data_parallel_gpu_tests dtrain_train_apps_gpu_tests
   bench_pointnet2_ops bench_allreduce bench_amp_toycnn)
 # The tests and benchmarks need some 150 s after the build (less when the
 # benchmarks may be cut short). A build cut short is carried on by the next

@@ -119,8 +119,13 @@ std::optional<int64_t> load_checkpoint(const std::string& path, torch::nn::Modul
     return std::nullopt;
   }
   try {
+    // Onto the module's device, wherever the checkpoint was written: a run
+    // on GPUs resumes from a CPU run's file and the other way round, and the
+    // optimizer's state lands beside the parameters it updates.
+    const auto parameters = module.parameters();
+    const c10::Device device = parameters.empty() ? c10::Device(c10::kCPU) : parameters[0].device();
     torch::serialize::InputArchive archive;
-    archive.load_from(path);
+    archive.load_from(path, device);
     torch::serialize::InputArchive model_archive;
     DTRAIN_CHECK_AS(IOError, archive.try_read(kModelKey, model_archive), "checkpoint '", path,
                     "' holds no model state");

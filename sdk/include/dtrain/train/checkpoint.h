@@ -26,7 +26,8 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& module,
                      const torch::optim::Optimizer& optimizer, int64_t epochs_done);
 
 // Loads `path` into `module` and `optimizer` and returns its epochs_done,
-// or std::nullopt when no file exists at `path`. Throws dtrain::IOError
+// or std::nullopt when no file exists at `path`. Tensors land on the
+// module's device, whichever device wrote them. Throws dtrain::IOError
 // naming the path when the file is unreadable or does not fit the module
 // (a parameter missing or of another shape) -- then `module` may be
 // partly loaded, so callers should stop.

@@ -1,0 +1,147 @@
+// The training apps with --device cuda, as a user runs them: the
+// classifier in each precision (fp32, bf16 autocast, fp16 autocast with
+// loss scaling), part segmentation, a CPU checkpoint resumed on the GPU,
+// and two processes on two GPUs over NCCL. Each test skips, saying why,
+// when the app finds no CUDA device (or too few).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "test_support.h"
+
+namespace {
+
+using dtrain::testing::ProcessResult;
+using dtrain::testing::read_csv;
+using dtrain::testing::run_process;
+using dtrain::testing::TempDir;
+
+constexpr std::size_t kPeakDeviceMb = 13;  // the report's column
+
+// A small synthetic run, so each takes seconds: 3 kinds of shape, 16
+// training and 8 test clouds each, 256 points, ssg-lite, 2 epochs.
+std::vector<std::string> small_run(const char* app, const TempDir& dir, const std::string& csv) {
+  return {app,
+          "--device",
+          "cuda",
+          "--data-dir",
+          dir.file("shapes"),
+          "--synthetic-classes",
+          "3",
+          "--synthetic-train-per-class",
+          "16",
+          "--synthetic-test-per-class",
+          "8",
+          "--num-points",
+          "256",
+          "--model",
+          "ssg-lite",
+          "--batch-size",
+          "8",
+          "--epochs",
+          "2",
+          "--csv",
+          csv};
+}
+
+// True (and the test should skip) when the app said it found no GPU to use.
+bool no_gpu(const ProcessResult& result) {
+  return result.output.find("no CUDA device is visible") != std::string::npos ||
+         result.output.find("CUDA device(s) are visible") != std::string::npos;
+}
+
+// A finished run's report: two epochs on the GPU, its memory counted.
+void expect_gpu_report(const ProcessResult& result, const std::string& csv) {
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("process(es) on cuda:0"), std::string::npos) << result.output;
+  const auto rows = read_csv(csv);
+  ASSERT_EQ(rows.size(), 3u) << result.output;
+  EXPECT_EQ(rows[0][kPeakDeviceMb], "peak_device_mb");
+  EXPECT_GT(std::stod(rows[2][kPeakDeviceMb]), 0.0) << "no GPU memory was allocated";
+  const double accuracy = std::stod(rows[2][7]);
+  EXPECT_GE(accuracy, 0.0);
+  EXPECT_LE(accuracy, 1.0);
+}
+
+TEST(TrainAppsCuda, ClassifierTrainsInEachPrecision) {
+  for (const std::string amp : {"off", "bf16", "fp16"}) {
+    SCOPED_TRACE("--amp " + amp);
+    TempDir dir;
+    const std::string csv = dir.file("report.csv");
+    auto args = small_run(DTRAIN_TRAIN_POINTNET2_PATH, dir, csv);
+    args.insert(args.end(), {"--amp", amp});
+    const ProcessResult result = run_process(args);
+    if (no_gpu(result)) {
+      GTEST_SKIP() << "no CUDA device visible";
+    }
+    expect_gpu_report(result, csv);
+    if (amp == "fp16") {
+      EXPECT_NE(result.output.find("fp16 autocast with loss scaling"), std::string::npos)
+          << result.output;
+    }
+  }
+}
+
+TEST(TrainAppsCuda, PartSegmentationTrains) {
+  TempDir dir;
+  const std::string csv = dir.file("report.csv");
+  auto args = small_run(DTRAIN_TRAIN_PARTSEG_PATH, dir, csv);
+  args.insert(args.end(), {"--amp", "bf16"});
+  const ProcessResult result = run_process(args);
+  if (no_gpu(result)) {
+    GTEST_SKIP() << "no CUDA device visible";
+  }
+  expect_gpu_report(result, csv);
+  const auto rows = read_csv(csv);
+  ASSERT_EQ(rows[0].size(), 16u);
+  EXPECT_GT(std::stod(rows[2][14]), 0.0) << "instance mIoU";
+}
+
+// A checkpoint written by a CPU run continues on the GPU: its tensors, the
+// optimizer's state included, land on the model's device.
+TEST(TrainAppsCuda, CpuCheckpointResumesOnTheGpu) {
+  TempDir dir;
+  const std::string csv = dir.file("report.csv");
+  const std::string checkpoint = dir.file("model.pt");
+  auto on_cpu = small_run(DTRAIN_TRAIN_POINTNET2_PATH, dir, csv);
+  on_cpu[2] = "cpu";
+  on_cpu.insert(on_cpu.end(), {"--epochs", "1", "--checkpoint", checkpoint});
+  const ProcessResult first = run_process(on_cpu);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+
+  auto on_gpu = small_run(DTRAIN_TRAIN_POINTNET2_PATH, dir, csv);
+  on_gpu.insert(on_gpu.end(), {"--checkpoint", checkpoint, "--resume"});
+  const ProcessResult second = run_process(on_gpu);
+  if (no_gpu(second)) {
+    GTEST_SKIP() << "no CUDA device visible";
+  }
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find("resumed from " + checkpoint + " after epoch 1"), std::string::npos)
+      << second.output;
+  EXPECT_EQ(read_csv(csv).size(), 3u) << "one row from each run";
+}
+
+// The README's job on GPUs: two processes under dtrun, one GPU each, DDP
+// over NCCL (the default backend for --device cuda).
+TEST(TrainAppsCuda, TwoProcessesOnTwoGpus) {
+  TempDir dir;
+  const std::string csv = dir.file("report.csv");
+  std::vector<std::string> args{DTRAIN_DTRUN_PATH, "--standalone", "--nproc-per-node", "2"};
+  for (const auto& arg : small_run(DTRAIN_TRAIN_POINTNET2_PATH, dir, csv)) {
+    args.push_back(arg);
+  }
+  const ProcessResult result = run_process(args);
+  if (no_gpu(result)) {
+    GTEST_SKIP() << "needs two CUDA devices";
+  }
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("backend nccl"), std::string::npos) << result.output;
+  const auto rows = read_csv(csv);
+  ASSERT_EQ(rows.size(), 3u) << result.output;
+  EXPECT_EQ(rows[2][1], "48") << "every rank's clouds counted once";
+  EXPECT_GT(std::stod(rows[2][11]), 0.0) << "no gradient communication recorded";
+}
+
+}  // namespace
