@@ -90,11 +90,11 @@ at::Generator augment_generator(const PointNet2RecipeOptions& options, const Job
 }
 
 int64_t resume_from_checkpoint(const PointNet2RecipeOptions& options, torch::nn::Module& module,
-                               torch::optim::Optimizer& optimizer) {
+                               torch::optim::Optimizer& optimizer, amp::GradScaler* scaler) {
   if (!options.resume) {
     return 0;
   }
-  const auto done = train::load_checkpoint(options.checkpoint, module, optimizer);
+  const auto done = train::load_checkpoint(options.checkpoint, module, optimizer, scaler);
   if (!done) {
     spdlog::info("no checkpoint at {} yet: starting at epoch 1", options.checkpoint);
     return 0;

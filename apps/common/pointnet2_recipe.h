@@ -13,6 +13,7 @@
 #include <torch/optim/optimizer.h>
 #include <CLI/CLI.hpp>
 
+#include "dtrain/amp/grad_scaler.h"
 #include "dtrain/datasets/synthetic_shapes.h"
 #include "train_flags.h"
 #include "training_job.h"
@@ -66,10 +67,11 @@ void set_adam_lr(torch::optim::Optimizer& optimizer, double lr);
 // would, and ranks draw differently.
 at::Generator augment_generator(const PointNet2RecipeOptions& options, const Job& job, int epoch);
 
-// Loads --checkpoint into the module and optimizer when --resume asks for
-// it; returns the epochs it holds (0 when there is none yet).
+// Loads --checkpoint into the module, the optimizer and the fp16 loss
+// scaler (when there is one) when --resume asks for it; returns the epochs
+// it holds (0 when there is none yet).
 int64_t resume_from_checkpoint(const PointNet2RecipeOptions& options, torch::nn::Module& module,
-                               torch::optim::Optimizer& optimizer);
+                               torch::optim::Optimizer& optimizer, amp::GradScaler* scaler);
 // Throws unless every rank resumes from the same epoch: a rank that found
 // no checkpoint (another node, the file not copied there) would otherwise
 // train from scratch beside the others and run epochs they skip.

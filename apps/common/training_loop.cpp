@@ -32,6 +32,10 @@ amp::AutocastOptions LoopSettings::autocast() const {
       .dtype(fp16 ? at::kHalf : at::kBFloat16);
 }
 
+std::unique_ptr<amp::GradScaler> make_loss_scaler(const CommonTrainOptions& options) {
+  return options.amp == "fp16" ? std::make_unique<amp::GradScaler>() : nullptr;
+}
+
 LoopSettings loop_settings(const CommonTrainOptions& options, const Job& job, int64_t eval_batch,
                            amp::GradScaler* scaler) {
   return {.epochs = options.epochs,

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
@@ -33,6 +34,9 @@ struct LoopSettings {
   // Autocast for this device and precision (disabled in fp32).
   amp::AutocastOptions autocast() const;
 };
+
+// The loss scaler of --amp fp16 (torch.amp's defaults); nullptr otherwise.
+std::unique_ptr<amp::GradScaler> make_loss_scaler(const CommonTrainOptions& options);
 
 // The loop settings an app's flags and job ask for (precision, device).
 LoopSettings loop_settings(const CommonTrainOptions& options, const Job& job, int64_t eval_batch,

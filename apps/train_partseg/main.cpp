@@ -57,11 +57,13 @@ int train(const PartSegTrainOptions& options) {
   PointNet2PartSeg model(dtrain::models::pointnet2_part_seg_preset(
       options.model, data.num_parts, static_cast<int64_t>(data.train.category_names.size())));
   model->to(device);
+  // fp16 steps go through a loss scaler, checkpointed with the model.
+  const auto scaler = dtrain::apps::make_loss_scaler(options);
   // The rate is set at the start of every epoch (set_adam_lr).
   torch::optim::Adam optimizer(
       model->parameters(),
       torch::optim::AdamOptions(options.lr).weight_decay(options.weight_decay));
-  const int64_t epochs_done = resume_from_checkpoint(options, *model, optimizer);
+  const int64_t epochs_done = resume_from_checkpoint(options, *model, optimizer, scaler.get());
   // Opened before joining the job, so a bad path fails early; a resumed run
   // continues the report of the run it continues.
   EpochReport report(options.csv, /*writes=*/env.rank.value_or(0) == 0, options.epochs,
@@ -94,12 +96,7 @@ int train(const PartSegTrainOptions& options) {
       options.batch_size, options.scaled_lr(job.world), options.lr_scaling, options.lr_decay,
       options.lr_step);
 
-  std::optional<dtrain::amp::GradScaler> scaler;
-  if (options.amp == "fp16") {
-    scaler.emplace();
-  }
-  const LoopSettings settings =
-      loop_settings(options, job, /*eval_batch=*/32, scaler ? &*scaler : nullptr);
+  const LoopSettings settings = loop_settings(options, job, /*eval_batch=*/32, scaler.get());
   const SegmentationForward train_forward = [&](const at::Tensor& points,
                                                 const at::Tensor& categories) {
     return job_model.train(points, categories);
@@ -121,7 +118,7 @@ int train(const PartSegTrainOptions& options) {
     // epoch on resume (its row then appears twice) rather than losing it.
     report.record(epoch, stats, eval, comm);
     if (!options.checkpoint.empty() && job.rank == 0) {
-      dtrain::train::save_checkpoint(options.checkpoint, *model, optimizer, epoch);
+      dtrain::train::save_checkpoint(options.checkpoint, *model, optimizer, epoch, scaler.get());
     }
   }
   report.finish(eval,

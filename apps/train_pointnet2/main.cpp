@@ -72,11 +72,14 @@ int train(const PointNet2TrainOptions& options) {
   PointNet2Cls model(dtrain::models::pointnet2_cls_preset(
       options.model, static_cast<int64_t>(data.class_names.size()), options.normals ? 3 : 0));
   model->to(device);
+  // fp16 steps go through a loss scaler, checkpointed with the model.
+  const auto scaler = dtrain::apps::make_loss_scaler(options);
   // The rate is set at the start of every epoch (set_adam_lr).
   torch::optim::Adam optimizer(
       model->parameters(),
       torch::optim::AdamOptions(options.lr).weight_decay(options.weight_decay));
-  const int64_t epochs_done = dtrain::apps::resume_from_checkpoint(options, *model, optimizer);
+  const int64_t epochs_done =
+      dtrain::apps::resume_from_checkpoint(options, *model, optimizer, scaler.get());
   // Opened before joining the job, so a bad path fails early. A resumed run
   // adds its epochs to the report of the run it continues; a run from epoch
   // 1 starts the report afresh.
@@ -111,12 +114,8 @@ int train(const PointNet2TrainOptions& options) {
       sampler.num_samples(), options.batch_size, options.scaled_lr(job.world), options.lr_scaling,
       options.lr_decay, options.lr_step);
 
-  std::optional<dtrain::amp::GradScaler> scaler;
-  if (options.amp == "fp16") {
-    scaler.emplace();
-  }
   const LoopSettings settings =
-      dtrain::apps::loop_settings(options, job, /*eval_batch=*/64, scaler ? &*scaler : nullptr);
+      dtrain::apps::loop_settings(options, job, /*eval_batch=*/64, scaler.get());
   const auto job_start = std::chrono::steady_clock::now();
   EvalStats eval;
   for (int epoch = first_epoch; epoch <= options.epochs; ++epoch) {
@@ -130,7 +129,7 @@ int train(const PointNet2TrainOptions& options) {
     // epoch on resume (its row then appears twice) rather than losing it.
     report.record(epoch, stats, eval, comm);
     if (!options.checkpoint.empty() && job.rank == 0) {
-      dtrain::train::save_checkpoint(options.checkpoint, *model, optimizer, epoch);
+      dtrain::train::save_checkpoint(options.checkpoint, *model, optimizer, epoch, scaler.get());
     }
   }
   report.finish(eval,

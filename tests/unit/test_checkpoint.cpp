@@ -74,6 +74,40 @@ TEST(Checkpoint, RoundTripRestoresTrainingState) {
   }
 }
 
+// fp16 training's loss scale survives a restart: a scaler that backed off
+// and counted clean steps comes back as it was; a checkpoint without one
+// leaves the scaler at its own state.
+TEST(Checkpoint, GradScalerStateRoundTrips) {
+  TempDir dir;
+  const std::string path = dir.file("ckpt.pt");
+  torch::manual_seed(0);
+  auto model = make_model();
+  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-2));
+  dtrain::amp::GradScaler scaler(dtrain::amp::GradScalerOptions().init_scale(1024));
+  for (int i = 0; i < 3; ++i) {
+    optimizer.zero_grad();
+    scaler.scale(model->forward(torch::randn({16, 4})).square().sum()).backward();
+    scaler.step(optimizer);
+    scaler.update();
+  }
+  scaler.update(256.0);  // as after an overflow
+  save_checkpoint(path, *model, optimizer, 2, &scaler);
+
+  auto restored = make_model();
+  torch::optim::Adam restored_optimizer(restored->parameters(), torch::optim::AdamOptions(1e-2));
+  dtrain::amp::GradScaler restored_scaler;
+  ASSERT_EQ(restored_scaler.get_scale(), 65536.0);
+  EXPECT_EQ(load_checkpoint(path, *restored, restored_optimizer, &restored_scaler), 2);
+  EXPECT_EQ(restored_scaler.get_scale(), 256.0);
+  EXPECT_EQ(restored_scaler.growth_tracker(), scaler.growth_tracker());
+
+  const std::string without = dir.file("fp32.pt");
+  save_checkpoint(without, *model, optimizer, 2);
+  dtrain::amp::GradScaler untouched;
+  EXPECT_EQ(load_checkpoint(without, *restored, restored_optimizer, &untouched), 2);
+  EXPECT_EQ(untouched.get_scale(), 65536.0);
+}
+
 TEST(Checkpoint, MissingFileIsNoCheckpoint) {
   TempDir dir;
   auto model = make_model();

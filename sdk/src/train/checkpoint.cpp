@@ -25,6 +25,7 @@ namespace {
 constexpr const char* kModelKey = "model";
 constexpr const char* kOptimizerKey = "optimizer";
 constexpr const char* kEpochsKey = "epochs_done";
+constexpr const char* kScalerKey = "grad_scaler";
 
 // Name -> shape of every parameter and buffer. LibTorch's Module::load
 // replaces a tensor with whatever the archive holds under its name, so a
@@ -68,7 +69,8 @@ bool sync_file(const std::string& path) {
 }  // namespace
 
 void save_checkpoint(const std::string& path, const torch::nn::Module& module,
-                     const torch::optim::Optimizer& optimizer, int64_t epochs_done) {
+                     const torch::optim::Optimizer& optimizer, int64_t epochs_done,
+                     const amp::GradScaler* scaler) {
   const fs::path target(path);
   std::error_code ec;
   if (target.has_parent_path()) {
@@ -86,6 +88,11 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& module,
     optimizer.save(optimizer_archive);
     archive.write(kOptimizerKey, optimizer_archive);
     archive.write(kEpochsKey, c10::IValue(epochs_done));
+    if (scaler != nullptr && scaler->is_enabled()) {
+      torch::serialize::OutputArchive scaler_archive;
+      scaler->save(scaler_archive);
+      archive.write(kScalerKey, scaler_archive);
+    }
     archive.save_to(temporary);
     // On disk before the rename: after a power cut the name must not point
     // at data the disk never got.
@@ -113,7 +120,8 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& module,
 }
 
 std::optional<int64_t> load_checkpoint(const std::string& path, torch::nn::Module& module,
-                                       torch::optim::Optimizer& optimizer) {
+                                       torch::optim::Optimizer& optimizer,
+                                       amp::GradScaler* scaler) {
   std::error_code ec;
   if (!fs::exists(path, ec)) {
     return std::nullopt;
@@ -136,6 +144,10 @@ std::optional<int64_t> load_checkpoint(const std::string& path, torch::nn::Modul
     DTRAIN_CHECK_AS(IOError, archive.try_read(kOptimizerKey, optimizer_archive), "checkpoint '",
                     path, "' holds no optimizer state");
     optimizer.load(optimizer_archive);
+    torch::serialize::InputArchive scaler_archive;
+    if (scaler != nullptr && archive.try_read(kScalerKey, scaler_archive)) {
+      scaler->load(scaler_archive);
+    }
     c10::IValue epochs;
     DTRAIN_CHECK_AS(IOError, archive.try_read(kEpochsKey, epochs) && epochs.isInt(), "checkpoint '",
                     path, "' holds no epoch count");

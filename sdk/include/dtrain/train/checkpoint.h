@@ -1,6 +1,6 @@
 // Training checkpoints: a module's parameters and buffers, its optimizer's
-// state and the number of epochs done, in one file that is either the old
-// one or the whole new one.
+// state, the number of epochs done and, in fp16 training, the GradScaler's
+// state, in one file that is either the old one or the whole new one.
 //
 //   if (auto done = load_checkpoint(path, *model, optimizer)) first_epoch = *done + 1;
 //   ...
@@ -19,19 +19,26 @@
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
+#include "dtrain/amp/grad_scaler.h"
+
 namespace dtrain::train {
 
-// Throws dtrain::IOError naming `path` when it cannot be written.
+// Throws dtrain::IOError naming `path` when it cannot be written. An
+// enabled `scaler` is saved too (call between iterations, after update()).
 void save_checkpoint(const std::string& path, const torch::nn::Module& module,
-                     const torch::optim::Optimizer& optimizer, int64_t epochs_done);
+                     const torch::optim::Optimizer& optimizer, int64_t epochs_done,
+                     const amp::GradScaler* scaler = nullptr);
 
 // Loads `path` into `module` and `optimizer` and returns its epochs_done,
 // or std::nullopt when no file exists at `path`. Tensors land on the
 // module's device, whichever device wrote them. Throws dtrain::IOError
 // naming the path when the file is unreadable or does not fit the module
 // (a parameter missing or of another shape) -- then `module` may be
-// partly loaded, so callers should stop.
+// partly loaded, so callers should stop. `scaler` takes the saved scaler
+// state when the file has one, and keeps its own when it has none (a run
+// that continues an fp32 run in fp16 starts at the initial scale).
 std::optional<int64_t> load_checkpoint(const std::string& path, torch::nn::Module& module,
-                                       torch::optim::Optimizer& optimizer);
+                                       torch::optim::Optimizer& optimizer,
+                                       amp::GradScaler* scaler = nullptr);
 
 }  // namespace dtrain::train
