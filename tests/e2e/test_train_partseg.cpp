@@ -14,35 +14,12 @@ namespace fs = std::filesystem;
 using dtrain::testing::ProcessResult;
 using dtrain::testing::read_csv;
 using dtrain::testing::run_process;
+using dtrain::testing::small_synthetic_run;
 using dtrain::testing::TempDir;
 
 // The report's columns after train_pointnet2's 14.
 constexpr std::size_t kInstanceMiou = 14;
 constexpr std::size_t kClassMiou = 15;
-
-// A small synthetic dataset and model, so each run takes seconds: 3 kinds
-// of shape (sphere, cube, cylinder: 8 parts), 16 training and 8 test
-// clouds each, 256 points per cloud.
-std::vector<std::string> small_run(const std::string& data_dir, const std::string& csv) {
-  return {"--data-dir",
-          data_dir,
-          "--synthetic-classes",
-          "3",
-          "--synthetic-train-per-class",
-          "16",
-          "--synthetic-test-per-class",
-          "8",
-          "--num-points",
-          "256",
-          "--model",
-          "ssg-lite",
-          "--batch-size",
-          "8",
-          "--threads",
-          "1",
-          "--csv",
-          csv};
-}
 
 ProcessResult run_app(std::vector<std::string> args) {
   args.insert(args.begin(), DTRAIN_TRAIN_PARTSEG_PATH);
@@ -70,7 +47,7 @@ TEST(TrainPartSeg, TrainsAndReportsMiou) {
   TempDir dir;
   const std::string data = dir.file("shapes");
   const std::string csv = dir.file("report.csv");
-  auto args = small_run(data, csv);
+  auto args = small_synthetic_run(data, csv);
   args.insert(args.end(), {"--epochs", "2"});
   const auto result = run_app(args);
   ASSERT_EQ(result.exit_code, 0) << result.output;
@@ -101,7 +78,7 @@ TEST(TrainPartSeg, TrainsAndReportsMiou) {
 TEST(TrainPartSeg, ClassMiouWeighsCategoriesEqually) {
   TempDir dir;
   const std::string csv = dir.file("report.csv");
-  auto args = small_run(dir.file("shapes"), csv);
+  auto args = small_synthetic_run(dir.file("shapes"), csv);
   args.insert(args.end(), {"--epochs", "1", "--test-limit", "7"});
   const auto result = run_app(args);
   ASSERT_EQ(result.exit_code, 0) << result.output;
@@ -115,12 +92,12 @@ TEST(TrainPartSeg, ResumeContinuesFromTheCheckpoint) {
   const std::string data = dir.file("shapes");
   const std::string csv = dir.file("report.csv");
   const std::string checkpoint = dir.file("partseg.pt");
-  auto first = small_run(data, csv);
+  auto first = small_synthetic_run(data, csv);
   first.insert(first.end(), {"--epochs", "1", "--checkpoint", checkpoint});
   ASSERT_EQ(run_app(first).exit_code, 0);
   ASSERT_TRUE(fs::exists(checkpoint));
 
-  auto second = small_run(data, csv);
+  auto second = small_synthetic_run(data, csv);
   second.insert(second.end(), {"--epochs", "2", "--checkpoint", checkpoint, "--resume"});
   const auto result = run_app(second);
   ASSERT_EQ(result.exit_code, 0) << result.output;

@@ -14,30 +14,8 @@ namespace fs = std::filesystem;
 using dtrain::testing::ProcessResult;
 using dtrain::testing::read_csv;
 using dtrain::testing::run_process;
+using dtrain::testing::small_synthetic_run;
 using dtrain::testing::TempDir;
-
-// A small synthetic dataset and model, so each run takes seconds: 3
-// classes, 16 training and 8 test clouds each, 256 points per cloud.
-std::vector<std::string> small_run(const std::string& data_dir, const std::string& csv) {
-  return {"--data-dir",
-          data_dir,
-          "--synthetic-classes",
-          "3",
-          "--synthetic-train-per-class",
-          "16",
-          "--synthetic-test-per-class",
-          "8",
-          "--num-points",
-          "256",
-          "--model",
-          "ssg-lite",
-          "--batch-size",
-          "8",
-          "--threads",
-          "1",
-          "--csv",
-          csv};
-}
 
 ProcessResult run_app(std::vector<std::string> args) {
   args.insert(args.begin(), DTRAIN_TRAIN_POINTNET2_PATH);
@@ -74,7 +52,7 @@ TEST(TrainPointNet2Errors, DataDirectoryHoldingSomethingElse) {
   TempDir dir;
   fs::create_directories(dir.file("data"));
   dtrain::testing::write_file(dir.file("data/notes.txt"), {'x'});
-  const auto result = run_app(small_run(dir.file("data"), dir.file("report.csv")));
+  const auto result = run_app(small_synthetic_run(dir.file("data"), dir.file("report.csv")));
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_NE(result.output.find(dir.file("data")), std::string::npos) << result.output;
   EXPECT_TRUE(fs::exists(dir.file("data/notes.txt"))) << "the user's file was touched";
@@ -84,7 +62,7 @@ TEST(TrainPointNet2, GeneratesTrainsAndReports) {
   TempDir dir;
   const std::string data = dir.file("shapes");
   const std::string csv = dir.file("report.csv");
-  auto args = small_run(data, csv);
+  auto args = small_synthetic_run(data, csv);
   args.insert(args.end(), {"--epochs", "2"});
   const auto result = run_app(args);
   ASSERT_EQ(result.exit_code, 0) << result.output;
@@ -107,7 +85,7 @@ TEST(TrainPointNet2, GeneratesTrainsAndReports) {
 TEST(TrainPointNet2, LastBatchOfOneCloudIsLeftOut) {
   TempDir dir;
   const std::string csv = dir.file("report.csv");
-  auto args = small_run(dir.file("shapes"), csv);
+  auto args = small_synthetic_run(dir.file("shapes"), csv);
   args.insert(args.end(), {"--epochs", "1", "--train-limit", "17"});
   const auto result = run_app(args);
   ASSERT_EQ(result.exit_code, 0) << result.output;
@@ -121,12 +99,12 @@ TEST(TrainPointNet2, ResumeContinuesFromTheCheckpoint) {
   const std::string data = dir.file("shapes");
   const std::string csv = dir.file("report.csv");
   const std::string checkpoint = dir.file("ckpt/pointnet2.pt");
-  auto first = small_run(data, csv);
+  auto first = small_synthetic_run(data, csv);
   first.insert(first.end(), {"--epochs", "1", "--checkpoint", checkpoint});
   ASSERT_EQ(run_app(first).exit_code, 0);
   ASSERT_TRUE(fs::exists(checkpoint));
 
-  auto second = small_run(data, csv);
+  auto second = small_synthetic_run(data, csv);
   second.insert(second.end(), {"--epochs", "3", "--checkpoint", checkpoint, "--resume"});
   const auto result = run_app(second);
   ASSERT_EQ(result.exit_code, 0) << result.output;
@@ -141,7 +119,7 @@ TEST(TrainPointNet2, ResumeContinuesFromTheCheckpoint) {
 
   // A checkpoint of another model (one that reads normals too) is refused,
   // naming the file.
-  auto other = small_run(data, csv);
+  auto other = small_synthetic_run(data, csv);
   other.insert(other.end(), {"--normals", "--checkpoint", checkpoint, "--resume"});
   const auto refused = run_app(other);
   EXPECT_EQ(refused.exit_code, 1) << refused.output;
@@ -156,7 +134,7 @@ TEST(TrainPointNet2, TwoProcessesUnderDtrunShareTheData) {
   TempDir dir;
   std::vector<std::string> args{DTRAIN_DTRUN_PATH, "--standalone", "--nproc-per-node", "2",
                                 DTRAIN_TRAIN_POINTNET2_PATH};
-  for (const auto& arg : small_run(dir.file("shapes"), dir.file("report.csv"))) {
+  for (const auto& arg : small_synthetic_run(dir.file("shapes"), dir.file("report.csv"))) {
     args.push_back(arg);
   }
   args.insert(args.end(), {"--epochs", "1"});

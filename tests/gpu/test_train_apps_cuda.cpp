@@ -20,30 +20,13 @@ using dtrain::testing::TempDir;
 
 constexpr std::size_t kPeakDeviceMb = 13;  // the report's column
 
-// A small synthetic run, so each takes seconds: 3 kinds of shape, 16
-// training and 8 test clouds each, 256 points, ssg-lite, 2 epochs.
+// A small synthetic run on the GPU (small_synthetic_run), 2 epochs.
 std::vector<std::string> small_run(const char* app, const TempDir& dir, const std::string& csv) {
-  return {app,
-          "--device",
-          "cuda",
-          "--data-dir",
-          dir.file("shapes"),
-          "--synthetic-classes",
-          "3",
-          "--synthetic-train-per-class",
-          "16",
-          "--synthetic-test-per-class",
-          "8",
-          "--num-points",
-          "256",
-          "--model",
-          "ssg-lite",
-          "--batch-size",
-          "8",
-          "--epochs",
-          "2",
-          "--csv",
-          csv};
+  std::vector<std::string> args{app, "--device", "cuda", "--epochs", "2"};
+  for (auto& arg : dtrain::testing::small_synthetic_run(dir.file("shapes"), csv)) {
+    args.push_back(std::move(arg));
+  }
+  return args;
 }
 
 // True (and the test should skip) when the app said it found no GPU to use.

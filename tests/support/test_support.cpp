@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -119,6 +120,46 @@ void expect_one_line_error(const ProcessResult& result, int exit_code, const std
   ASSERT_EQ(lines.size(), 1u) << result.output;
   EXPECT_EQ(lines[0].rfind(program + ": error: ", 0), 0u) << lines[0];
   EXPECT_NE(lines[0].find(fragment), std::string::npos) << lines[0];
+}
+
+ScopedEnv::ScopedEnv(const char* name, const char* value) : name_(name) {
+  if (const char* old = std::getenv(name); old != nullptr) {
+    old_ = old;
+  }
+  if (value != nullptr) {
+    setenv(name, value, 1);
+  } else {
+    unsetenv(name);
+  }
+}
+
+ScopedEnv::~ScopedEnv() {
+  if (old_) {
+    setenv(name_, old_->c_str(), 1);
+  } else {
+    unsetenv(name_);
+  }
+}
+
+std::vector<std::string> small_synthetic_run(const std::string& data_dir, const std::string& csv) {
+  return {"--data-dir",
+          data_dir,
+          "--synthetic-classes",
+          "3",
+          "--synthetic-train-per-class",
+          "16",
+          "--synthetic-test-per-class",
+          "8",
+          "--num-points",
+          "256",
+          "--model",
+          "ssg-lite",
+          "--batch-size",
+          "8",
+          "--threads",
+          "1",
+          "--csv",
+          csv};
 }
 
 std::vector<std::vector<std::string>> read_csv(const std::string& path) {

@@ -1,9 +1,11 @@
-// Helpers shared by dtrain's tests: temporary directories, IDX files
-// written from C++, and running a program to inspect its exit and output.
+// Helpers shared by dtrain's tests: temporary directories, environment
+// variables, IDX files written from C++, running a program to inspect its
+// exit and output, and the training apps' small synthetic runs.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,20 @@ class TempDir {
 
  private:
   std::filesystem::path path_;
+};
+
+// Sets an environment variable (unsets it for nullptr) for one scope and
+// puts the old value back.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
 };
 
 // The bytes of an IDX file holding uint8 data of `shape` (type code 0x08).
@@ -46,6 +62,12 @@ void expect_one_line_error(const ProcessResult& result, int exit_code, const std
 
 // Lines of text without empty ones.
 std::vector<std::string> non_empty_lines(const std::string& text);
+
+// Arguments for a PointNet++ training app (train_pointnet2, train_partseg)
+// that make a run of seconds: the synthetic shapes in data_dir, 3 kinds of
+// shape with 16 training and 8 test clouds each, 256 points, ssg-lite,
+// batch 8, one thread, the report at csv.
+std::vector<std::string> small_synthetic_run(const std::string& data_dir, const std::string& csv);
 
 // The rows of a CSV file without quoted cells (the training reports), each
 // split at its commas; the header is row 0. Empty when the file is missing.

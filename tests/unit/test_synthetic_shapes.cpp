@@ -13,7 +13,6 @@
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -44,6 +43,7 @@ using dtrain::datasets::synthetic_shape_names;
 using dtrain::datasets::SyntheticShapesOptions;
 using dtrain::datasets::write_synthetic_shapes;
 using dtrain::testing::expect_error;
+using dtrain::testing::ScopedEnv;
 using dtrain::testing::TempDir;
 
 SyntheticShapesOptions small() {
@@ -78,32 +78,6 @@ std::vector<std::string> entries_of(const fs::path& dir) {
   std::sort(names.begin(), names.end());
   return names;
 }
-
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) {
-      old_ = old;
-    }
-    if (value != nullptr) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 TEST(SyntheticShapes, TenOrMoreKindsWithDistinctNames) {
   const auto& names = synthetic_shape_names();
