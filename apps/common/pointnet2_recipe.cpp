@@ -84,11 +84,6 @@ void set_adam_lr(torch::optim::Optimizer& optimizer, double lr) {
   }
 }
 
-at::Generator augment_generator(const PointNet2RecipeOptions& options, const Job& job, int epoch) {
-  const uint64_t stream = (static_cast<uint64_t>(epoch) << 20) + static_cast<uint64_t>(job.rank);
-  return at::detail::createCPUGenerator(options.seed * 0x9E3779B97F4A7C15ULL + stream);
-}
-
 int64_t resume_from_checkpoint(const PointNet2RecipeOptions& options, torch::nn::Module& module,
                                torch::optim::Optimizer& optimizer, amp::GradScaler* scaler) {
   if (!options.resume) {

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <string>
 
-#include <ATen/core/Generator.h>
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 #include <CLI/CLI.hpp>
@@ -61,11 +60,6 @@ std::string ensure_synthetic_root(const PointNet2RecipeOptions& options);
 double lr_at(const PointNet2RecipeOptions& options, int world, int epoch);
 // Sets every parameter group of an Adam optimizer to `lr`.
 void set_adam_lr(torch::optim::Optimizer& optimizer, double lr);
-
-// A generator for one epoch's augmentation on one rank, seeded by seed,
-// rank and epoch: a resumed run augments its epochs as an unbroken run
-// would, and ranks draw differently.
-at::Generator augment_generator(const PointNet2RecipeOptions& options, const Job& job, int epoch);
 
 // Loads --checkpoint into the module, the optimizer and the fp16 loss
 // scaler (when there is one) when --resume asks for it; returns the epochs

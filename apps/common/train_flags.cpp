@@ -4,7 +4,7 @@ namespace dtrain::apps {
 
 std::string precision_name(const CommonTrainOptions& options) {
   if (options.amp == "bf16") {
-    return "bf16 autocast";
+    return options.device == "cuda" ? "bf16 autocast (CUDA)" : "bf16 autocast (CPU)";
   }
   if (options.amp == "fp16") {
     return "fp16 autocast with loss scaling";

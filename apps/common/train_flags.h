@@ -37,7 +37,7 @@ struct CommonTrainOptions {
   double scaled_lr(int world) const { return lr_scaling == "linear" ? lr * world : lr; }
 };
 
-// For logs: "fp32", "bf16 autocast", "fp16 autocast with loss scaling".
+// For logs: "fp32", "bf16 autocast (CPU)", "fp16 autocast with loss scaling".
 std::string precision_name(const CommonTrainOptions& options);
 
 // Registers the shared flags on `app`, with ranges checked by CLI11 at parse

@@ -32,6 +32,11 @@ amp::AutocastOptions LoopSettings::autocast() const {
       .dtype(fp16 ? at::kHalf : at::kBFloat16);
 }
 
+at::Generator augment_generator(const CommonTrainOptions& options, const Job& job, int epoch) {
+  const uint64_t stream = (static_cast<uint64_t>(epoch) << 20) + static_cast<uint64_t>(job.rank);
+  return at::detail::createCPUGenerator(options.seed * 0x9E3779B97F4A7C15ULL + stream);
+}
+
 std::unique_ptr<amp::GradScaler> make_loss_scaler(const CommonTrainOptions& options) {
   return options.amp == "fp16" ? std::make_unique<amp::GradScaler>() : nullptr;
 }

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 
+#include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
@@ -34,6 +35,11 @@ struct LoopSettings {
   // Autocast for this device and precision (disabled in fp32).
   amp::AutocastOptions autocast() const;
 };
+
+// A generator for one epoch's augmentation on one rank, seeded by --seed,
+// the rank and the epoch: a resumed run augments its epochs as an unbroken
+// run would, and ranks draw differently.
+at::Generator augment_generator(const CommonTrainOptions& options, const Job& job, int epoch);
 
 // The loss scaler of --amp fp16 (torch.amp's defaults); nullptr otherwise.
 std::unique_ptr<amp::GradScaler> make_loss_scaler(const CommonTrainOptions& options);

@@ -132,7 +132,7 @@ int train(const PartSegTrainOptions& options) {
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "Train PointNet++ part segmentation on point clouds (CPU; data-parallel when launched "
+      "Train PointNet++ part segmentation on point clouds (CPU or GPU; data-parallel when launched "
       "with several processes by dtrun, mpirun or srun)",
       "train_partseg"};
   PartSegTrainOptions options;

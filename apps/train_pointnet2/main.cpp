@@ -143,7 +143,7 @@ int train(const PointNet2TrainOptions& options) {
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "Train a PointNet++ classifier on point clouds (CPU; data-parallel when launched with "
+      "Train a PointNet++ classifier on point clouds (CPU or GPU; data-parallel when launched with "
       "several processes by dtrun, mpirun or srun)",
       "train_pointnet2"};
   PointNet2TrainOptions options;

@@ -1,5 +1,6 @@
-// train_toycnn: the seed tutorial's toy CNN on Fashion-MNIST, in one
-// process or data-parallel over several.
+// train_toycnn: the seed tutorial's toy CNN on Fashion-MNIST (the default)
+// or CIFAR-10 (--dataset cifar10, the seed's own data), in one process or
+// data-parallel over several.
 //
 // Launched with a world size above 1 (dtrun, torchrun-style variables,
 // mpirun or srun) it joins the process group, wraps the model in
@@ -8,7 +9,8 @@
 // world size); --batch-size is per process, as in PyTorch DDP. Each epoch:
 // mini-batch SGD with a progress bar, then test loss and accuracy over the
 // whole test set (each rank evaluates a slice), logged and appended to the
-// CSV report by rank 0.
+// CSV report by rank 0. --augment adds the standard CIFAR augmentation
+// (random crop with 4 pixels of black padding, horizontal flip).
 #include <chrono>
 
 #include <ATen/ATen.h>
@@ -17,11 +19,12 @@
 
 #include "classification_loop.h"
 #include "dtrain/data/distributed_sampler.h"
-#include "dtrain/datasets/fashion_mnist.h"
+#include "dtrain/data/image_augment.h"
 #include "dtrain/models/toy_cnn.h"
 #include "dtrain/util/cli_app.h"
 #include "dtrain/util/launch_env.h"
 #include "epoch_report.h"
+#include "image_data.h"
 #include "job_model.h"
 #include "train_options.h"
 #include "training_job.h"
@@ -31,11 +34,19 @@ namespace {
 using namespace dtrain::apps;
 using dtrain::models::ToyCnn;
 
-LabeledTensors load_split(dtrain::datasets::Split split, const TrainOptions& options,
-                          int64_t limit) {
-  auto images = dtrain::datasets::load_fashion_mnist(
-      split, dtrain::datasets::FashionMnistOptions().root(options.data_dir));
-  return LabeledTensors{images.images, images.labels}.first(limit);
+// Training-image augmentation drawing from its own generator
+// (augment_generator): ranks draw differently, and a rerun with the same
+// seed draws the same. The padding is -1, black after normalisation, as
+// torchvision pads the raw image with 0 before ToTensor and Normalize (and
+// the colour of Fashion-MNIST's background and border).
+Augment make_augment(const TrainOptions& options, const Job& job, int epoch) {
+  if (!options.augment) {
+    return {};
+  }
+  const auto augment = dtrain::data::ImageAugmentOptions().pad(4).fill(-1.0).flip_probability(0.5);
+  return [augment, generator = augment_generator(options, job, epoch)](const at::Tensor& images) {
+    return dtrain::data::augment_images(images, augment, generator);
+  };
 }
 
 int train(const TrainOptions& options) {
@@ -44,17 +55,21 @@ int train(const TrainOptions& options) {
   }
   const dtrain::util::LaunchEnv env = dtrain::util::read_launch_env();
   EpochReport report(options.csv, /*writes=*/env.rank.value_or(0) == 0, options.epochs);
-  const LabeledTensors train =
-      load_split(dtrain::datasets::Split::kTrain, options, options.train_limit);
-  const LabeledTensors test =
-      load_split(dtrain::datasets::Split::kTest, options, options.test_limit);
-  const Job job = start_job(env, options.backend, options.dist_timeout_s);
-  spdlog::info(
-      "Fashion-MNIST from {}: {} training, {} test images; {} process(es), {} thread(s) each",
-      options.data_dir, train.size(), test.size(), job.world, at::get_num_threads());
+  const ImageData data = load_image_data(options);
+  const LabeledTensors& train = data.train;
+  const LabeledTensors& test = data.test;
+  const c10::Device device = choose_device(env, options.device);
+  const Job job = start_job(env, options.backend, options.dist_timeout_s, device);
+  spdlog::info("{} from {}: {} training, {} test images{}; {} process(es) on {}, {} thread(s) each",
+               data.name, data.root, train.size(), test.size(),
+               options.augment ? " (training images randomly cropped and flipped)" : "", job.world,
+               device.str(), at::get_num_threads());
 
   torch::manual_seed(options.seed);
-  ToyCnn model(dtrain::models::ToyCnnOptions().in_channels(1));
+  ToyCnn model(dtrain::models::ToyCnnOptions()
+                   .in_channels(data.channels)
+                   .num_classes(static_cast<int64_t>(data.class_names.size())));
+  model->to(device);
   JobModel<ToyCnn> job_model(model, job);
   const double lr = options.scaled_lr(job.world);
   torch::optim::SGD optimizer(model->parameters(),
@@ -65,16 +80,16 @@ int train(const TrainOptions& options) {
   spdlog::info(
       "precision: {}; {} samples per process per epoch, batch {} per process, learning rate {} "
       "({} scaling)",
-      options.amp == "bf16" ? "bf16 autocast (CPU)" : "fp32", sampler.num_samples(),
-      options.batch_size, lr, options.lr_scaling);
+      precision_name(options), sampler.num_samples(), options.batch_size, lr, options.lr_scaling);
 
-  const LoopSettings settings{
-      .epochs = options.epochs, .batch_size = options.batch_size, .bf16 = options.amp == "bf16"};
+  const auto scaler = make_loss_scaler(options);
+  const LoopSettings settings = loop_settings(options, job, /*eval_batch=*/1000, scaler.get());
   const auto job_start = std::chrono::steady_clock::now();
   EvalStats eval;
   for (int epoch = 1; epoch <= options.epochs; ++epoch) {
-    const EpochStats stats = train_epoch(job_model.train_forward(), *model, optimizer, train,
-                                         sampler, settings, epoch, job);
+    const EpochStats stats =
+        train_epoch(job_model.train_forward(), *model, optimizer, train, sampler, settings, epoch,
+                    job, make_augment(options, job, epoch));
     const CommStats comm = job_model.take_comm_stats();
     eval = evaluate(job_model.eval_forward(), *model, test, settings, job);
     report.record(epoch, stats, eval, comm);
@@ -90,8 +105,8 @@ int train(const TrainOptions& options) {
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "Train the seed tutorial's toy CNN on Fashion-MNIST (CPU; data-parallel when "
-      "launched with several processes by dtrun, mpirun or srun)",
+      "Train the seed tutorial's toy CNN on Fashion-MNIST or CIFAR-10 (CPU or GPU; data-parallel "
+      "when launched with several processes by dtrun, mpirun or srun)",
       "train_toycnn"};
   TrainOptions options;
   dtrain::apps::add_train_flags(app, options);

@@ -8,14 +8,21 @@ void add_train_flags(CLI::App& app, TrainOptions& options) {
   // A flag given twice takes its last value, as with argparse: scripts put
   // their defaults first and pass the user's arguments after them.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  options.data_dir = datasets::fashion_mnist_default_root();
-  app.add_option("--data-dir", options.data_dir,
-                 "Directory with the Fashion-MNIST IDX files (plain or .gz)")
+  app.add_option("--dataset", options.dataset,
+                 "fashion-mnist: Fashion-MNIST's IDX files (plain or .gz); cifar10: CIFAR-10's "
+                 "binary version (data_batch_1.bin .. data_batch_5.bin, test_batch.bin)")
+      ->check(CLI::IsMember({"fashion-mnist", "cifar10"}))
       ->capture_default_str();
+  app.add_option("--data-dir", options.data_dir,
+                 "Directory of the dataset's files (default: Fashion-MNIST from " +
+                     datasets::fashion_mnist_default_root() +
+                     ", CIFAR-10 from $DTRAIN_CIFAR10_DIR)");
   add_common_train_flags(app, options, "images");
   app.add_option("--momentum", options.momentum, "SGD momentum")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
+  app.add_flag("--augment", options.augment,
+               "Randomly crop (4 pixels of black padding) and horizontally flip training images");
 }
 
 }  // namespace dtrain::apps

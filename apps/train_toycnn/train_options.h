@@ -10,8 +10,14 @@
 namespace dtrain::apps {
 
 struct TrainOptions : CommonTrainOptions {
-  std::string data_dir;
+  // "fashion-mnist": Debian's Fashion-MNIST IDX files, padded to 32x32, one
+  // channel; "cifar10": CIFAR-10's binary version, three channels.
+  std::string dataset = "fashion-mnist";
+  std::string data_dir;  // empty: the dataset's default directory
   double momentum = 0.9;
+  // Random crop (4 pixels of black padding) and horizontal flip of every
+  // training image, the standard CIFAR recipe.
+  bool augment = false;
 
   TrainOptions() { csv = "out/train_toycnn.csv"; }
 };

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
 
 #include <ATen/ATen.h>
 
@@ -14,6 +15,10 @@ namespace {
 
 constexpr int64_t kClasses = 10;
 constexpr int64_t kSide = 28;
+
+// Label i is the i-th name, as Zalando's README lists them.
+const char* const kClassNames[] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                   "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
 
 const char* const kStems[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
                               "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
@@ -88,7 +93,8 @@ LabeledImages load_fashion_mnist(Split split, const FashionMnistOptions& options
     // Padding happens after normalising, so the border is -1 like the image background.
     images = at::constant_pad_nd(images, {2, 2, 2, 2}, -1.0);
   }
-  return {images.contiguous(), raw_labels.to(at::kLong)};
+  return {images.contiguous(), raw_labels.to(at::kLong),
+          std::vector<std::string>(std::begin(kClassNames), std::end(kClassNames))};
 }
 
 }  // namespace dtrain::datasets

@@ -62,6 +62,9 @@ TEST(FashionMnist, PadsTo32AndNormalises) {
   EXPECT_EQ(data.images.sizes(), (std::vector<int64_t>{3, 1, 32, 32}));
   EXPECT_EQ(data.labels.scalar_type(), at::kLong);
   EXPECT_EQ(data.labels[2].item<int64_t>(), 2);
+  ASSERT_EQ(data.class_names.size(), 10u);
+  EXPECT_EQ(data.class_names.front(), "T-shirt/top");
+  EXPECT_EQ(data.class_names.back(), "Ankle boot");
   // Image 1 has pixel value 50 -> (50/255 - 0.5) / 0.5 inside, -1 in the 2-pixel border.
   EXPECT_NEAR(data.images[1][0][16][16].item<float>(), 50.0 / 255.0 * 2.0 - 1.0, 1e-6);
   EXPECT_FLOAT_EQ(data.images[1][0][0][0].item<float>(), -1.0f);

@@ -9,6 +9,7 @@
 //   auto train = dtrain::datasets::load_fashion_mnist(dtrain::datasets::Split::kTrain);
 //   train.images  // (60000, 1, 32, 32) float32 in [-1, 1]
 //   train.labels  // (60000,) int64 in [0, 9]
+//   train.class_names  // "T-shirt/top", "Trouser", ..., "Ankle boot"
 #pragma once
 
 #include <string>
@@ -16,16 +17,10 @@
 #include <ATen/core/Tensor.h>
 #include <torch/arg.h>
 
+#include "dtrain/datasets/labeled_images.h"
 #include "dtrain/datasets/split.h"
 
 namespace dtrain::datasets {
-
-// Images with one label each, held in memory.
-struct LabeledImages {
-  at::Tensor images;  // (N, C, H, W) float32
-  at::Tensor labels;  // (N,) int64
-  int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
-};
 
 // $DTRAIN_FASHION_MNIST_DIR when set, else Debian's package directory.
 std::string fashion_mnist_default_root();

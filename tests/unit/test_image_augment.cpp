@@ -1,0 +1,167 @@
+// dtrain::data::augment_images: every output image is a window of its
+// padded input (mirrored or not), offsets cover exactly [0, 2 pad], flips
+// happen per image, the padding has the fill value, a seed gives one batch,
+// and the checks.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include <ATen/ATen.h>
+
+#include "dtrain/data/image_augment.h"
+#include "dtrain/util/errors.h"
+#include "expect_error.h"
+
+namespace {
+
+using dtrain::data::augment_images;
+using dtrain::data::ImageAugmentOptions;
+using dtrain::testing::expect_error;
+
+at::Generator seeded(uint64_t seed) {
+  return at::detail::createCPUGenerator(seed);
+}
+
+at::Tensor zero_padded(const at::Tensor& images, int64_t pad) {
+  return at::constant_pad_nd(images, {pad, pad, pad, pad}, 0);
+}
+
+// The offset (row, column) of the window of `padded` (C, H + 2p, W + 2p)
+// that equals `image` (C, H, W), mirrored left to right first when
+// `mirrored`; nullopt when there is none.
+std::optional<std::pair<int64_t, int64_t>> window_of(const at::Tensor& image,
+                                                     const at::Tensor& padded, bool mirrored) {
+  const int64_t h = image.size(1);
+  const int64_t w = image.size(2);
+  for (int64_t dy = 0; dy + h <= padded.size(1); ++dy) {
+    for (int64_t dx = 0; dx + w <= padded.size(2); ++dx) {
+      at::Tensor window = padded.narrow(1, dy, h).narrow(2, dx, w);
+      if (mirrored) {
+        window = window.flip({2});
+      }
+      if (at::equal(window, image)) {
+        return std::make_pair(dy, dx);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+TEST(ImageAugment, AllOffIsACopy) {
+  const at::Tensor images = at::randn({4, 3, 8, 8});
+  const at::Tensor out = augment_images(images, ImageAugmentOptions().pad(0).flip_probability(0));
+  EXPECT_TRUE(at::equal(out, images));
+  EXPECT_NE(out.data_ptr(), images.data_ptr());
+}
+
+TEST(ImageAugment, FlipOnlyMirrorsWholeImagesOneByOne) {
+  // Random pixels: no image equals its own mirror.
+  const at::Tensor images = at::randn({64, 3, 6, 9});
+  const at::Tensor out = augment_images(images, ImageAugmentOptions().pad(0), seeded(1));
+  ASSERT_EQ(out.sizes(), images.sizes());
+  int kept = 0;
+  int mirrored = 0;
+  for (int64_t b = 0; b < images.size(0); ++b) {
+    if (at::equal(out[b], images[b])) {
+      ++kept;
+    } else if (at::equal(out[b], images[b].flip({2}))) {
+      ++mirrored;
+    } else {
+      ADD_FAILURE() << "image " << b << " is neither itself nor its mirror";
+    }
+  }
+  EXPECT_GT(kept, 16) << "with probability 0.5, about half of 64 keep their side";
+  EXPECT_GT(mirrored, 16);
+
+  const at::Tensor all = augment_images(images, ImageAugmentOptions().pad(0).flip_probability(1));
+  EXPECT_TRUE(at::equal(all, images.flip({3})));
+}
+
+TEST(ImageAugment, CropIsAWindowOfTheZeroPaddedImage) {
+  // Not square, so rows and columns cannot be confused.
+  const int64_t pad = 3;
+  const at::Tensor images = at::randn({200, 2, 8, 10});
+  const at::Tensor out =
+      augment_images(images, ImageAugmentOptions().pad(pad).flip_probability(0), seeded(2));
+  ASSERT_EQ(out.sizes(), images.sizes());
+  const at::Tensor padded = zero_padded(images, pad);
+  std::set<int64_t> rows;
+  std::set<int64_t> cols;
+  for (int64_t b = 0; b < images.size(0); ++b) {
+    const auto offset = window_of(out[b], padded[b], /*mirrored=*/false);
+    ASSERT_TRUE(offset.has_value()) << "image " << b << " is no window of its padded input";
+    rows.insert(offset->first);
+    cols.insert(offset->second);
+  }
+  // 200 images: each of the 7 offsets of an axis is missed with odds (6/7)^200.
+  const std::set<int64_t> all = {0, 1, 2, 3, 4, 5, 6};
+  EXPECT_EQ(rows, all) << "row offsets must cover exactly [0, 2 pad]";
+  EXPECT_EQ(cols, all) << "column offsets must cover exactly [0, 2 pad]";
+}
+
+TEST(ImageAugment, CropAndFlipTogether) {
+  const at::Tensor images = at::randn({64, 3, 7, 7});
+  const at::Tensor out = augment_images(images, ImageAugmentOptions().pad(2), seeded(3));
+  const at::Tensor padded = zero_padded(images, 2);
+  int mirrored = 0;
+  for (int64_t b = 0; b < images.size(0); ++b) {
+    if (window_of(out[b], padded[b], /*mirrored=*/true)) {
+      ++mirrored;
+    } else {
+      EXPECT_TRUE(window_of(out[b], padded[b], /*mirrored=*/false))
+          << "image " << b << " is no window of its padded input, mirrored or not";
+    }
+  }
+  EXPECT_GT(mirrored, 16);
+  EXPECT_LT(mirrored, 48);
+}
+
+TEST(ImageAugment, PaddingHasTheFillValueAndTheTypeIsKept) {
+  const at::Tensor images = at::full({32, 1, 4, 4}, 7, at::kByte);
+  const at::Tensor out = augment_images(images, ImageAugmentOptions().pad(3).fill(9), seeded(4));
+  EXPECT_EQ(out.scalar_type(), at::kByte);
+  EXPECT_TRUE(((out == 7) | (out == 9)).all().item<bool>());
+  EXPECT_TRUE((out == 9).any().item<bool>()) << "no window reached the padding";
+  // Every window overlaps the 4x4 image in at least one pixel (offsets up to 2 pad = 6 of 10).
+  EXPECT_TRUE((out == 7).flatten(1).any(1).all().item<bool>());
+}
+
+TEST(ImageAugment, SameSeedSameBatch) {
+  const at::Tensor images = at::randn({16, 3, 8, 8});
+  EXPECT_TRUE(
+      at::equal(augment_images(images, {}, seeded(7)), augment_images(images, {}, seeded(7))));
+  EXPECT_FALSE(
+      at::equal(augment_images(images, {}, seeded(7)), augment_images(images, {}, seeded(8))));
+  // Without a generator: the default one, which at::manual_seed (torch::manual_seed) seeds.
+  at::manual_seed(11);
+  const at::Tensor first = augment_images(images, {});
+  at::manual_seed(11);
+  EXPECT_TRUE(at::equal(first, augment_images(images, {})));
+}
+
+TEST(ImageAugment, ChecksNameTheProblem) {
+  const at::Tensor images = at::randn({2, 3, 8, 8});
+  expect_error(
+      [&] {
+        augment_images(at::randn({3, 8, 8}), {});
+      },
+      "images must be a (B, C, H, W) tensor, got shape [3, 8, 8]");
+  expect_error([&] { augment_images(at::Tensor(), {}); }, "images is an undefined tensor");
+  expect_error([&] { augment_images(images, ImageAugmentOptions().pad(-1)); },
+               "pad must be >= 0, got -1");
+  expect_error([&] { augment_images(images, ImageAugmentOptions().flip_probability(1.5)); },
+               "flip_probability must be in [0, 1], got 1.5");
+  expect_error([&] { augment_images(images, ImageAugmentOptions().flip_probability(-0.1)); },
+               "flip_probability must be in [0, 1], got -0.1");
+  expect_error(
+      [&] {
+        augment_images(images,
+                       ImageAugmentOptions().fill(std::numeric_limits<double>::quiet_NaN()));
+      },
+      "fill must be finite, got nan");
+}
+
+}  // namespace
