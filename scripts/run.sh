@@ -5,8 +5,9 @@
 # processes under dtrun (DDP over Gloo, each process one half of every
 # epoch) -- writing out/train_pointnet2.csv. Extra arguments go to the
 # program after these defaults, so they override them (see --help);
-# DTRAIN_NPROC sets the process count; DTRAIN_APP=train_toycnn runs the seed
-# tutorial's toy CNN on Fashion-MNIST instead.
+# DTRAIN_NPROC sets the process count; DTRAIN_APP=train_partseg runs
+# PointNet++ part segmentation on the same shapes, DTRAIN_APP=train_toycnn
+# the seed tutorial's toy CNN on Fashion-MNIST instead.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -15,11 +16,14 @@ case "$app" in
   train_pointnet2)
     defaults=(--model ssg-lite --num-points 512 --epochs 5)
     what="PointNet++ (ssg-lite) on the synthetic shapes" ;;
+  train_partseg)
+    defaults=(--model ssg-lite --num-points 512 --epochs 5)
+    what="PointNet++ part segmentation (ssg-lite) on the synthetic shapes' parts" ;;
   train_toycnn)
     defaults=()
     what="the toy CNN on Fashion-MNIST" ;;
   *)
-    echo "run.sh: DTRAIN_APP must be train_pointnet2 or train_toycnn, got '$app'" >&2
+    echo "run.sh: DTRAIN_APP must be train_pointnet2, train_partseg or train_toycnn, got '$app'" >&2
     exit 2 ;;
 esac
 
