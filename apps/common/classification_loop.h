@@ -1,7 +1,7 @@
 // One epoch of mini-batch training and one pass of evaluation for a
 // classifier, shared by the training apps: inputs of any shape (images,
 // point clouds) indexed along their first dimension, cross-entropy loss,
-// optional CPU bf16 autocast, a progress bar on rank 0, and sums over
+// optional autocast, a progress bar on rank 0, and sums over
 // every rank so each rank reports the whole job's numbers. The epoch is
 // training_loop.h's with a classifier's loss.
 #pragma once

@@ -57,6 +57,10 @@ void add_common_train_flags(CLI::App& app, CommonTrainOptions& options,
     if (options.amp == "fp16" && options.device != "cuda") {
       throw CLI::ValidationError("--amp fp16", "needs --device cuda (on the CPU use --amp bf16)");
     }
+    if (options.device == "cuda" && (options.backend == "gloo" || options.backend == "mpi")) {
+      throw CLI::ValidationError("--backend " + options.backend,
+                                 "moves CPU tensors; with --device cuda use nccl (or auto)");
+    }
   });
   app.add_option("--backend", options.backend,
                  "Process group backend when launched with several processes (auto: nccl for "

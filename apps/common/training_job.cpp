@@ -36,11 +36,14 @@ c10::Device choose_device(const util::LaunchEnv& env, const std::string& device)
   DTRAIN_CHECK(visible > 0,
                "--device cuda: no CUDA device is visible (none installed, CUDA_VISIBLE_DEVICES "
                "hides them, or LibTorch was built without CUDA)");
+  // A process that sees one GPU uses it, whatever its local rank: Slurm's
+  // --gpus-per-task=1 and per-process CUDA_VISIBLE_DEVICES show each rank
+  // its own GPU as device 0.
   const int64_t local_rank = env.local_rank.value_or(0);
-  DTRAIN_CHECK(local_rank < visible, "--device cuda: this process has local rank ", local_rank,
-               " but only ", visible,
+  DTRAIN_CHECK(visible == 1 || local_rank < visible, "--device cuda: this process has local rank ",
+               local_rank, " but only ", visible,
                " CUDA device(s) are visible: start at most that many processes per node");
-  const auto index = static_cast<c10::DeviceIndex>(local_rank);
+  const auto index = static_cast<c10::DeviceIndex>(visible == 1 ? 0 : local_rank);
   at::accelerator::setDeviceIndex(index);
   return {c10::kCUDA, index};
 }

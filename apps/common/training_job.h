@@ -25,7 +25,8 @@ struct Job {
 };
 
 // The device --device names: the CPU, or for "cuda" the GPU numbered by
-// this process's local rank, made the current one. Throws dtrain::Error
+// this process's local rank (the only one, when it sees one), made the
+// current one. Throws dtrain::Error
 // when there is no such GPU. Called before the model is built, so it and
 // its optimizer's state start there.
 c10::Device choose_device(const util::LaunchEnv& env, const std::string& device);

@@ -1,6 +1,6 @@
 // One epoch of mini-batch training for any loss, shared by the training
 // apps: this rank's share of the samples from DistributedSampler, batches
-// of their indices, optional CPU bf16 autocast around each loss, a progress
+// of their indices, optional autocast around each loss, a progress
 // bar on rank 0, and the epoch's numbers summed over every rank. Batches
 // go to the job's device; fp16 steps go through a GradScaler.
 #pragma once

@@ -51,8 +51,8 @@ int train(const PartSegTrainOptions& options) {
     at::set_num_threads(options.threads);
   }
   const dtrain::util::LaunchEnv env = dtrain::util::read_launch_env();
-  const PartData data = load_part_data(options);
   const c10::Device device = choose_device(env, options.device);
+  const PartData data = load_part_data(options);
   torch::manual_seed(options.seed);
   PointNet2PartSeg model(dtrain::models::pointnet2_part_seg_preset(
       options.model, data.num_parts, static_cast<int64_t>(data.train.category_names.size())));

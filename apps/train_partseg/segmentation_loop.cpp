@@ -1,6 +1,7 @@
 #include "segmentation_loop.h"
 
 #include <algorithm>
+#include <span>
 
 #include <ATen/ATen.h>
 #include <torch/nn/functional/loss.h>
@@ -50,16 +51,11 @@ EvalStats segmentation_evaluate(const SegmentationForward& forward, torch::nn::M
   module.eval();
   torch::NoGradGuard no_grad;
   AutocastGuard autocast(settings.autocast());
-  const auto num_categories = static_cast<int64_t>(owned.size());
   const int64_t first = test.size() * job.rank / job.world;
   const int64_t last = test.size() * (job.rank + 1) / job.world;
-  // Sums over this rank's clouds: loss, correct points, shape IoUs, then
-  // each category's IoU sum and each category's cloud count.
-  at::Tensor category_iou = at::zeros({num_categories}, at::kDouble);
-  at::Tensor category_count = at::zeros({num_categories}, at::kDouble);
+  train::MiouTotals miou(static_cast<int64_t>(owned.size()));
   double loss_sum = 0;
   double correct = 0;
-  double iou_sum = 0;
   for (int64_t begin = first; begin < last; begin += settings.eval_batch) {
     const int64_t count = std::min(settings.eval_batch, last - begin);
     const at::Tensor categories = test.categories.narrow(0, begin, count).to(settings.device);
@@ -70,32 +66,18 @@ EvalStats segmentation_evaluate(const SegmentationForward& forward, torch::nn::M
                     .item<double>();
     const at::Tensor predicted = train::predict_parts(logits, categories, owned);
     correct += predicted.eq(parts).sum().item<double>();
-    const at::Tensor iou = train::shape_part_iou(predicted, parts, categories, owned);
-    iou_sum += iou.sum().item<double>();
-    category_iou.index_add_(0, categories.cpu(), iou);
-    category_count.index_add_(0, categories.cpu(), at::ones_like(iou));
+    miou.add(train::shape_part_iou(predicted, parts, categories, owned), categories);
   }
-  std::vector<double> sums = {loss_sum, correct, iou_sum};
-  sums.insert(sums.end(), category_iou.data_ptr<double>(),
-              category_iou.data_ptr<double>() + num_categories);
-  sums.insert(sums.end(), category_count.data_ptr<double>(),
-              category_count.data_ptr<double>() + num_categories);
+  // Every rank's sums added up: loss, correct points, then the IoU totals.
+  std::vector<double> sums = {loss_sum, correct};
+  const std::vector<double> miou_sums = miou.sums();
+  sums.insert(sums.end(), miou_sums.begin(), miou_sums.end());
   const std::vector<double> totals = job.sum(std::move(sums));
-
-  const auto clouds = static_cast<double>(test.size());
-  const auto points = clouds * static_cast<double>(test.points.size(1));
-  double class_sum = 0;
-  int categories_seen = 0;
-  for (int64_t c = 0; c < num_categories; ++c) {
-    const double shapes = totals[3 + num_categories + c];
-    if (shapes > 0) {
-      class_sum += totals[3 + c] / shapes;
-      ++categories_seen;
-    }
-  }
+  const auto job_miou = train::MiouTotals::from_sums(std::span(totals).subspan(2));
+  const auto points = static_cast<double>(test.size() * test.points.size(1));
   return {.mean_loss = totals[0] / points,
           .accuracy = totals[1] / points,
-          .extra = {totals[2] / clouds, categories_seen > 0 ? class_sum / categories_seen : 0}};
+          .extra = {job_miou.instance_miou(), job_miou.class_miou()}};
 }
 
 }  // namespace dtrain::apps

@@ -66,8 +66,8 @@ int train(const PointNet2TrainOptions& options) {
     at::set_num_threads(options.threads);
   }
   const dtrain::util::LaunchEnv env = dtrain::util::read_launch_env();
-  const dtrain::apps::PointCloudData data = dtrain::apps::load_point_cloud_data(options);
   const c10::Device device = dtrain::apps::choose_device(env, options.device);
+  const dtrain::apps::PointCloudData data = dtrain::apps::load_point_cloud_data(options);
   torch::manual_seed(options.seed);
   PointNet2Cls model(dtrain::models::pointnet2_cls_preset(
       options.model, static_cast<int64_t>(data.class_names.size()), options.normals ? 3 : 0));

@@ -54,11 +54,12 @@ int train(const TrainOptions& options) {
     at::set_num_threads(options.threads);
   }
   const dtrain::util::LaunchEnv env = dtrain::util::read_launch_env();
+  // First: a missing GPU is named before any data is read.
+  const c10::Device device = choose_device(env, options.device);
   EpochReport report(options.csv, /*writes=*/env.rank.value_or(0) == 0, options.epochs);
   const ImageData data = load_image_data(options);
   const LabeledTensors& train = data.train;
   const LabeledTensors& test = data.test;
-  const c10::Device device = choose_device(env, options.device);
   const Job job = start_job(env, options.backend, options.dist_timeout_s, device);
   spdlog::info("{} from {}: {} training, {} test images{}; {} process(es) on {}, {} thread(s) each",
                data.name, data.root, train.size(), test.size(),

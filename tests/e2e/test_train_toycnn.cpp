@@ -3,9 +3,7 @@
 // Fashion-MNIST and on a tiny CIFAR-10 written here.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
-#include <optional>
 #include <random>
 
 #include "dtrain/datasets/fashion_mnist.h"
@@ -138,16 +136,9 @@ TEST(TrainToyCnnErrors, Cifar10MissingTestBatch) {
 
 TEST(TrainToyCnnErrors, Cifar10NeedsADirectory) {
   // The variable would otherwise give the directory.
-  std::optional<std::string> saved;
-  if (const char* value = std::getenv("DTRAIN_CIFAR10_DIR"); value != nullptr) {
-    saved = value;
-  }
-  unsetenv("DTRAIN_CIFAR10_DIR");
+  const dtrain::testing::ScopedEnv no_default("DTRAIN_CIFAR10_DIR", nullptr);
   expect_one_line_error(run_app({"--dataset", "cifar10"}), 1,
                         "--dataset cifar10 needs --data-dir (or $DTRAIN_CIFAR10_DIR)");
-  if (saved) {
-    setenv("DTRAIN_CIFAR10_DIR", saved->c_str(), 1);
-  }
 }
 
 TEST(TrainToyCnnErrors, UnwritableReport) {
@@ -174,11 +165,11 @@ TEST(TrainToyCnn, ShortRunWritesReport) {
       << result.output;
   const auto rows = read_csv(csv);
   ASSERT_EQ(rows.size(), 3u);
-  EXPECT_EQ(rows[0], (std::vector<std::string>{
-                         "epoch", "samples", "epoch_time_s", "samples_per_s", "peak_rss_mb",
-                         "train_loss", "test_loss", "test_accuracy", "rank_samples_per_s_min",
-                         "rank_samples_per_s_max", "step_ms", "comm_s", "comm_hidden_fraction",
-                         "peak_device_mb"}));
+  EXPECT_EQ(rows[0],
+            (std::vector<std::string>{"epoch", "samples", "epoch_time_s", "samples_per_s",
+                                      "peak_rss_mb", "train_loss", "test_loss", "test_accuracy",
+                                      "rank_samples_per_s_min", "rank_samples_per_s_max", "step_ms",
+                                      "comm_s", "comm_hidden_fraction", "peak_device_mb"}));
   // One process: its own rate is the job's, and nothing was communicated.
   EXPECT_EQ(rows[2][8], rows[2][9]);
   EXPECT_GT(std::stod(rows[2][10]), 0.0);

@@ -1,6 +1,7 @@
 // The NCCL backend on one GPU (world size 1: NCCL refuses two ranks on one
-// device): every op, reduce op and dtype on CUDA tensors, stream ordering,
-// and the watchdog's timeout. Skips without a visible CUDA device.
+// device): every op, reduce op and dtype on CUDA tensors, CPU tensors staged
+// through the GPU, DDP over NCCL, stream ordering, and the watchdog's
+// timeout. Skips without a visible CUDA device.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -10,6 +11,10 @@
 
 #include <thread>
 
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/sgd.h>
+
+#include "dtrain/ddp/distributed_data_parallel.h"
 #include "dtrain/dist/init.h"
 #include "dtrain/dist/process_group_nccl.h"
 #include "multi_process.h"
@@ -129,6 +134,52 @@ TEST_F(Nccl, WaitOrdersTheCallersStreamWithoutBlocking) {
   }
   EXPECT_TRUE(work->is_completed());
   EXPECT_EQ(work->exception(), nullptr);
+}
+
+// Note [CPU tensors on an NCCL group]: the control messages of a job stay
+// CPU tensors; the results come back into them, and the call returns done.
+TEST_F(Nccl, CpuTensorsAreStagedThroughTheGpu) {
+  at::Tensor sum = at::arange(5, at::kLong);
+  auto work = dist::all_reduce(sum, ReduceOp::kSum, nullptr, /*async_op=*/true);
+  EXPECT_TRUE(work->is_completed());
+  work->wait();
+  EXPECT_TRUE(sum.device().is_cpu());
+  EXPECT_TRUE(at::equal(sum, at::arange(5, at::kLong)));
+  at::Tensor value = at::full({3}, 7.0);
+  dist::broadcast(value, 0);
+  dist::reduce(value, 0, ReduceOp::kMax);
+  EXPECT_TRUE(at::equal(value, at::full({3}, 7.0)));
+  // The gathered values really come back: the output starts out otherwise.
+  std::vector<at::Tensor> gathered = {at::full({2}, -1, at::kLong)};
+  dist::all_gather(gathered, at::tensor({4, 2}, at::kLong));
+  EXPECT_TRUE(gathered[0].device().is_cpu());
+  EXPECT_TRUE(at::equal(gathered[0], at::tensor({4, 2}, at::kLong)));
+  // Ops that are not staged still say what they take.
+  at::Tensor cpu = at::ones({4});
+  EXPECT_THROW(dist::send(cpu, 0), dtrain::Error);
+}
+
+// DDP over NCCL with the model on the GPU: its CPU control messages (the
+// parameter-shape check, the bucket order) pass through the GPU, and the
+// steps train.
+TEST_F(Nccl, DdpTrainsACudaModel) {
+  torch::manual_seed(0);
+  torch::nn::Linear model(8, 2);
+  model->to(at::Device(at::kCUDA, 0));
+  dtrain::ddp::DistributedDataParallel<torch::nn::Linear> ddp(model);
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
+  const at::Tensor x = at::randn({16, 8}, cuda(at::kFloat));
+  double first_loss = 0;
+  double last_loss = 0;
+  for (int step = 0; step < 5; ++step) {
+    optimizer.zero_grad();
+    at::Tensor loss = ddp(x).square().mean();
+    loss.backward();
+    optimizer.step();
+    (step == 0 ? first_loss : last_loss) = loss.item<double>();
+  }
+  EXPECT_LT(last_loss, first_loss);
+  EXPECT_TRUE(model->weight.grad().is_cuda());
 }
 
 TEST_F(Nccl, RejectsWhatNcclCannotDo) {

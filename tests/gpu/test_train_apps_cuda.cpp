@@ -5,6 +5,7 @@
 // when the app finds no CUDA device (or too few).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -35,7 +36,9 @@ bool no_gpu(const ProcessResult& result) {
          result.output.find("CUDA device(s) are visible") != std::string::npos;
 }
 
-// A finished run's report: two epochs on the GPU, its memory counted.
+// A finished run's report: two epochs on the GPU, its memory counted, and
+// training that went somewhere (a finite loss that fell; an fp16 run whose
+// every step overflowed and was skipped would not).
 void expect_gpu_report(const ProcessResult& result, const std::string& csv) {
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("process(es) on cuda:0"), std::string::npos) << result.output;
@@ -43,6 +46,10 @@ void expect_gpu_report(const ProcessResult& result, const std::string& csv) {
   ASSERT_EQ(rows.size(), 3u) << result.output;
   EXPECT_EQ(rows[0][kPeakDeviceMb], "peak_device_mb");
   EXPECT_GT(std::stod(rows[2][kPeakDeviceMb]), 0.0) << "no GPU memory was allocated";
+  const double first_loss = std::stod(rows[1][5]);
+  const double second_loss = std::stod(rows[2][5]);
+  EXPECT_TRUE(std::isfinite(second_loss)) << result.output;
+  EXPECT_LT(second_loss, first_loss) << "training loss did not fall";
   const double accuracy = std::stod(rows[2][7]);
   EXPECT_GE(accuracy, 0.0);
   EXPECT_LE(accuracy, 1.0);
@@ -71,7 +78,7 @@ TEST(TrainAppsCuda, PartSegmentationTrains) {
   TempDir dir;
   const std::string csv = dir.file("report.csv");
   auto args = small_run(DTRAIN_TRAIN_PARTSEG_PATH, dir, csv);
-  args.insert(args.end(), {"--amp", "bf16"});
+  args.insert(args.end(), {"--amp", "fp16"});
   const ProcessResult result = run_process(args);
   if (no_gpu(result)) {
     GTEST_SKIP() << "no CUDA device visible";
@@ -79,7 +86,12 @@ TEST(TrainAppsCuda, PartSegmentationTrains) {
   expect_gpu_report(result, csv);
   const auto rows = read_csv(csv);
   ASSERT_EQ(rows[0].size(), 16u);
-  EXPECT_GT(std::stod(rows[2][14]), 0.0) << "instance mIoU";
+  // Two epochs of 48 clouds leave batch norm's statistics unsettled (on the
+  // CPU the test mIoU is 0.24-0.37), so only the range is checked here;
+  // test_train_partseg.cpp holds a longer run to a bar.
+  const double miou = std::stod(rows[2][14]);
+  EXPECT_GT(miou, 0.0) << "instance mIoU";
+  EXPECT_LE(miou, 1.0) << "instance mIoU";
 }
 
 // A checkpoint written by a CPU run continues on the GPU: its tensors, the

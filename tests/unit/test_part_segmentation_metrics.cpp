@@ -12,6 +12,7 @@ namespace {
 using dtrain::testing::expect_error;
 using dtrain::train::category_parts;
 using dtrain::train::CategoryParts;
+using dtrain::train::MiouTotals;
 using dtrain::train::predict_parts;
 using dtrain::train::shape_part_iou;
 
@@ -101,6 +102,37 @@ TEST(ShapePartIou, MatchesTheDefinitionOnRandomLabels) {
   }
 }
 
+// Instance mIoU weighs shapes, class mIoU categories: three shapes, two of
+// category 0 (IoU 1 and 0.5) and one of category 1 (0.2), category 2 none.
+TEST(MiouTotals, InstanceAndClassMeans) {
+  MiouTotals totals(3);
+  EXPECT_EQ(totals.instance_miou(), 0.0);
+  totals.add(at::tensor({1.0, 0.5}, at::kDouble), longs({0, 0}));
+  totals.add(at::tensor({0.2}, at::kDouble), longs({1}));
+  EXPECT_EQ(totals.shapes(), 3);
+  EXPECT_DOUBLE_EQ(totals.instance_miou(), 1.7 / 3);
+  EXPECT_DOUBLE_EQ(totals.class_miou(), (0.75 + 0.2) / 2) << "category 2 has no shapes";
+}
+
+// Sums added up elementwise (as all_reduce does over ranks) give the
+// totals of all the shapes.
+TEST(MiouTotals, SumsOfPartsMakeTheWhole) {
+  MiouTotals first(2);
+  first.add(at::tensor({1.0, 0.5}, at::kDouble), longs({0, 0}));
+  MiouTotals second(2);
+  second.add(at::tensor({0.2, 0.4}, at::kDouble), longs({1, 0}));
+  std::vector<double> sums = first.sums();
+  const std::vector<double> more = second.sums();
+  ASSERT_EQ(sums.size(), 6u);
+  for (std::size_t i = 0; i < sums.size(); ++i) {
+    sums[i] += more[i];
+  }
+  const MiouTotals whole = MiouTotals::from_sums(sums);
+  EXPECT_EQ(whole.shapes(), 4);
+  EXPECT_DOUBLE_EQ(whole.instance_miou(), 2.1 / 4);
+  EXPECT_DOUBLE_EQ(whole.class_miou(), (1.9 / 3 + 0.2) / 2);
+}
+
 TEST(PartSegmentationMetrics, BadInputIsNamed) {
   const CategoryParts owned{{0, 1}, {}};
   expect_error(
@@ -135,6 +167,16 @@ TEST(PartSegmentationMetrics, BadInputIsNamed) {
         shape_part_iou(rows({{0}}), rows({{0}}), longs({0, 0}), owned);
       },
       "shape_part_iou: categories has 2 entries but the batch holds 1 shapes");
+  MiouTotals totals(2);
+  expect_error([&] { totals.add(at::tensor({0.5}, at::kDouble), longs({2})); },
+               "MiouTotals::add: categories must lie in [0, 2)");
+  expect_error([&] { totals.add(at::tensor({0.5f}), longs({0})); },
+               "MiouTotals::add: iou must be a 1-d float64 tensor");
+  expect_error(
+      [&] {
+        MiouTotals::from_sums(std::vector<double>{1, 2, 3});
+      },
+      "MiouTotals::from_sums: expected 2 + 2 x categories values, got 3");
 }
 
 }  // namespace

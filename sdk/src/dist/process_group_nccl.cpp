@@ -115,12 +115,17 @@ class NcclWork : public Work {
 
 void check_cuda_tensor(const at::Tensor& tensor, const std::string& what) {
   DTRAIN_CHECK(tensor.defined(), what, ": the tensor is undefined");
-  DTRAIN_CHECK(tensor.is_cuda(), what, ": nccl takes CUDA tensors, got one on ",
-               tensor.device().str(), " (use the gloo backend for CPU tensors)");
+  DTRAIN_CHECK(tensor.is_cuda(), what, ": nccl takes CUDA tensors here, got one on ",
+               tensor.device().str(),
+               " (CPU tensors are staged through the GPU only for broadcast, all_reduce, reduce "
+               "and all_gather; use the gloo backend for CPU work)");
   nccl::to_nccl(tensor.scalar_type());
 }
 
-// Runs `body` on a contiguous version of tensor (on the current stream),
+bool on_cpu(const at::Tensor& tensor) {
+  return tensor.defined() && tensor.device().is_cpu();
+}
+
 }  // namespace
 
 NcclOptions NcclOptions::from_env() {
@@ -398,6 +403,45 @@ ProcessGroupNCCL::~ProcessGroupNCCL() {
   }
 }
 
+// Note [CPU tensors on an NCCL group]
+// NCCL moves GPU memory only, but the small control messages of a training
+// job -- DDP's check that every rank has the same parameters, its bucket
+// order and join flags, the samplers' agreement checks, an app's metric
+// sums -- are CPU tensors, as they must be on Gloo. Rather than make every
+// caller know its backend (PyTorch's way: each such site picks a device by
+// backend, and one that does not fails only on GPUs), the NCCL group stages
+// a CPU tensor through its GPU: copy there, run the collective, wait, copy
+// back. The call then returns finished. Large CPU tensors pay two copies
+// and a wait: put them on the GPU.
+int ProcessGroupNCCL::group_device() const {
+  std::lock_guard<std::mutex> lock(impl_->launch_mutex);
+  return impl_->comm ? impl_->comm->device : static_cast<int>(c10::cuda::current_device());
+}
+
+WorkPtr ProcessGroupNCCL::through_device(
+    const std::string& what, const std::vector<at::Tensor>& inputs,
+    const std::vector<at::Tensor*>& outputs,
+    const std::function<WorkPtr(std::vector<at::Tensor>&, std::vector<at::Tensor>&)>& run) {
+  const c10::Device device(c10::kCUDA, static_cast<c10::DeviceIndex>(group_device()));
+  std::vector<at::Tensor> device_inputs;
+  for (const at::Tensor& tensor : inputs) {
+    DTRAIN_CHECK(on_cpu(tensor), what, ": mixes CPU and CUDA tensors; use one device per call");
+    device_inputs.push_back(tensor.to(device));
+  }
+  std::vector<at::Tensor> device_outputs;
+  for (const at::Tensor* tensor : outputs) {
+    DTRAIN_CHECK(on_cpu(*tensor), what, ": mixes CPU and CUDA tensors; use one device per call");
+    device_outputs.push_back(tensor->to(device));
+  }
+  run(device_inputs, device_outputs)->wait();
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    outputs[i]->copy_(device_outputs[i]);  // a device-to-host copy: waits for the collective
+  }
+  auto work = std::make_shared<Work>(what);
+  work->finish();
+  return work;
+}
+
 WorkPtr ProcessGroupNCCL::send(const at::Tensor& tensor, int dst, int tag) {
   const std::string what = describe("send to rank " + std::to_string(dst));
   check_cuda_tensor(tensor, what);
@@ -428,6 +472,11 @@ WorkPtr ProcessGroupNCCL::recv(at::Tensor& tensor, int src, int tag) {
 
 WorkPtr ProcessGroupNCCL::broadcast(at::Tensor& tensor, const BroadcastOptions& options) {
   const std::string what = describe("broadcast from rank " + std::to_string(options.root));
+  if (on_cpu(tensor)) {
+    return through_device(what, {}, {&tensor}, [&](auto&, std::vector<at::Tensor>& out) {
+      return broadcast(out[0], options);
+    });
+  }
   check_cuda_tensor(tensor, what);
   check_root(options.root, size(), what);
   return impl_->launch(
@@ -443,6 +492,11 @@ WorkPtr ProcessGroupNCCL::broadcast(at::Tensor& tensor, const BroadcastOptions& 
 
 WorkPtr ProcessGroupNCCL::all_reduce(at::Tensor& tensor, const AllreduceOptions& options) {
   const std::string what = describe("all_reduce(" + to_string(options.op) + ")");
+  if (on_cpu(tensor)) {
+    return through_device(what, {}, {&tensor}, [&](auto&, std::vector<at::Tensor>& out) {
+      return all_reduce(out[0], options);
+    });
+  }
   check_cuda_tensor(tensor, what);
   check_avg(options.op, tensor, what);
   return impl_->launch(
@@ -459,6 +513,11 @@ WorkPtr ProcessGroupNCCL::all_reduce(at::Tensor& tensor, const AllreduceOptions&
 WorkPtr ProcessGroupNCCL::reduce(at::Tensor& tensor, const ReduceOptions& options) {
   const std::string what =
       describe("reduce(" + to_string(options.op) + ") to rank " + std::to_string(options.root));
+  if (on_cpu(tensor)) {
+    return through_device(what, {}, {&tensor}, [&](auto&, std::vector<at::Tensor>& out) {
+      return reduce(out[0], options);
+    });
+  }
   check_cuda_tensor(tensor, what);
   check_root(options.root, size(), what);
   check_avg(options.op, tensor, what);
@@ -476,6 +535,16 @@ WorkPtr ProcessGroupNCCL::reduce(at::Tensor& tensor, const ReduceOptions& option
 WorkPtr ProcessGroupNCCL::all_gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
                                      const CollectiveOptions& options) {
   const std::string what = describe("all_gather");
+  if (on_cpu(input)) {
+    std::vector<at::Tensor*> staged;
+    for (at::Tensor& output : outputs) {
+      staged.push_back(&output);
+    }
+    return through_device(what, {input}, staged,
+                          [&](std::vector<at::Tensor>& in, std::vector<at::Tensor>& out) {
+                            return all_gather(out, in[0], options);
+                          });
+  }
   check_cuda_tensor(input, what);
   check_one_per_rank(outputs, input, size(), what, "outputs");
   std::vector<at::Tensor> tensors = {input};
@@ -646,11 +715,7 @@ WorkPtr ProcessGroupNCCL::scatter(at::Tensor& output, const std::vector<at::Tens
 
 WorkPtr ProcessGroupNCCL::barrier(const CollectiveOptions& options) {
   const std::string what = describe("barrier");
-  int device = 0;
-  {
-    std::lock_guard<std::mutex> lock(impl_->launch_mutex);
-    device = impl_->comm ? impl_->comm->device : static_cast<int>(c10::cuda::current_device());
-  }
+  const int device = group_device();
   at::Tensor token = at::zeros({1}, at::TensorOptions()
                                         .dtype(at::kFloat)
                                         .device(at::kCUDA, static_cast<c10::DeviceIndex>(device)));

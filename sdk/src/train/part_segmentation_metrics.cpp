@@ -138,4 +138,64 @@ at::Tensor shape_part_iou(const at::Tensor& predicted, const at::Tensor& parts,
   return (iou * counted).sum(1) / counted.sum(1);
 }
 
+MiouTotals::MiouTotals(int64_t num_categories)
+    : category_iou_(static_cast<std::size_t>(num_categories), 0.0),
+      category_shapes_(static_cast<std::size_t>(num_categories), 0.0) {
+  DTRAIN_CHECK(num_categories >= 1, "MiouTotals: num_categories must be positive, got ",
+               num_categories);
+}
+
+void MiouTotals::add(const at::Tensor& iou, const at::Tensor& categories) {
+  DTRAIN_CHECK(iou.defined() && iou.dim() == 1 && iou.scalar_type() == at::kDouble,
+               "MiouTotals::add: iou must be a 1-d float64 tensor (shape_part_iou's)");
+  const CategoryParts by_category(category_iou_.size());
+  check_categories(categories, iou.size(0), by_category, "MiouTotals::add");
+  const at::Tensor values = iou.cpu();
+  const at::Tensor labels = categories.cpu();
+  const auto value = values.accessor<double, 1>();
+  const auto label = labels.accessor<int64_t, 1>();
+  for (int64_t i = 0; i < values.size(0); ++i) {
+    const auto c = static_cast<std::size_t>(label[i]);
+    category_iou_[c] += value[i];
+    category_shapes_[c] += 1;
+    iou_sum_ += value[i];
+    shapes_ += 1;
+  }
+}
+
+std::vector<double> MiouTotals::sums() const {
+  std::vector<double> out = {shapes_, iou_sum_};
+  out.insert(out.end(), category_iou_.begin(), category_iou_.end());
+  out.insert(out.end(), category_shapes_.begin(), category_shapes_.end());
+  return out;
+}
+
+MiouTotals MiouTotals::from_sums(std::span<const double> sums) {
+  DTRAIN_CHECK(sums.size() >= 4 && sums.size() % 2 == 0,
+               "MiouTotals::from_sums: expected 2 + 2 x categories values, got ", sums.size());
+  const auto categories = static_cast<int64_t>((sums.size() - 2) / 2);
+  MiouTotals totals(categories);
+  totals.shapes_ = sums[0];
+  totals.iou_sum_ = sums[1];
+  std::copy(sums.begin() + 2, sums.begin() + 2 + categories, totals.category_iou_.begin());
+  std::copy(sums.begin() + 2 + categories, sums.end(), totals.category_shapes_.begin());
+  return totals;
+}
+
+double MiouTotals::instance_miou() const {
+  return shapes_ > 0 ? iou_sum_ / shapes_ : 0;
+}
+
+double MiouTotals::class_miou() const {
+  double sum = 0;
+  int seen = 0;
+  for (std::size_t c = 0; c < category_iou_.size(); ++c) {
+    if (category_shapes_[c] > 0) {
+      sum += category_iou_[c] / category_shapes_[c];
+      ++seen;
+    }
+  }
+  return seen > 0 ? sum / seen : 0;
+}
+
 }  // namespace dtrain::train

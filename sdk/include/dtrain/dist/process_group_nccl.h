@@ -16,8 +16,13 @@
 //   once -- it blocks the host only with a non-zero timeout, with
 //   NcclOptions::blocking_wait, or for barrier(), which blocks until every
 //   rank arrived.
-// - Errors: tensors on the CPU, of an unsupported dtype or of mismatching
-//   shapes raise dtrain::Error at the call. A watchdog thread per group
+// - CPU tensors: broadcast, all_reduce, reduce and all_gather also take
+//   tensors on the CPU, staged through the group's GPU (Note [CPU tensors
+//   on an NCCL group]); such a call returns when it has finished. The other
+//   operations take CUDA tensors only.
+// - Errors: tensors on the CPU where they are not staged, of an
+//   unsupported dtype or of mismatching shapes raise dtrain::Error at the
+//   call. A watchdog thread per group
 //   polls the communicator for asynchronous errors and the end events for
 //   deadlines; when a collective passes its timeout, it aborts the
 //   communicator (ncclCommAbort) and fails the Work with
@@ -30,8 +35,10 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "dtrain/dist/process_group.h"
 #include "dtrain/dist/store.h"
@@ -109,6 +116,15 @@ class ProcessGroupNCCL : public ProcessGroup {
   WorkPtr barrier(const CollectiveOptions& options = {}) override;
 
  private:
+  // The device of the group's communicator, or the current one before it exists.
+  int group_device() const;
+  // Runs `run` on GPU copies of `inputs` and `outputs` (CPU tensors), waits
+  // for it, and copies the GPU outputs back into `outputs`.
+  WorkPtr through_device(const std::string& what, const std::vector<at::Tensor>& inputs,
+                         const std::vector<at::Tensor*>& outputs,
+                         const std::function<WorkPtr(std::vector<at::Tensor>& inputs,
+                                                     std::vector<at::Tensor>& outputs)>& run);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -8,11 +8,15 @@
 //   class mIoU    = the mean over categories of their shapes' mean IoU.
 //
 //   const auto owned = category_parts(train.categories, train.parts, num_categories);
-//   at::Tensor predicted = predict_parts(logits, categories, owned);      // (B, N)
-//   at::Tensor iou = shape_part_iou(predicted, parts, categories, owned);  // (B,) float64
+//   MiouTotals totals(num_categories);
+//   for each batch:
+//     at::Tensor predicted = predict_parts(logits, categories, owned);      // (B, N)
+//     totals.add(shape_part_iou(predicted, parts, categories, owned), categories);
+//   totals.instance_miou(), totals.class_miou()
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -42,5 +46,32 @@ at::Tensor predict_parts(const at::Tensor& logits, const at::Tensor& categories,
 // category does not own counts against the true part of that point.
 at::Tensor shape_part_iou(const at::Tensor& predicted, const at::Tensor& parts,
                           const at::Tensor& categories, const CategoryParts& owned);
+
+// Sums of shape IoUs over batches (and ranks): overall and per category.
+class MiouTotals {
+ public:
+  explicit MiouTotals(int64_t num_categories);
+
+  // Adds shape IoUs (B,) float64, as shape_part_iou returns them, of shapes
+  // of `categories` (B,) int64, on any device.
+  void add(const at::Tensor& iou, const at::Tensor& categories);
+
+  // The sums as one vector, to add up over ranks (all_reduce), and back:
+  // [shapes, IoU sum, each category's IoU sum, each category's shapes].
+  std::vector<double> sums() const;
+  static MiouTotals from_sums(std::span<const double> sums);
+
+  int64_t shapes() const { return static_cast<int64_t>(shapes_); }
+  // The mean over shapes; 0 before any.
+  double instance_miou() const;
+  // The mean over categories with shapes of their shapes' mean; 0 before any.
+  double class_miou() const;
+
+ private:
+  double shapes_ = 0;
+  double iou_sum_ = 0;
+  std::vector<double> category_iou_;
+  std::vector<double> category_shapes_;
+};
 
 }  // namespace dtrain::train
