@@ -21,21 +21,26 @@ LabeledTensors LabeledTensors::first(int64_t limit) const {
   return {inputs.narrow(0, 0, limit), labels.narrow(0, 0, limit)};
 }
 
+BatchLoss classification_loss(const Forward& forward, const LabeledTensors& train,
+                              const Augment& augment, c10::Device device) {
+  return [forward, &train, augment, device](const at::Tensor& index) {
+    at::Tensor inputs = train.inputs.index_select(0, index);
+    if (augment) {
+      // Augmentation stays in fp32: the loop runs this under autocast.
+      AutocastGuard fp32(AutocastOptions(at::kCPU).enabled(false));
+      inputs = augment(inputs);
+    }
+    const at::Tensor labels = train.labels.index_select(0, index).to(device);
+    return F::cross_entropy(forward(inputs.to(device)), labels);
+  };
+}
+
 EpochStats train_epoch(const Forward& forward, torch::nn::Module& module,
                        torch::optim::Optimizer& optimizer, const LabeledTensors& train,
                        data::DistributedSampler& sampler, const LoopSettings& settings, int epoch,
                        const Job& job, const Augment& augment) {
-  return train_epoch(
-      module, optimizer, sampler, settings, epoch, job, [&](const at::Tensor& index) {
-        at::Tensor inputs = train.inputs.index_select(0, index);
-        if (augment) {
-          // Augmentation stays in fp32: the loop runs this under autocast.
-          AutocastGuard fp32(AutocastOptions(at::kCPU).enabled(false));
-          inputs = augment(inputs);
-        }
-        const at::Tensor labels = train.labels.index_select(0, index).to(settings.device);
-        return F::cross_entropy(forward(inputs.to(settings.device)), labels);
-      });
+  return train_epoch(module, optimizer, sampler, settings, epoch, job,
+                     classification_loss(forward, train, augment, settings.device));
 }
 
 EvalStats evaluate(const Forward& forward, torch::nn::Module& module, const LabeledTensors& test,

@@ -35,6 +35,11 @@ using Forward = std::function<at::Tensor(const at::Tensor&)>;
 // Applied to each training batch's inputs (augmentation); may be empty.
 using Augment = std::function<at::Tensor(const at::Tensor&)>;
 
+// The mean cross-entropy of the batch of `train` samples at an index:
+// inputs augmented on the CPU (when `augment` is set), then moved to `device`.
+BatchLoss classification_loss(const Forward& forward, const LabeledTensors& train,
+                              const Augment& augment, c10::Device device);
+
 // Trains one epoch over this rank's share of `train` (the sampler, set to
 // `epoch` - 1), leaving out a last batch of a single sample (batch norm
 // cannot train on one). `module` is switched to training mode; `forward`
