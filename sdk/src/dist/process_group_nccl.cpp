@@ -422,6 +422,8 @@ WorkPtr ProcessGroupNCCL::through_device(
     const std::string& what, const std::vector<at::Tensor>& inputs,
     const std::vector<at::Tensor*>& outputs,
     const std::function<WorkPtr(std::vector<at::Tensor>&, std::vector<at::Tensor>&)>& run) {
+  DTRAIN_CHECK(c10::cuda::device_count() > 0, what,
+               ": CPU tensors go through the group's GPU, but no CUDA device is visible");
   const c10::Device device(c10::kCUDA, static_cast<c10::DeviceIndex>(group_device()));
   std::vector<at::Tensor> device_inputs;
   for (const at::Tensor& tensor : inputs) {
