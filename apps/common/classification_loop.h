@@ -49,13 +49,6 @@ EpochStats train_epoch(const Forward& forward, torch::nn::Module& module,
                        data::DistributedSampler& sampler, const LoopSettings& settings, int epoch,
                        const Job& job, const Augment& augment = {});
 
-struct EvalStats {
-  double mean_loss = 0;
-  double accuracy = 0;
-  // Further metrics, in the order of the report's extra columns (EpochReport).
-  std::vector<double> extra;
-};
-
 // Rank r evaluates the r-th of `world` contiguous slices of `test` with the
 // module in evaluation mode; the sums are combined, so every rank gets the
 // whole set's numbers.

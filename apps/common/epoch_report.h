@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "classification_loop.h"
 #include "dtrain/train/csv_writer.h"
 #include "job_model.h"
+#include "training_loop.h"
 
 namespace dtrain::apps {
 

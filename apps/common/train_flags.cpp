@@ -12,6 +12,10 @@ std::string precision_name(const CommonTrainOptions& options) {
   return "fp32";
 }
 
+void take_last_flag_values(CLI::App& app) {
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+}
+
 void add_common_train_flags(CLI::App& app, CommonTrainOptions& options,
                             const std::string& sample_noun) {
   app.add_option("--epochs", options.epochs, "Passes over the training set")

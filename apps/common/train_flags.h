@@ -40,6 +40,11 @@ struct CommonTrainOptions {
 // For logs: "fp32", "bf16 autocast (CPU)", "fp16 autocast with loss scaling".
 std::string precision_name(const CommonTrainOptions& options);
 
+// From here on, a flag given twice takes its last value, as with argparse:
+// scripts put their defaults first and pass the user's arguments after them.
+// Call before registering an app's flags.
+void take_last_flag_values(CLI::App& app);
+
 // Registers the shared flags on `app`, with ranges checked by CLI11 at parse
 // time. `sample_noun` names a sample in help texts ("images", "clouds").
 void add_common_train_flags(CLI::App& app, CommonTrainOptions& options,

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
@@ -60,6 +61,15 @@ struct EpochStats {
   // This rank's peak of GPU memory allocated by LibTorch so far, in MiB
   // (torch.cuda.max_memory_allocated); 0 on the CPU.
   double peak_device_mb = 0;
+};
+
+// What an evaluation found, over the whole test set: the mean loss, the
+// share of predictions right (samples or points), and an app's own metrics.
+struct EvalStats {
+  double mean_loss = 0;
+  double accuracy = 0;
+  // Further metrics, in the order of the report's extra columns (EpochReport).
+  std::vector<double> extra;
 };
 
 // The mean loss of one training batch, given the indices (int64) of its

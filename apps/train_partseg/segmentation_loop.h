@@ -11,7 +11,6 @@
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 
-#include "classification_loop.h"
 #include "dtrain/data/point_cloud_augment.h"
 #include "dtrain/datasets/shapenet_part.h"
 #include "dtrain/train/part_segmentation_metrics.h"

@@ -5,9 +5,7 @@
 namespace dtrain::apps {
 
 void add_train_flags(CLI::App& app, PartSegTrainOptions& options) {
-  // A flag given twice takes its last value, as with argparse: scripts put
-  // their defaults first and pass the user's arguments after them.
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  take_last_flag_values(app);
   app.add_option("--dataset", options.dataset,
                  "synthetic: the embedded synthetic shapes and their parts, generated on first "
                  "use; shapenet-part: ShapeNet-Part's HDF5 files (hdf5_data) in --data-dir")

@@ -5,9 +5,7 @@
 namespace dtrain::apps {
 
 void add_train_flags(CLI::App& app, PointNet2TrainOptions& options) {
-  // A flag given twice takes its last value, as with argparse: scripts put
-  // their defaults first and pass the user's arguments after them.
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  take_last_flag_values(app);
   app.add_option("--dataset", options.dataset,
                  "synthetic: the embedded synthetic shapes, generated on first use; modelnet40: "
                  "ModelNet40's HDF5 files (modelnet40_ply_hdf5_2048) in --data-dir")

@@ -5,9 +5,7 @@
 namespace dtrain::apps {
 
 void add_train_flags(CLI::App& app, TrainOptions& options) {
-  // A flag given twice takes its last value, as with argparse: scripts put
-  // their defaults first and pass the user's arguments after them.
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  take_last_flag_values(app);
   app.add_option("--dataset", options.dataset,
                  "fashion-mnist: Fashion-MNIST's IDX files (plain or .gz); cifar10: CIFAR-10's "
                  "binary version (data_batch_1.bin .. data_batch_5.bin, test_batch.bin)")
