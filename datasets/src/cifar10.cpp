@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +9,7 @@
 #include <ATen/ATen.h>
 
 #include "dtrain/util/errors.h"
+#include "environment.h"
 #include "text_lines.h"
 
 namespace dtrain::datasets {
@@ -80,10 +80,7 @@ std::vector<std::string> class_names(const fs::path& root) {
 }  // namespace
 
 std::string cifar10_default_root() {
-  if (const char* dir = std::getenv("DTRAIN_CIFAR10_DIR"); dir != nullptr) {
-    return dir;
-  }
-  return {};
+  return env_or("DTRAIN_CIFAR10_DIR");
 }
 
 std::vector<std::string> cifar10_batch_files(Split split) {

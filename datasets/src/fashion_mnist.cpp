@@ -1,6 +1,5 @@
 #include "dtrain/datasets/fashion_mnist.h"
 
-#include <cstdlib>
 #include <filesystem>
 #include <iterator>
 
@@ -8,6 +7,7 @@
 
 #include "dtrain/datasets/idx.h"
 #include "dtrain/util/errors.h"
+#include "environment.h"
 
 namespace dtrain::datasets {
 
@@ -45,10 +45,7 @@ std::string find_idx_file(const std::filesystem::path& root, const std::string& 
 }  // namespace
 
 std::string fashion_mnist_default_root() {
-  if (const char* dir = std::getenv("DTRAIN_FASHION_MNIST_DIR"); dir != nullptr && *dir != '\0') {
-    return dir;
-  }
-  return "/usr/share/datasets/fashion-mnist";
+  return env_or("DTRAIN_FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist");
 }
 
 bool fashion_mnist_installed(const std::string& root) {

@@ -1,6 +1,5 @@
 #include "dtrain/datasets/point_clouds.h"
 
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -9,6 +8,7 @@
 
 #include "cloud_files.h"
 #include "dtrain/util/errors.h"
+#include "environment.h"
 #include "h5_file.h"
 #include "text_lines.h"
 
@@ -46,10 +46,7 @@ CloudFile read_cloud_file(const std::string& path, const ModelNetH5Options& opti
 }  // namespace
 
 std::string modelnet_default_root() {
-  if (const char* dir = std::getenv("DTRAIN_MODELNET_DIR"); dir != nullptr) {
-    return dir;
-  }
-  return {};
+  return env_or("DTRAIN_MODELNET_DIR");
 }
 
 LabeledClouds load_modelnet_h5(Split split, const ModelNetH5Options& options) {

@@ -1,4 +1,3 @@
-#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -9,6 +8,7 @@
 #include "cloud_files.h"
 #include "dtrain/datasets/shapenet_part.h"
 #include "dtrain/util/errors.h"
+#include "environment.h"
 #include "h5_file.h"
 #include "text_lines.h"
 
@@ -34,10 +34,7 @@ std::vector<std::string> category_names(const fs::path& path) {
 }  // namespace
 
 std::string shapenet_part_default_root() {
-  if (const char* dir = std::getenv("DTRAIN_SHAPENET_PART_DIR"); dir != nullptr) {
-    return dir;
-  }
-  return {};
+  return env_or("DTRAIN_SHAPENET_PART_DIR");
 }
 
 LabeledParts load_shapenet_part_h5(Split split, const ShapeNetPartH5Options& options) {

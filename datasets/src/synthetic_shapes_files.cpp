@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -16,6 +15,7 @@
 #include <ATen/ATen.h>
 
 #include "dtrain/util/errors.h"
+#include "environment.h"
 #include "h5_file.h"
 #include "synthetic_shapes_options.h"
 #include "text_lines.h"
@@ -191,17 +191,13 @@ void check_recorded_options(const fs::path& root, const SyntheticShapesOptions& 
 
 // $DTRAIN_DATA_DIR, else $XDG_CACHE_HOME/dtrain/datasets, else $HOME/.cache/dtrain/datasets.
 fs::path data_dir() {
-  auto env = [](const char* name) -> std::string {
-    const char* value = std::getenv(name);
-    return value != nullptr ? value : "";
-  };
-  if (std::string dir = env("DTRAIN_DATA_DIR"); !dir.empty()) {
+  if (std::string dir = env_or("DTRAIN_DATA_DIR"); !dir.empty()) {
     return dir;
   }
-  if (std::string cache = env("XDG_CACHE_HOME"); !cache.empty()) {
+  if (std::string cache = env_or("XDG_CACHE_HOME"); !cache.empty()) {
     return fs::path(cache) / "dtrain" / "datasets";
   }
-  const std::string home = env("HOME");
+  const std::string home = env_or("HOME");
   DTRAIN_CHECK(!home.empty(),
                "synthetic_shapes_default_root: none of DTRAIN_DATA_DIR, XDG_CACHE_HOME and HOME "
                "is set; set DTRAIN_DATA_DIR to the directory for dtrain's datasets");
