@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/optim/adam.h>
 
+#include "dtrain/config.h"
 #include "dtrain/dist/init.h"
 #include "dtrain/train/checkpoint.h"
 #include "dtrain/util/errors.h"
@@ -72,6 +73,14 @@ std::string ensure_synthetic_root(const PointNet2RecipeOptions& options) {
   const std::string root =
       options.data_dir.empty() ? ds::synthetic_shapes_default_root(synthetic) : options.data_dir;
   return ds::ensure_synthetic_shapes(root, synthetic);
+}
+
+bool synthetic_in_memory(const PointNet2RecipeOptions& options) {
+  if (DTRAIN_WITH_HDF5 || options.dataset != "synthetic") {
+    return false;
+  }
+  spdlog::info("dtrain was built without HDF5: generating the synthetic shapes in memory");
+  return true;
 }
 
 double lr_at(const PointNet2RecipeOptions& options, int world, int epoch) {

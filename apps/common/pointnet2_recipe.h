@@ -55,6 +55,10 @@ datasets::SyntheticShapesOptions synthetic_options(const PointNet2RecipeOptions&
 // Their directory (--data-dir, else the default root), written first when
 // missing; safe for several ranks at once.
 std::string ensure_synthetic_root(const PointNet2RecipeOptions& options);
+// True when the run reads the synthetic shapes but dtrain was built
+// without HDF5, so there are no files: the app generates the same clouds
+// in memory (and this says so in the log).
+bool synthetic_in_memory(const PointNet2RecipeOptions& options);
 
 // The step schedule: lr (scaled for `world`) * decay^floor((epoch - 1) / step).
 double lr_at(const PointNet2RecipeOptions& options, int world, int epoch);

@@ -3,9 +3,7 @@
 #include <algorithm>
 
 #include <ATen/ATen.h>
-#include <spdlog/spdlog.h>
 
-#include "dtrain/config.h"
 #include "dtrain/datasets/synthetic_shapes.h"
 #include "dtrain/util/errors.h"
 
@@ -25,24 +23,16 @@ ds::LabeledParts first(ds::LabeledParts data, int64_t limit) {
   return data;
 }
 
-// The first num_points points of every cloud, as the HDF5 reader keeps them.
-ds::LabeledParts first_points(ds::LabeledParts data, int64_t num_points) {
-  data.points = data.points.narrow(1, 0, num_points).contiguous();
-  data.parts = data.parts.narrow(1, 0, num_points).contiguous();
-  return data;
-}
-
 // Both splits from the files, or from memory without HDF5.
 std::pair<ds::LabeledParts, ds::LabeledParts> read_splits(const PartSegTrainOptions& options,
                                                           std::string& root) {
-  if (options.dataset == "synthetic" && !DTRAIN_WITH_HDF5) {
-    spdlog::info("dtrain was built without HDF5: generating the synthetic shapes in memory");
+  if (synthetic_in_memory(options)) {
     root = "memory";
     const auto synthetic = synthetic_options(options);
-    return {first_points(ds::generate_synthetic_parts(ds::Split::kTrain, synthetic),
-                         options.num_points),
-            first_points(ds::generate_synthetic_parts(ds::Split::kTest, synthetic),
-                         options.num_points)};
+    return {ds::first_points(ds::generate_synthetic_parts(ds::Split::kTrain, synthetic),
+                             options.num_points),
+            ds::first_points(ds::generate_synthetic_parts(ds::Split::kTest, synthetic),
+                             options.num_points)};
   }
   auto read = ds::ShapeNetPartH5Options().num_points(options.num_points);
   if (options.dataset == "synthetic") {

@@ -2,9 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include <spdlog/spdlog.h>
-
-#include "dtrain/config.h"
 #include "dtrain/datasets/point_clouds.h"
 #include "dtrain/datasets/synthetic_shapes.h"
 #include "dtrain/util/errors.h"
@@ -18,13 +15,6 @@ namespace ds = dtrain::datasets;
 LabeledTensors as_inputs(const ds::LabeledClouds& clouds, bool normals, int64_t limit) {
   const at::Tensor inputs = normals ? at::cat({clouds.points, clouds.normals}, 2) : clouds.points;
   return LabeledTensors{inputs, clouds.labels}.first(limit);
-}
-
-// The first num_points points of every cloud, as the HDF5 reader keeps them.
-ds::LabeledClouds first_points(ds::LabeledClouds clouds, int64_t num_points) {
-  clouds.points = clouds.points.narrow(1, 0, num_points).contiguous();
-  clouds.normals = clouds.normals.narrow(1, 0, num_points).contiguous();
-  return clouds;
 }
 
 std::string dataset_root(const PointNet2TrainOptions& options) {
@@ -42,13 +32,11 @@ std::string dataset_root(const PointNet2TrainOptions& options) {
 }  // namespace
 
 PointCloudData load_point_cloud_data(const PointNet2TrainOptions& options) {
-  if (!DTRAIN_WITH_HDF5 && options.dataset == "synthetic") {
-    // No files without HDF5: the same clouds, generated in memory.
-    spdlog::info("dtrain was built without HDF5: generating the synthetic shapes in memory");
+  if (synthetic_in_memory(options)) {
     const auto synthetic = synthetic_options(options);
-    const ds::LabeledClouds train = first_points(
+    const ds::LabeledClouds train = ds::first_points(
         ds::generate_synthetic_shapes(ds::Split::kTrain, synthetic), options.num_points);
-    const ds::LabeledClouds test = first_points(
+    const ds::LabeledClouds test = ds::first_points(
         ds::generate_synthetic_shapes(ds::Split::kTest, synthetic), options.num_points);
     return {as_inputs(train, options.normals, options.train_limit),
             as_inputs(test, options.normals, options.test_limit), train.class_names, "memory"};

@@ -30,6 +30,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using dtrain::datasets::ensure_synthetic_shapes;
+using dtrain::datasets::first_points;
 using dtrain::datasets::generate_synthetic_parts;
 using dtrain::datasets::generate_synthetic_shapes;
 using dtrain::datasets::LabeledClouds;
@@ -333,9 +334,9 @@ TEST(SyntheticShapes, WrittenDatasetLoadsAsTheGeneratedClouds) {
         load_modelnet_h5(split, ModelNetH5Options().root(root.string()).load_normals(true));
     expect_same(loaded, generate_synthetic_shapes(split, options));
   }
-  const auto first_points =
+  const auto first_16 =
       load_modelnet_h5(Split::kTest, ModelNetH5Options().root(root.string()).num_points(16));
-  EXPECT_TRUE(at::equal(first_points.points,
+  EXPECT_TRUE(at::equal(first_16.points,
                         generate_synthetic_shapes(Split::kTest, options).points.narrow(1, 0, 16)));
   EXPECT_EQ(entries_of(dir.path() / "parent"), std::vector<std::string>{"shapes"})
       << "the temporary directory was left behind";
@@ -371,6 +372,41 @@ TEST(SyntheticParts, WrittenDatasetLoadsAsShapeNetPart) {
   }
   EXPECT_EQ(bytes_of(root / "part_names.txt"), expected);
   EXPECT_EQ(bytes_of(root / "val_hdf5_file_list.txt"), "");
+}
+
+// first_points cuts generated clouds the way the readers' num_points cuts
+// the files, so an app without HDF5 trains on the same points.
+TEST(SyntheticShapes, FirstPointsCutsLikeTheReaders) {
+  DTRAIN_SKIP_WITHOUT_HDF5();
+  TempDir dir;
+  const fs::path root = dir.path() / "shapes";
+  const auto options = small();
+  write_synthetic_shapes(root.string(), options);
+  const auto clouds = first_points(generate_synthetic_shapes(Split::kTrain, options), 16);
+  expect_same(
+      clouds,
+      load_modelnet_h5(Split::kTrain,
+                       ModelNetH5Options().root(root.string()).num_points(16).load_normals(true)));
+  const auto parts = first_points(generate_synthetic_parts(Split::kTest, options), 9);
+  const auto read = load_shapenet_part_h5(
+      Split::kTest, ShapeNetPartH5Options()
+                        .root(root.string())
+                        .num_points(9)
+                        .num_parts(static_cast<int64_t>(synthetic_part_names().size())));
+  EXPECT_TRUE(at::equal(parts.points, read.points));
+  EXPECT_TRUE(at::equal(parts.parts, read.parts));
+  EXPECT_TRUE(parts.points.is_contiguous() && parts.parts.is_contiguous());
+}
+
+TEST(SyntheticShapes, FirstPointsNamesABadCount) {
+  const auto options = small();
+  const int64_t held = options.points_per_cloud();
+  for (const int64_t bad : {int64_t{0}, int64_t{-3}, held + 1}) {
+    expect_error([&] { first_points(generate_synthetic_shapes(Split::kTest, options), bad); },
+                 "num_points must be in [1, " + std::to_string(held) + "]");
+    expect_error([&] { first_points(generate_synthetic_parts(Split::kTest, options), bad); },
+                 "first_points(LabeledParts): num_points");
+  }
 }
 
 TEST(SyntheticShapes, SameOptionsWriteIdenticalFiles) {

@@ -63,4 +63,9 @@ struct ModelNetH5Options {
 // Loads every file that the split's list names, concatenated in list order.
 LabeledClouds load_modelnet_h5(Split split, const ModelNetH5Options& options = {});
 
+// The first num_points points of every cloud (and their normals), as the
+// readers' num_points keeps them. Throws dtrain::Error unless
+// 0 < num_points <= P.
+LabeledClouds first_points(LabeledClouds clouds, int64_t num_points);
+
 }  // namespace dtrain::datasets

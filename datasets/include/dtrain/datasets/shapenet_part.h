@@ -61,4 +61,9 @@ struct ShapeNetPartH5Options {
 // files; each list's files concatenated in order.
 LabeledParts load_shapenet_part_h5(Split split, const ShapeNetPartH5Options& options = {});
 
+// The first num_points points of every cloud and their parts, as the
+// reader's num_points keeps them. Throws dtrain::Error unless
+// 0 < num_points <= P.
+LabeledParts first_points(LabeledParts clouds, int64_t num_points);
+
 }  // namespace dtrain::datasets
