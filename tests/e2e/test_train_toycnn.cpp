@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <random>
 
 #include "dtrain/datasets/fashion_mnist.h"
 #include "test_support.h"
@@ -15,6 +14,7 @@ using dtrain::testing::ProcessResult;
 using dtrain::testing::read_csv;
 using dtrain::testing::run_process;
 using dtrain::testing::TempDir;
+using dtrain::testing::write_tiny_cifar10;
 
 ProcessResult run_app(std::vector<std::string> args) {
   args.insert(args.begin(), DTRAIN_TRAIN_TOYCNN_PATH);
@@ -45,40 +45,6 @@ void write_tiny_dataset(const std::filesystem::path& dir) {
   };
   write("train", 100);
   write("t10k", 30);
-}
-
-// A tiny CIFAR-10 (binary version) the toy CNN learns in a few epochs:
-// class c's images are a colour of its own (red, green and blue each at one
-// of three levels, 40, 128 or 215) with uniform noise of +-40 on every
-// value (staying inside 0-255). Five training
-// files of `per_file` images and a test file of `test` images, labels
-// cycling through 0..9; test_batch.bin is left out when `test` is 0.
-void write_tiny_cifar10(const std::filesystem::path& dir, int per_file = 200, int test = 100) {
-  static const int kColours[10][3] = {
-      {215, 40, 40},  {40, 215, 40},   {40, 40, 215}, {215, 215, 40},  {215, 40, 215},
-      {40, 215, 215}, {215, 215, 215}, {40, 40, 40},  {128, 128, 128}, {215, 128, 40}};
-  std::mt19937 random(1);
-  std::uniform_int_distribution<int> noise(-40, 40);
-  int image = 0;
-  auto write = [&](const std::string& name, int count) {
-    std::vector<unsigned char> bytes;
-    for (int i = 0; i < count; ++i, ++image) {
-      const int label = image % 10;
-      bytes.push_back(static_cast<unsigned char>(label));
-      for (int channel = 0; channel < 3; ++channel) {
-        for (int pixel = 0; pixel < 32 * 32; ++pixel) {
-          bytes.push_back(static_cast<unsigned char>(kColours[label][channel] + noise(random)));
-        }
-      }
-    }
-    dtrain::testing::write_file((dir / name).string(), bytes);
-  };
-  for (int file = 1; file <= 5; ++file) {
-    write("data_batch_" + std::to_string(file) + ".bin", per_file);
-  }
-  if (test > 0) {
-    write("test_batch.bin", test);
-  }
 }
 
 // The flags of a short CIFAR-10 run on `dir`, reporting to `csv`. A lower

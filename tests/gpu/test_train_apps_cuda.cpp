@@ -1,8 +1,8 @@
 // The training apps with --device cuda, as a user runs them: the
 // classifier in each precision (fp32, bf16 autocast, fp16 autocast with
-// loss scaling), part segmentation, a CPU checkpoint resumed on the GPU,
-// and two processes on two GPUs over NCCL. Each test skips, saying why,
-// when the app finds no CUDA device (or too few).
+// loss scaling), part segmentation, the toy CNN on CIFAR-10, a CPU
+// checkpoint resumed on the GPU, and two processes on two GPUs over NCCL. Each test skips, saying
+// why, when the app finds no CUDA device (or too few).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,6 +18,7 @@ using dtrain::testing::ProcessResult;
 using dtrain::testing::read_csv;
 using dtrain::testing::run_process;
 using dtrain::testing::TempDir;
+using dtrain::testing::write_tiny_cifar10;
 
 constexpr std::size_t kPeakDeviceMb = 13;  // the report's column
 
@@ -92,6 +93,25 @@ TEST(TrainAppsCuda, PartSegmentationTrains) {
   const double miou = std::stod(rows[2][14]);
   EXPECT_GT(miou, 0.0) << "instance mIoU";
   EXPECT_LE(miou, 1.0) << "instance mIoU";
+}
+
+// The seed tutorial's program on its own data (a tiny CIFAR-10 written
+// here), with augmentation, in fp16 with loss scaling.
+TEST(TrainAppsCuda, ToyCnnTrainsOnCifar10) {
+  TempDir dir;
+  write_tiny_cifar10(dir.path());
+  const std::string csv = dir.file("report.csv");
+  // clang-format off
+  const ProcessResult result = run_process({
+      DTRAIN_TRAIN_TOYCNN_PATH, "--device", "cuda", "--amp", "fp16", "--augment",
+      "--dataset", "cifar10", "--data-dir", dir.path().string(), "--epochs", "2",
+      "--batch-size", "16", "--lr", "0.003", "--threads", "1", "--csv", csv});
+  // clang-format on
+  if (no_gpu(result)) {
+    GTEST_SKIP() << "no CUDA device visible";
+  }
+  expect_gpu_report(result, csv);
+  EXPECT_EQ(read_csv(csv)[2][1], "1000") << "every training image counted once";
 }
 
 // A checkpoint written by a CPU run continues on the GPU: its tensors, the

@@ -141,6 +141,34 @@ ScopedEnv::~ScopedEnv() {
   }
 }
 
+void write_tiny_cifar10(const std::filesystem::path& dir, int per_file, int test) {
+  static const int kColours[10][3] = {
+      {215, 40, 40},  {40, 215, 40},   {40, 40, 215}, {215, 215, 40},  {215, 40, 215},
+      {40, 215, 215}, {215, 215, 215}, {40, 40, 40},  {128, 128, 128}, {215, 128, 40}};
+  std::mt19937 random(1);
+  std::uniform_int_distribution<int> noise(-40, 40);
+  int image = 0;
+  auto write = [&](const std::string& name, int count) {
+    std::vector<unsigned char> bytes;
+    for (int i = 0; i < count; ++i, ++image) {
+      const int label = image % 10;
+      bytes.push_back(static_cast<unsigned char>(label));
+      for (int channel = 0; channel < 3; ++channel) {
+        for (int pixel = 0; pixel < 32 * 32; ++pixel) {
+          bytes.push_back(static_cast<unsigned char>(kColours[label][channel] + noise(random)));
+        }
+      }
+    }
+    write_file((dir / name).string(), bytes);
+  };
+  for (int file = 1; file <= 5; ++file) {
+    write("data_batch_" + std::to_string(file) + ".bin", per_file);
+  }
+  if (test > 0) {
+    write("test_batch.bin", test);
+  }
+}
+
 std::vector<std::string> small_synthetic_run(const std::string& data_dir, const std::string& csv) {
   return {"--data-dir",
           data_dir,

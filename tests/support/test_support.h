@@ -69,6 +69,14 @@ std::vector<std::string> non_empty_lines(const std::string& text);
 // batch 8, one thread, the report at csv.
 std::vector<std::string> small_synthetic_run(const std::string& data_dir, const std::string& csv);
 
+// A tiny CIFAR-10 (binary version) the toy CNN learns in a few epochs:
+// class c's images are a colour of its own (red, green and blue each at one
+// of three levels, 40, 128 or 215) with uniform noise of +-40 on every
+// value (staying inside 0-255). Five training
+// files of `per_file` images and a test file of `test` images, labels
+// cycling through 0..9; test_batch.bin is left out when `test` is 0.
+void write_tiny_cifar10(const std::filesystem::path& dir, int per_file = 200, int test = 100);
+
 // The rows of a CSV file without quoted cells (the training reports), each
 // split at its commas; the header is row 0. Empty when the file is missing.
 std::vector<std::vector<std::string>> read_csv(const std::string& path);
