@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <random>
 
 #include "dtrain/amp/grad_scaler.h"
@@ -254,11 +255,37 @@ TEST(GradScaler, OptionsAreChecked) {
   expect_error([] { amp::GradScaler(amp::GradScalerOptions().growth_interval(0)); },
                "growth_interval must be in [1, 2^31), got 0");
   expect_error([] { amp::GradScaler(amp::GradScalerOptions().init_scale(-1)); },
-               "init_scale must be positive and finite, got -1");
+               "init_scale must be a normal float32 value");
   expect_error([] { amp::GradScaler(amp::GradScalerOptions().hysteresis(0)); },
                "hysteresis must be >= 1, got 0");
   expect_error([] { amp::GradScaler(amp::GradScalerOptions().max_scale(10.0)); },
                "max_scale must be >= init_scale = 65536, got 10");
+}
+
+// The scale is a float32 tensor: a scale that rounds to 0 there (or to a
+// denormal, whose inverse is inf) would turn finite gradients into NaN that
+// no inf check sees, and one above float32's range would overflow.
+TEST(GradScaler, ScalesOutsideFloat32AreRefused) {
+  for (const double bad : {1e-50, 1e-39, 1e39, std::numeric_limits<double>::infinity(), 0.0}) {
+    SCOPED_TRACE(bad);
+    expect_error([&] { amp::GradScaler(amp::GradScalerOptions().init_scale(bad)); },
+                 "init_scale must be a normal float32 value, in [");
+    if (bad < 1) {  // (above init_scale, min_scale is refused for that)
+      expect_error([&] { amp::GradScaler(amp::GradScalerOptions().init_scale(1).min_scale(bad)); },
+                   "min_scale must be a normal float32 value");
+    }
+    amp::GradScaler scaler;
+    expect_error([&] { scaler.load_state_dict({.scale = bad}); }, "init_scale must be a normal");
+    EXPECT_EQ(scaler.get_scale(), 65536.0) << "a refused state left the scaler unchanged";
+    Problem p;
+    scaler.scale(at::ones({}));
+    p.set_scaled_grad(0.001f, scaler.get_scale());
+    scaler.step(p.optimizer);
+    expect_error([&] { scaler.update(bad); }, "new_scale must be a normal float32 value");
+  }
+  // float32's extremes themselves are fine.
+  amp::GradScaler tiny(amp::GradScalerOptions().init_scale(std::numeric_limits<float>::min()));
+  EXPECT_EQ(tiny.get_scale(), static_cast<double>(std::numeric_limits<float>::min()));
 }
 
 // Runs `steps` iterations with an overflow every 4th step; returns the scales seen.
@@ -307,7 +334,7 @@ TEST(GradScaler, StateRoundTripsThroughStateDictAndArchive) {
 
 TEST(GradScaler, LoadRejectsBadState) {
   amp::GradScaler scaler;
-  expect_error([&] { scaler.load_state_dict({.scale = -2.0}); }, "init_scale must be positive");
+  expect_error([&] { scaler.load_state_dict({.scale = -2.0}); }, "init_scale must be a normal");
   expect_error([&] { scaler.load_state_dict({.growth_interval = 5, .growth_tracker = 5}); },
                "growth_tracker must be in [0, growth_interval = 5), got 5");
   torch::serialize::OutputArchive empty;
@@ -316,6 +343,33 @@ TEST(GradScaler, LoadRejectsBadState) {
   torch::serialize::InputArchive archive;
   archive.load_from(dir.file("empty.pt"));
   expect_error([&] { scaler.load(archive); }, "the archive has no key 'scale'");
+
+  // Values of the wrong kind are named, not left to fail inside c10::IValue.
+  auto saved_with = [&](const char* key, const c10::IValue& value) {
+    const std::vector<std::pair<const char*, c10::IValue>> good = {
+        {"scale", c10::IValue(1024.0)},
+        {"growth_factor", c10::IValue(2.0)},
+        {"backoff_factor", c10::IValue(0.5)},
+        {"growth_interval", c10::IValue(int64_t{2000})},
+        {"_growth_tracker", c10::IValue(int64_t{0})},
+        {"hysteresis_tracker", c10::IValue(int64_t{1})}};
+    torch::serialize::OutputArchive out;
+    for (const auto& [name, good_value] : good) {
+      out.write(name, std::string(name) == key ? value : good_value);
+    }
+    const std::string path = dir.file(std::string(key) + ".pt");
+    out.save_to(path);
+    auto in = std::make_unique<torch::serialize::InputArchive>();
+    in->load_from(path);
+    return in;
+  };
+  expect_error([&] { scaler.load(*saved_with("scale", c10::IValue(at::ones({1})))); },
+               "'scale' must be a number, got a Tensor");
+  expect_error([&] { scaler.load(*saved_with("growth_interval", c10::IValue(2.5))); },
+               "'growth_interval' must be an integer, got a Double");
+  // An integer scale is a number all the same.
+  scaler.load(*saved_with("scale", c10::IValue(int64_t{1024})));
+  EXPECT_EQ(scaler.get_scale(), 1024.0);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/adam.h>
+#include <torch/optim/sgd.h>
 
 #include "dtrain/train/checkpoint.h"
 #include "dtrain/util/errors.h"
@@ -165,6 +166,63 @@ TEST(Checkpoint, CorruptOrMismatchedFilesRaiseNamingThePath) {
                                 "checkpoint '" + wider +
                                     "' does not fit the model: '0.bias' has shape [16] in the "
                                     "checkpoint, [8] in the model");
+}
+
+// A checkpoint of a larger model (one more layer) does not fit, though
+// every tensor the smaller model asks for is there.
+TEST(Checkpoint, TensorsTheModelLacksRaise) {
+  TempDir dir;
+  const std::string path = (fs::path(dir.path()) / "deeper.pt").string();
+  auto deeper = make_model();
+  deeper->push_back(torch::nn::BatchNorm1d(2));  // buffers and parameters at index 3
+  torch::optim::Adam deeper_optimizer(deeper->parameters());
+  save_checkpoint(path, *deeper, deeper_optimizer, 1);
+  auto model = make_model();
+  torch::optim::Adam optimizer(model->parameters());
+  expect_error<dtrain::IOError>([&] { load_checkpoint(path, *model, optimizer); },
+                                "' does not fit the model: it holds what the model does not have: "
+                                "'3'");
+  // Inside a layer the model has: a bias where the model's layer has none.
+  auto without_bias =
+      torch::nn::Sequential(torch::nn::Linear(torch::nn::LinearOptions(4, 8).bias(false)),
+                            torch::nn::BatchNorm1d(8), torch::nn::Linear(8, 2));
+  torch::optim::Adam without_bias_optimizer(without_bias->parameters());
+  const std::string biased = (fs::path(dir.path()) / "biased.pt").string();
+  save_checkpoint(biased, *model, optimizer, 1);
+  expect_error<dtrain::IOError>(
+      [&] { load_checkpoint(biased, *without_bias, without_bias_optimizer); },
+      "it holds what the model does not have: '0.bias'");
+  // The model's own layout loads: nothing in it counts as unexpected.
+  auto same = make_model();
+  torch::optim::Adam same_optimizer(same->parameters());
+  const std::string own = (fs::path(dir.path()) / "own.pt").string();
+  save_checkpoint(own, *model, optimizer, 4);
+  EXPECT_EQ(load_checkpoint(own, *same, same_optimizer), 4);
+}
+
+TEST(Checkpoint, AnotherOptimizersStateRaisesNamingBoth) {
+  TempDir dir;
+  const std::string path = (fs::path(dir.path()) / "adam.pt").string();
+  auto model = make_model();
+  torch::optim::Adam adam(model->parameters());
+  step(model, adam);
+  save_checkpoint(path, *model, adam, 1);
+  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  expect_error<dtrain::IOError>([&] { load_checkpoint(path, *model, sgd); },
+                                "holds the state of a torch::optim::Adam optimizer; this run's "
+                                "optimizer is a torch::optim::SGD");
+}
+
+// Only a missing file means "no checkpoint yet": a path that cannot be
+// looked at must not restart training and have its checkpoint overwritten.
+TEST(Checkpoint, APathThatCannotBeLookedAtRaises) {
+  TempDir dir;
+  const fs::path loop = fs::path(dir.path()) / "loop.pt";
+  fs::create_symlink(loop, loop);
+  auto model = make_model();
+  torch::optim::Adam optimizer(model->parameters());
+  expect_error<dtrain::IOError>([&] { load_checkpoint(loop.string(), *model, optimizer); },
+                                "cannot look for checkpoint '" + loop.string() + "'");
 }
 
 }  // namespace

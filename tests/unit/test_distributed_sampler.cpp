@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -119,6 +120,22 @@ TEST(DistributedSampler, SizesFollowPyTorchFormulas) {
   EXPECT_EQ(cut.total_size(), 9);
   DistributedSampler even(12, DistributedSamplerOptions(3, 1).drop_last(true));
   EXPECT_EQ(even.num_samples(), 4);
+}
+
+// The sizes are computed without overflow at int64's edge (the indices of
+// such a dataset could not be listed, but its sizes can be asked for).
+TEST(DistributedSampler, SizesAtInt64sEdge) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  DistributedSampler many_replicas(1, DistributedSamplerOptions(kMax, 0));
+  EXPECT_EQ(many_replicas.num_samples(), 1);
+  EXPECT_EQ(many_replicas.indices(), std::vector<int64_t>{0});
+  DistributedSampler huge(kMax - 1, DistributedSamplerOptions(2, 1));
+  EXPECT_EQ(huge.num_samples(), kMax / 2);
+  EXPECT_EQ(huge.total_size(), kMax - 1);
+  DistributedSampler cut(kMax, DistributedSamplerOptions(2, 0).drop_last(true));
+  EXPECT_EQ(cut.num_samples(), kMax / 2);
+  expect_error([] { DistributedSampler(kMax, DistributedSamplerOptions(2, 0)); },
+               "padded to a multiple of 2 replicas does not fit in int64");
 }
 
 TEST(DistributedSampler, BadArgumentsAreErrorsNamingTheValue) {

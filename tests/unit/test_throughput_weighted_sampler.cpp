@@ -44,6 +44,9 @@ TEST(Apportion, PartsSumToTotalAndStayWithinOneOfTheExactShare) {
       }
     }
   }
+  // Weights at double's edge: their sum would overflow to inf.
+  EXPECT_EQ(apportion(10, {1e308, 1e308}), (std::vector<int64_t>{5, 5}));
+  EXPECT_EQ(apportion(10, {1.5e308, 1e308, 1e308, 1e308}).front(), 3);
   // Exact proportions come out exact.
   EXPECT_EQ(apportion(60, {1, 2, 3}), (std::vector<int64_t>{10, 20, 30}));
   EXPECT_EQ(apportion(100, {3, 1}), (std::vector<int64_t>{75, 25}));

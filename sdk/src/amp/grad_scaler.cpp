@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -18,9 +19,19 @@ namespace dtrain::amp {
 
 namespace {
 
+// The scale lives in a float32 tensor, and unscaling multiplies by its
+// inverse: a scale outside float32's normal range would round to 0 or
+// overflow to inf there, and its inverse with it, turning finite gradients
+// into NaN that the inf check (made before the multiply) cannot see.
+void check_scale(const char* what, double scale) {
+  constexpr double kLowest = std::numeric_limits<float>::min();  // smallest normal
+  constexpr double kHighest = std::numeric_limits<float>::max();
+  DTRAIN_CHECK(scale >= kLowest && scale <= kHighest, what, " must be a normal float32 value, in [",
+               kLowest, ", ", kHighest, "], got ", scale);
+}
+
 void check_options(const GradScalerOptions& o) {
-  DTRAIN_CHECK(std::isfinite(o.init_scale()) && o.init_scale() > 0,
-               "GradScalerOptions: init_scale must be positive and finite, got ", o.init_scale());
+  check_scale("GradScalerOptions: init_scale", o.init_scale());
   DTRAIN_CHECK(o.growth_factor() > 1 && std::isfinite(o.growth_factor()),
                "GradScalerOptions: growth_factor must be > 1, got ", o.growth_factor());
   DTRAIN_CHECK(o.backoff_factor() > 0 && o.backoff_factor() < 1,
@@ -31,6 +42,7 @@ void check_options(const GradScalerOptions& o) {
   DTRAIN_CHECK(o.hysteresis() >= 1, "GradScalerOptions: hysteresis must be >= 1, got ",
                o.hysteresis());
   if (o.min_scale()) {
+    check_scale("GradScalerOptions: min_scale", *o.min_scale());
     DTRAIN_CHECK(*o.min_scale() > 0 && *o.min_scale() <= o.init_scale(),
                  "GradScalerOptions: min_scale must be in (0, init_scale = ", o.init_scale(),
                  "], got ", *o.min_scale());
@@ -213,8 +225,7 @@ void GradScaler::update(std::optional<double> new_scale) {
   }
   check_started("update");
   if (new_scale) {
-    DTRAIN_CHECK(std::isfinite(*new_scale) && *new_scale > 0,
-                 "GradScaler::update: new_scale must be positive and finite, got ", *new_scale);
+    check_scale("GradScaler::update: new_scale", *new_scale);
     scale_.fill_(*new_scale);
   } else {
     at::Tensor found_inf = at::zeros({}, scale_.options().dtype(at::kFloat));
@@ -323,12 +334,26 @@ void GradScaler::load(torch::serialize::InputArchive& archive) {
                  "'");
     return value;
   };
-  load_state_dict({.scale = read("scale").toDouble(),
-                   .growth_factor = read("growth_factor").toDouble(),
-                   .backoff_factor = read("backoff_factor").toDouble(),
-                   .growth_interval = read("growth_interval").toInt(),
-                   .growth_tracker = read("_growth_tracker").toInt(),
-                   .hysteresis_tracker = read("hysteresis_tracker").toInt()});
+  // A number of the wrong kind (a tensor, a string, a float where a count
+  // belongs) is named here rather than failing inside c10::IValue.
+  auto read_double = [&](const char* key) {
+    const c10::IValue value = read(key);
+    DTRAIN_CHECK(value.isDouble() || value.isInt(), "GradScaler::load: '", key,
+                 "' must be a number, got a ", value.tagKind());
+    return value.isDouble() ? value.toDouble() : static_cast<double>(value.toInt());
+  };
+  auto read_int = [&](const char* key) {
+    const c10::IValue value = read(key);
+    DTRAIN_CHECK(value.isInt(), "GradScaler::load: '", key, "' must be an integer, got a ",
+                 value.tagKind());
+    return value.toInt();
+  };
+  load_state_dict({.scale = read_double("scale"),
+                   .growth_factor = read_double("growth_factor"),
+                   .backoff_factor = read_double("backoff_factor"),
+                   .growth_interval = read_int("growth_interval"),
+                   .growth_tracker = read_int("_growth_tracker"),
+                   .hysteresis_tracker = read_int("hysteresis_tracker")});
 }
 
 }  // namespace dtrain::amp

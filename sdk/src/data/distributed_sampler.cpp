@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <limits>
 #include <numeric>
 #include <string>
 
@@ -45,8 +46,12 @@ DistributedSampler::DistributedSampler(int64_t dataset_size, DistributedSamplerO
                ", rank should be in the interval [0, ", num_replicas_ - 1, "]");
   // PyTorch computes ceil((size - replicas) / replicas) for drop_last with a
   // remainder: that is floor(size / replicas), also 0 when size < replicas.
-  num_samples_ = options_.drop_last() ? dataset_size_ / num_replicas_
-                                      : (dataset_size_ + num_replicas_ - 1) / num_replicas_;
+  // (The ceiling is taken without adding, which could overflow.)
+  num_samples_ = dataset_size_ / num_replicas_ +
+                 (!options_.drop_last() && dataset_size_ % num_replicas_ != 0 ? 1 : 0);
+  DTRAIN_CHECK(num_samples_ <= std::numeric_limits<int64_t>::max() / num_replicas_,
+               "DistributedSampler: dataset_size ", dataset_size_, " padded to a multiple of ",
+               num_replicas_, " replicas does not fit in int64");
 }
 
 std::vector<int64_t> DistributedSampler::indices() const {

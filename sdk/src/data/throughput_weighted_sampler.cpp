@@ -15,11 +15,16 @@ namespace dtrain::data {
 std::vector<int64_t> apportion(int64_t total, const std::vector<double>& weights) {
   DTRAIN_CHECK(total >= 0, "apportion: total must be >= 0, got ", total);
   DTRAIN_CHECK(!weights.empty(), "apportion: weights must not be empty");
-  double sum = 0;
   for (std::size_t r = 0; r < weights.size(); ++r) {
     DTRAIN_CHECK(std::isfinite(weights[r]) && weights[r] > 0, "apportion: weight of rank ", r,
                  " must be positive and finite, got ", weights[r]);
-    sum += weights[r];
+  }
+  // Relative to the largest weight, so that the sums below stay finite
+  // whatever the weights' magnitude (two weights of 1e308 would sum to inf).
+  const double largest = *std::max_element(weights.begin(), weights.end());
+  double sum = 0;
+  for (const double weight : weights) {
+    sum += weight / largest;
   }
   // Rounding cumulative quotas (not each quota alone) keeps the parts
   // summing to `total` without a fix-up pass; the prefix sums are taken in
@@ -28,7 +33,7 @@ std::vector<int64_t> apportion(int64_t total, const std::vector<double>& weights
   double prefix = 0;
   int64_t previous = 0;
   for (std::size_t r = 0; r < weights.size(); ++r) {
-    prefix += weights[r];
+    prefix += weights[r] / largest;
     int64_t boundary =
         r + 1 == weights.size()
             ? total

@@ -9,8 +9,11 @@
 #include <filesystem>
 #include <map>
 #include <system_error>
+#include <typeinfo>
 #include <vector>
 
+#include <c10/util/StringUtil.h>
+#include <c10/util/Type.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
@@ -26,6 +29,14 @@ constexpr const char* kModelKey = "model";
 constexpr const char* kOptimizerKey = "optimizer";
 constexpr const char* kEpochsKey = "epochs_done";
 constexpr const char* kScalerKey = "grad_scaler";
+constexpr const char* kOptimizerTypeKey = "optimizer_type";
+
+// The optimizer's class, as the checkpoint records it: LibTorch's
+// Optimizer::load fails with an internal assertion when the state is of
+// another optimizer (Adam's into SGD).
+std::string optimizer_type(const torch::optim::Optimizer& optimizer) {
+  return c10::demangle(typeid(optimizer).name());
+}
 
 // Name -> shape of every parameter and buffer. LibTorch's Module::load
 // replaces a tensor with whatever the archive holds under its name, so a
@@ -52,6 +63,28 @@ void check_same_shapes(const std::map<std::string, std::vector<int64_t>>& expect
         " in the checkpoint, ",
         it == expected.end() ? std::string("nothing") : c10::str(c10::IntArrayRef(it->second)),
         " in the model");
+  }
+}
+
+// The names in `archive` that `module` has no parameter, buffer or child
+// for, as dotted paths under `prefix`: Module::load reads only the names
+// the module asks for, so a checkpoint of a larger model would otherwise
+// load without a word.
+void find_unexpected(torch::serialize::InputArchive& archive, const torch::nn::Module& module,
+                     const std::string& prefix, std::vector<std::string>& unexpected) {
+  const auto parameters = module.named_parameters(/*recurse=*/false);
+  const auto buffers = module.named_buffers(/*recurse=*/false);
+  const auto children = module.named_children();
+  for (const std::string& key : archive.keys()) {
+    if (parameters.contains(key) || buffers.contains(key)) {
+      continue;
+    }
+    torch::serialize::InputArchive child;
+    if (children.contains(key) && archive.try_read(key, child)) {
+      find_unexpected(child, *children[key], prefix + key + ".", unexpected);
+      continue;
+    }
+    unexpected.push_back(prefix + key);
   }
 }
 
@@ -87,6 +120,7 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& module,
     torch::serialize::OutputArchive optimizer_archive;
     optimizer.save(optimizer_archive);
     archive.write(kOptimizerKey, optimizer_archive);
+    archive.write(kOptimizerTypeKey, c10::IValue(optimizer_type(optimizer)));
     archive.write(kEpochsKey, c10::IValue(epochs_done));
     if (scaler != nullptr && scaler->is_enabled()) {
       torch::serialize::OutputArchive scaler_archive;
@@ -123,7 +157,12 @@ std::optional<int64_t> load_checkpoint(const std::string& path, torch::nn::Modul
                                        torch::optim::Optimizer& optimizer,
                                        amp::GradScaler* scaler) {
   std::error_code ec;
-  if (!fs::exists(path, ec)) {
+  const bool present = fs::exists(path, ec);
+  // Only a file that is not there means "no checkpoint yet": one that
+  // cannot be looked at (no permission, a symlink loop, an I/O error) must
+  // not start training from scratch and then overwrite it.
+  DTRAIN_CHECK_AS(IOError, !ec, "cannot look for checkpoint '", path, "': ", ec.message());
+  if (!present) {
     return std::nullopt;
   }
   try {
@@ -137,9 +176,20 @@ std::optional<int64_t> load_checkpoint(const std::string& path, torch::nn::Modul
     torch::serialize::InputArchive model_archive;
     DTRAIN_CHECK_AS(IOError, archive.try_read(kModelKey, model_archive), "checkpoint '", path,
                     "' holds no model state");
+    std::vector<std::string> unexpected;
+    find_unexpected(model_archive, module, "", unexpected);
+    DTRAIN_CHECK_AS(IOError, unexpected.empty(), "checkpoint '", path,
+                    "' does not fit the model: it holds what the model does not have: '",
+                    c10::Join("', '", unexpected), "'");
     const auto shapes = tensor_shapes(module);
     module.load(model_archive);
     check_same_shapes(shapes, module, path);
+    c10::IValue saved_type;
+    if (archive.try_read(kOptimizerTypeKey, saved_type) && saved_type.isString()) {
+      DTRAIN_CHECK_AS(IOError, saved_type.toStringRef() == optimizer_type(optimizer),
+                      "checkpoint '", path, "' holds the state of a ", saved_type.toStringRef(),
+                      " optimizer; this run's optimizer is a ", optimizer_type(optimizer));
+    }
     torch::serialize::InputArchive optimizer_archive;
     DTRAIN_CHECK_AS(IOError, archive.try_read(kOptimizerKey, optimizer_archive), "checkpoint '",
                     path, "' holds no optimizer state");

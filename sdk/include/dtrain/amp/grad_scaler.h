@@ -99,7 +99,8 @@ class GradScaler {
   bool step(torch::optim::Optimizer& optimizer);
 
   // Updates the scale from the inf/NaN flags of this iteration's step()s, or
-  // sets it to `new_scale` (positive, finite). Ends the iteration.
+  // sets it to `new_scale` (a normal float32 value: the scale is a float32
+  // tensor). Ends the iteration.
   void update(std::optional<double> new_scale = std::nullopt);
 
   // The current scale (a host read: synchronises with the device); 1 when disabled.

@@ -32,9 +32,11 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& module,
 // Loads `path` into `module` and `optimizer` and returns its epochs_done,
 // or std::nullopt when no file exists at `path`. Tensors land on the
 // module's device, whichever device wrote them. Throws dtrain::IOError
-// naming the path when the file is unreadable or does not fit the module
-// (a parameter missing or of another shape) -- then `module` may be
-// partly loaded, so callers should stop. `scaler` takes the saved scaler
+// naming the path when it cannot be looked at (only a missing file means
+// "no checkpoint"), when the file is unreadable, or when it does not fit
+// the module or optimizer (a parameter missing, of another shape or not in
+// the module; another optimizer's state) -- then `module` may be partly
+// loaded, so callers should stop. `scaler` takes the saved scaler
 // state when the file has one, and keeps its own when it has none (a run
 // that continues an fp32 run in fp16 starts at the initial scale).
 std::optional<int64_t> load_checkpoint(const std::string& path, torch::nn::Module& module,
