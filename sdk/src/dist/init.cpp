@@ -20,6 +20,7 @@
 #include "dtrain/dist/process_group_gloo.h"
 #include "dtrain/dist/process_group_nccl.h"
 #include "dtrain/dist/tcp_store.h"
+#include "dtrain/dist/torch_tcp_store.h"
 #include "dtrain/util/launch_env.h"
 #include "dtrain/util/logging.h"
 #include "dtrain/util/memory.h"
@@ -257,15 +258,20 @@ ProcessGroupPtr init_process_group(const InitOptions& options) {
   } else if (rdzv.kind == Rendezvous::Kind::kMpi) {
     store = tcp_store_through_mpi(rdzv, options.timeout);  // now kTcp, with host and port
   } else {
-    // A launcher that hosts the store itself says so (torchrun's variable, or ours).
+    // torchrun's agent hosts a store of PyTorch's for its workers and says
+    // so; dtrun sets the variable to False and worker 0 hosts ours.
     const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
-    const bool launcher_hosts = agent != nullptr && std::string(agent) == "True";
+    const bool torch_agent_hosts = agent != nullptr && std::string(agent) == "True";
     try {
-      store = std::make_shared<TcpStore>(TcpStoreOptions()
-                                             .host(rdzv.host)
-                                             .port(rdzv.port)
-                                             .is_server(rdzv.rank == 0 && !launcher_hosts)
-                                             .timeout(options.timeout));
+      if (torch_agent_hosts) {
+        store = std::make_shared<TorchTcpStore>(rdzv.host, rdzv.port, options.timeout);
+      } else {
+        store = std::make_shared<TcpStore>(TcpStoreOptions()
+                                               .host(rdzv.host)
+                                               .port(rdzv.port)
+                                               .is_server(rdzv.rank == 0)
+                                               .timeout(options.timeout));
+      }
     } catch (const StoreTimeoutError& e) {
       throw CollectiveTimeoutError("init_process_group: rank " + std::to_string(rdzv.rank) +
                                    " could not reach the master: " + e.what());
