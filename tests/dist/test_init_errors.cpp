@@ -159,6 +159,17 @@ TEST(InitErrors, BadOptionsAreNamedBeforeAnyContact) {
   expect_rejected({.init_method = "file://relative", .rank = 0, .world_size = 1}, "absolute path");
   expect_rejected({.init_method = "tcp://h:1", .rank = 4, .world_size = 4},
                   "rank 4 is outside the world of size 4");
+  // Explicit values are the caller's: they are named, never replaced by the environment's.
+  setenv("RANK", "0", 1);
+  setenv("WORLD_SIZE", "2", 1);
+  expect_rejected({.init_method = "tcp://h:1", .rank = 0, .world_size = 0},
+                  "world_size must be >= 1 (or -1: from the environment), got 0");
+  expect_rejected({.init_method = "tcp://h:1", .rank = -2, .world_size = 2},
+                  "rank must be >= 0 (or -1: from the environment), got -2");
+  unsetenv("RANK");
+  unsetenv("WORLD_SIZE");
+  expect_rejected({.init_method = "tcp://[::1]:29556", .rank = 0, .world_size = 1},
+                  "IPv6 addresses are not supported");
   unsetenv("MASTER_ADDR");
   expect_rejected({.init_method = "env://", .rank = 0, .world_size = 2}, "needs MASTER_ADDR");
 }
@@ -214,6 +225,53 @@ TEST(InitEnv, MpirunWithoutMasterPortLeavesTheAddressToMpi) {
   unsetenv("RANK");
   unsetenv("WORLD_SIZE");
   unsetenv("MASTER_ADDR");
+}
+
+// The last rank out deletes the file, so the same URL serves the next job
+// (a file left behind would hold the previous job's rank claims).
+TEST(InitFile, SameFileServesTheNextJob) {
+  char dir_template[] = "/tmp/dtrain-file-reuse-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const std::string url = "file://" + dir + "/rendezvous";
+  for (int job = 0; job < 2; ++job) {
+    const auto codes = dtrain::testing::run_ranks(2, [&](int rank) {
+      dist::init_process_group(
+          {.backend = "gloo", .init_method = url, .rank = rank, .world_size = 2, .timeout = 20s});
+      at::Tensor t = at::full({2}, job + 1.0);
+      dist::all_reduce(t);
+      EXPECT_TRUE(at::equal(t, at::full({2}, 2.0 * (job + 1))));
+      dist::destroy_process_group();
+    });
+    EXPECT_EQ(codes, (std::vector<int>{0, 0})) << "job " << job;
+    EXPECT_FALSE(std::filesystem::exists(dir + "/rendezvous")) << "job " << job;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// A process whose init failed (here: a rank that never came) may try
+// again in the same process; its own earlier claim is not a rival's.
+TEST(InitFile, RetryInTheSameProcessAfterAFailure) {
+  char dir_template[] = "/tmp/dtrain-file-retry-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const std::string url = "file://" + dir + "/rendezvous";
+  const auto codes = dtrain::testing::run_ranks(2, [&](int rank) {
+    if (rank == 0) {
+      try {
+        dist::init_process_group(
+            {.backend = "gloo", .init_method = url, .rank = 0, .world_size = 2, .timeout = 300ms});
+        ADD_FAILURE() << "init succeeded without rank 1";
+      } catch (const dist::CollectiveError&) {
+      }
+    } else {
+      std::this_thread::sleep_for(1s);  // after rank 0's first try gave up
+    }
+    dist::init_process_group(
+        {.backend = "gloo", .init_method = url, .rank = rank, .world_size = 2, .timeout = 20s});
+    dist::barrier();
+    dist::destroy_process_group();
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(InitFile, FileInitMethodJoinsTwoProcesses) {

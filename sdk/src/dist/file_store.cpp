@@ -27,8 +27,8 @@ constexpr auto kPollInterval = std::chrono::milliseconds(10);
 // The open, locked file for the duration of one store call.
 class LockedLog {
  public:
-  explicit LockedLog(const std::string& path) : path_(path) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  explicit LockedLog(const std::string& path, bool create = true) : path_(path) {
+    fd_ = ::open(path.c_str(), O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
     if (fd_ < 0) {
       throw StoreError("file store '" + path + "': cannot open: " + std::strerror(errno));
     }
@@ -157,10 +157,40 @@ std::int64_t parse_counter(const std::string& path, const std::string& key, cons
 
 }  // namespace
 
-FileStore::FileStore(std::string path, std::chrono::milliseconds timeout)
+// Counts the users that are done with the file; outside every key a job
+// uses (init_process_group prefixes those).
+constexpr const char* kDoneKey = "file_store/users_done";
+
+FileStore::FileStore(std::string path, std::chrono::milliseconds timeout, std::int64_t num_users)
     : Store(timeout), path_(std::move(path)) {
   DTRAIN_CHECK(!path_.empty(), "FileStore: the path is empty");
   LockedLog log(path_);  // creates the file, or says why it cannot
+  delete_when_all_done(num_users);
+}
+
+void FileStore::delete_when_all_done(std::int64_t num_users) {
+  DTRAIN_CHECK(num_users >= 0, "FileStore: num_users must be >= 0, got ", num_users);
+  num_users_ = num_users;
+}
+
+FileStore::~FileStore() {
+  if (num_users_ == 0) {
+    return;
+  }
+  try {
+    LockedLog log(path_, /*create=*/false);  // a file already deleted stays deleted
+    const auto it = log.data().find(kDoneKey);
+    const std::int64_t done =
+        1 + (it == log.data().end() ? 0 : parse_counter(path_, kDoneKey, it->second));
+    if (done >= num_users_) {
+      ::unlink(path_.c_str());  // under the lock: nobody reads it half-deleted
+    } else {
+      const std::string text = std::to_string(done);
+      log.put(kDoneKey, Bytes(text.begin(), text.end()));
+    }
+  } catch (const std::exception&) {
+    // A destructor must not throw; the file is left for the user to delete.
+  }
 }
 
 void FileStore::set(const std::string& key, const Bytes& value) {

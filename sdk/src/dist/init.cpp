@@ -79,10 +79,21 @@ std::string resolve_backend(const std::string& requested) {
   return requested;
 }
 
-// One id per process, to tell two processes claiming the same rank apart.
+// One id per process, to tell two processes claiming the same rank apart;
+// the same for every call in a process, so one that retries
+// init_process_group after a failure finds its own claim rather than a
+// rival's. Made afresh after a fork: a forked child is another process.
 std::string process_token() {
-  std::random_device seed;
-  return net::host_name() + ":" + std::to_string(getpid()) + ":" + std::to_string(seed());
+  static std::mutex mutex;
+  static pid_t owner = 0;
+  static std::string token;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (owner != getpid()) {
+    owner = getpid();
+    std::random_device seed;
+    token = net::host_name() + ":" + std::to_string(owner) + ":" + std::to_string(seed());
+  }
+  return token;
 }
 
 std::string bytes_text(const Bytes& b) {
@@ -202,8 +213,14 @@ WorkPtr finish(WorkPtr work, bool async_op) {
 Rendezvous resolve_rendezvous(const InitOptions& options) {
   Rendezvous rdzv;
   const util::LaunchEnv launch = util::read_launch_env();
+  // -1 (the default) means "from the environment"; other values are the caller's.
+  DTRAIN_CHECK(options.rank >= -1, "init_process_group: rank must be >= 0 (or -1: from the ",
+               "environment), got ", options.rank);
+  DTRAIN_CHECK(options.world_size >= 1 || options.world_size == -1,
+               "init_process_group: world_size must be >= 1 (or -1: from the environment), got ",
+               options.world_size);
   rdzv.rank = options.rank >= 0 ? options.rank : launch.rank.value_or(-1);
-  rdzv.world_size = options.world_size >= 0 ? options.world_size : launch.world_size.value_or(-1);
+  rdzv.world_size = options.world_size >= 1 ? options.world_size : launch.world_size.value_or(-1);
   DTRAIN_CHECK(rdzv.rank >= 0,
                "init_process_group: no rank given and none in the environment (RANK, ",
                "OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID)");
@@ -222,6 +239,8 @@ Rendezvous resolve_rendezvous(const InitOptions& options) {
     rdzv.port = parse_port(required_env("MASTER_PORT", "init_method env://"), "MASTER_PORT");
   } else if (method.rfind("tcp://", 0) == 0) {
     const std::string address = method.substr(6);
+    DTRAIN_CHECK(address.empty() || address[0] != '[', "init_method '", method,
+                 "': IPv6 addresses are not supported; use an IPv4 address or a host name");
     const auto colon = address.rfind(':');
     DTRAIN_CHECK(colon != std::string::npos && colon > 0, "init_method '", method,
                  "' must look like tcp://host:port");
@@ -283,6 +302,11 @@ ProcessGroupPtr init_process_group(const InitOptions& options) {
       "dtrain/" + std::string(restart && *restart ? restart : "0"), store);
   check_membership(*std::make_shared<PrefixStore>("init", job_store), rdzv.rank, rdzv.world_size,
                    options.timeout);
+  if (auto* file_store = dynamic_cast<FileStore*>(store.get())) {
+    // Joined: every rank counts itself out at the end and the last deletes
+    // the file, so the next job on the same URL starts from an empty store.
+    file_store->delete_when_all_done(rdzv.world_size);
+  }
 
   const std::string master_host = rdzv.kind == Rendezvous::Kind::kTcp ? rdzv.host : "";
   s.group = wrap_for_debug_if_enabled(
