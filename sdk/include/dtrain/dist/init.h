@@ -31,7 +31,11 @@ struct InitOptions {
   // "env://" (MASTER_ADDR, MASTER_PORT), "tcp://host:port" or "file:///path".
   // Under OpenMPI's mpirun, env:// without MASTER_PORT has rank 0 host the
   // store on a free port and share it through MPI (Note [The store's address
-  // through MPI] in src/dist/mpi_store_address.cpp).
+  // through MPI] in src/dist/mpi_store_address.cpp). Under torchrun
+  // (TORCHELASTIC_USE_AGENT_STORE=True) env:// joins the store torchrun's
+  // agent hosts (PyTorch's TCPStore, through TorchTcpStore). file://: the
+  // last rank out of destroy_process_group() deletes the file, so the URL
+  // serves the next job; a file left by a killed job must be deleted first.
   std::string init_method = "env://";
   // -1: from the launcher's environment (dtrun/torchrun, mpirun, srun).
   int rank = -1;
