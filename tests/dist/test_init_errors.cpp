@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "dtrain/dist/file_store.h"
 #include "dtrain/dist/init.h"
 #include "multi_process.h"
 
@@ -244,6 +245,17 @@ TEST(InitFile, SameFileServesTheNextJob) {
     });
     EXPECT_EQ(codes, (std::vector<int>{0, 0})) << "job " << job;
     EXPECT_FALSE(std::filesystem::exists(dir + "/rendezvous")) << "job " << job;
+  }
+  // A killed job's file (one that never counted itself out, of a world of
+  // 1) is named in the error, with what to do.
+  dist::FileStore(dir + "/rendezvous").set("dtrain/0/init/world_size", "1");
+  try {
+    dist::init_process_group(
+        {.backend = "gloo", .init_method = url, .rank = 0, .world_size = 2, .timeout = 5s});
+    ADD_FAILURE() << "joined a killed job's store";
+  } catch (const dtrain::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds a previous job's records"), std::string::npos)
+        << e.what();
   }
   std::filesystem::remove_all(dir);
 }

@@ -102,19 +102,22 @@ std::string bytes_text(const Bytes& b) {
 
 // Checks, through the store, that the world agrees: one world size, every
 // rank claimed exactly once, all ranks present within the timeout.
-void check_membership(Store& store, int rank, int world_size, std::chrono::milliseconds timeout) {
+// `stale_hint` is added to a claim or size conflict: what to do when the
+// rival is a previous job's record rather than a live process.
+void check_membership(Store& store, int rank, int world_size, std::chrono::milliseconds timeout,
+                      const std::string& stale_hint) {
   const std::string size_text = std::to_string(world_size);
   const Bytes agreed =
       store.compare_set("world_size", {}, Bytes(size_text.begin(), size_text.end()));
   DTRAIN_CHECK(bytes_text(agreed) == size_text, "init_process_group: rank ", rank,
                " was started with world size ", world_size, " but another rank with world size ",
-               bytes_text(agreed));
+               bytes_text(agreed), stale_hint);
   const std::string token = process_token();
   const Bytes owner =
       store.compare_set("rank/" + std::to_string(rank), {}, Bytes(token.begin(), token.end()));
   DTRAIN_CHECK(bytes_text(owner) == token, "init_process_group: rank ", rank,
                " was claimed twice: by process ", bytes_text(owner), " and by this one (", token,
-               "); every process needs its own rank");
+               "); every process needs its own rank", stale_hint);
   std::vector<std::string> keys;
   for (int r = 0; r < world_size; ++r) {
     keys.push_back("rank/" + std::to_string(r));
@@ -300,8 +303,13 @@ ProcessGroupPtr init_process_group(const InitOptions& options) {
   const char* restart = std::getenv("TORCHELASTIC_RESTART_COUNT");
   auto job_store = std::make_shared<PrefixStore>(
       "dtrain/" + std::string(restart && *restart ? restart : "0"), store);
+  const std::string stale_hint =
+      rdzv.kind == Rendezvous::Kind::kFile
+          ? " (or '" + rdzv.path + "' holds a previous job's records: a job that was killed " +
+                "leaves its file behind; delete it, or use a new file)"
+          : "";
   check_membership(*std::make_shared<PrefixStore>("init", job_store), rdzv.rank, rdzv.world_size,
-                   options.timeout);
+                   options.timeout, stale_hint);
   if (auto* file_store = dynamic_cast<FileStore*>(store.get())) {
     // Joined: every rank counts itself out at the end and the last deletes
     // the file, so the next job on the same URL starts from an empty store.
