@@ -10,6 +10,7 @@
 #include "dtrain/config.h"
 #include "dtrain/dist/init.h"
 #include "dtrain/train/checkpoint.h"
+#include "dtrain/util/cli_checks.h"
 #include "dtrain/util/errors.h"
 
 namespace dtrain::apps {
@@ -23,28 +24,28 @@ void add_synthetic_flags(CLI::App& app, PointNet2RecipeOptions& options) {
       ->capture_default_str();
   app.add_option("--synthetic-train-per-class", options.synthetic_train_per_class,
                  "Synthetic training clouds of each class")
-      ->check(CLI::PositiveNumber)
+      ->check(dtrain::util::positive())
       ->capture_default_str();
   app.add_option("--synthetic-test-per-class", options.synthetic_test_per_class,
                  "Synthetic test clouds of each class")
-      ->check(CLI::PositiveNumber)
+      ->check(dtrain::util::positive())
       ->capture_default_str();
   app.add_option("--num-points", options.num_points, "Points of each cloud fed to the model")
-      ->check(CLI::PositiveNumber)
+      ->check(dtrain::util::positive())
       ->capture_default_str();
 }
 
 void add_recipe_flags(CLI::App& app, PointNet2RecipeOptions& options) {
   add_common_train_flags(app, options, "clouds");
   app.add_option("--weight-decay", options.weight_decay, "Adam weight decay")
-      ->check(CLI::NonNegativeNumber)
+      ->check(dtrain::util::non_negative())
       ->capture_default_str();
   app.add_option("--lr-decay", options.lr_decay,
                  "Factor applied to the learning rate every --lr-step epochs")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   app.add_option("--lr-step", options.lr_step, "Epochs between learning-rate decays")
-      ->check(CLI::PositiveNumber)
+      ->check(dtrain::util::positive())
       ->capture_default_str();
   app.add_flag("--augment,!--no-augment", options.augment,
                "Randomly scale, shift and jitter training clouds and reorder their points")
@@ -56,6 +57,10 @@ void add_recipe_flags(CLI::App& app, PointNet2RecipeOptions& options) {
   app.callback([&options] {
     if (options.resume && options.checkpoint.empty()) {
       throw CLI::ValidationError("--resume", "needs --checkpoint, the file to resume from");
+    }
+    if (options.batch_size < 2) {
+      throw CLI::ValidationError("--batch-size " + std::to_string(options.batch_size),
+                                 "PointNet++'s batch norm needs at least 2 clouds per step");
     }
   });
 }
@@ -73,6 +78,15 @@ std::string ensure_synthetic_root(const PointNet2RecipeOptions& options) {
   const std::string root =
       options.data_dir.empty() ? ds::synthetic_shapes_default_root(synthetic) : options.data_dir;
   return ds::ensure_synthetic_shapes(root, synthetic);
+}
+
+void check_num_points(const PointNet2RecipeOptions& options,
+                      const std::vector<models::SetAbstractionOptions>& layers) {
+  const int64_t centres = layers.empty() ? 0 : layers.front().npoint();
+  DTRAIN_CHECK(options.num_points >= centres, "--num-points ", options.num_points,
+               " is fewer than the ", centres, " centres the first layer of --model ",
+               options.model, " samples from each cloud; use --num-points ", centres,
+               " or more, or a smaller model");
 }
 
 bool synthetic_in_memory(const PointNet2RecipeOptions& options) {

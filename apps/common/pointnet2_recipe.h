@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
@@ -14,6 +15,7 @@
 
 #include "dtrain/amp/grad_scaler.h"
 #include "dtrain/datasets/synthetic_shapes.h"
+#include "dtrain/models/set_abstraction.h"
 #include "train_flags.h"
 #include "training_job.h"
 
@@ -55,6 +57,11 @@ datasets::SyntheticShapesOptions synthetic_options(const PointNet2RecipeOptions&
 // Their directory (--data-dir, else the default root), written first when
 // missing; safe for several ranks at once.
 std::string ensure_synthetic_root(const PointNet2RecipeOptions& options);
+// Throws, naming both numbers, unless the clouds hold at least the centres
+// the model's first set abstraction layer samples (otherwise the first
+// step would fail, after the data was read).
+void check_num_points(const PointNet2RecipeOptions& options,
+                      const std::vector<models::SetAbstractionOptions>& layers);
 // True when the run reads the synthetic shapes but dtrain was built
 // without HDF5, so there are no files: the app generates the same clouds
 // in memory (and this says so in the log).

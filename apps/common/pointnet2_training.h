@@ -51,6 +51,9 @@ int run_pointnet2_training(const PointNet2RecipeOptions& options, const util::La
   torch::optim::Adam optimizer(
       model->parameters(),
       torch::optim::AdamOptions(options.lr).weight_decay(options.weight_decay));
+  if (!options.checkpoint.empty() && env.rank.value_or(0) == 0) {
+    train::check_checkpoint_path(options.checkpoint);  // the writer's: before any training
+  }
   const int64_t epochs_done = resume_from_checkpoint(options, *model, optimizer, scaler.get());
   // Opened before joining the job, so a bad path fails early. A resumed run
   // adds its epochs to the report of the run it continues; a run from epoch
@@ -75,12 +78,18 @@ int run_pointnet2_training(const PointNet2RecipeOptions& options, const util::La
   data::DistributedSampler sampler(task.train_size,
                                    data::DistributedSamplerOptions(job.world, job.rank)
                                        .seed(static_cast<int64_t>(options.seed)));
+  // Batch norm cannot train on one cloud; a process whose share of the
+  // epoch is a single cloud would fail at its first step.
+  DTRAIN_CHECK(sampler.num_samples() >= 2, "each of the ", job.world, " process(es) gets ",
+               sampler.num_samples(), " of the ", task.train_size,
+               " training cloud(s) per epoch; PointNet++'s batch norm needs at least 2 (use more "
+               "clouds or fewer processes)");
   spdlog::info(
       "{} ({} parameters); precision {}; {} clouds per process per epoch, batch {} per process; "
-      "Adam at {} ({} scaling), x{} every {} epochs",
+      "Adam at {} ({}), x{} every {} epochs",
       task.model_name, parameter_count(*model), precision_name(options), sampler.num_samples(),
-      options.batch_size, options.scaled_lr(job.world), options.lr_scaling, options.lr_decay,
-      options.lr_step);
+      options.batch_size, options.scaled_lr(job.world), options.lr_scaling_words(),
+      options.lr_decay, options.lr_step);
 
   const LoopSettings settings = loop_settings(options, job, task.eval_batch, scaler.get());
   const auto job_start = std::chrono::steady_clock::now();

@@ -1,5 +1,7 @@
 #include "train_flags.h"
 
+#include "dtrain/util/cli_checks.h"
+
 namespace dtrain::apps {
 
 std::string precision_name(const CommonTrainOptions& options) {
@@ -19,13 +21,13 @@ void take_last_flag_values(CLI::App& app) {
 void add_common_train_flags(CLI::App& app, CommonTrainOptions& options,
                             const std::string& sample_noun) {
   app.add_option("--epochs", options.epochs, "Passes over the training set")
-      ->check(CLI::PositiveNumber)
+      ->check(dtrain::util::positive())
       ->capture_default_str();
   app.add_option("--batch-size", options.batch_size, "Samples per optimizer step and process")
-      ->check(CLI::PositiveNumber)
+      ->check(dtrain::util::positive())
       ->capture_default_str();
   app.add_option("--lr", options.lr, "Learning rate of one process (see --lr-scaling)")
-      ->check(CLI::PositiveNumber)
+      ->check(dtrain::util::positive())
       ->capture_default_str();
   app.add_option("--lr-scaling", options.lr_scaling,
                  "With N processes: 'linear' trains at lr * N (the global batch is N times "
@@ -33,17 +35,18 @@ void add_common_train_flags(CLI::App& app, CommonTrainOptions& options,
       ->check(CLI::IsMember({"linear", "none"}))
       ->capture_default_str();
   app.add_option("--threads", options.threads, "Intra-op threads (0: LibTorch's default)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(dtrain::util::non_negative())
       ->capture_default_str();
   app.add_option("--seed", options.seed, "Seed of initialisation and shuffling")
+      ->check(dtrain::util::unsigned_integer())
       ->capture_default_str();
   app.add_option("--train-limit", options.train_limit,
                  "Use only the first N training " + sample_noun + " (0: all)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(dtrain::util::non_negative())
       ->capture_default_str();
   app.add_option("--test-limit", options.test_limit,
                  "Use only the first N test " + sample_noun + " (0: all)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(dtrain::util::non_negative())
       ->capture_default_str();
   app.add_option("--csv", options.csv, "Per-epoch report (CSV)")->capture_default_str();
   app.add_option("--amp", options.amp,
@@ -73,7 +76,7 @@ void add_common_train_flags(CLI::App& app, CommonTrainOptions& options,
       ->capture_default_str();
   app.add_option("--dist-timeout", options.dist_timeout_s,
                  "Seconds a collective may wait for a peer before failing")
-      ->check(CLI::PositiveNumber)
+      ->check(dtrain::util::positive())
       ->capture_default_str();
 }
 

@@ -35,6 +35,10 @@ struct CommonTrainOptions {
 
   // The learning rate for `world` processes under lr_scaling.
   double scaled_lr(int world) const { return lr_scaling == "linear" ? lr * world : lr; }
+  // For the log, after the rate: "linear scaling" or "not scaled".
+  std::string lr_scaling_words() const {
+    return lr_scaling == "linear" ? "linear scaling" : "not scaled";
+  }
 };
 
 // For logs: "fp32", "bf16 autocast (CPU)", "fp16 autocast with loss scaling".

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "dtrain/util/cli_checks.h"
 #include "dtrain/util/errors.h"
 
 namespace dtrain::apps {
@@ -87,15 +88,15 @@ void add_dtrun_flags(CLI::App& app, DtrunFlags& f) {
                  "endpoint)");
   app.add_option("--max-restarts,--max_restarts", f.max_restarts,
                  "Group restarts after failures, for the whole job")
-      ->check(CLI::NonNegativeNumber)
+      ->check(dtrain::util::non_negative())
       ->capture_default_str();
   app.add_option("--monitor-interval,--monitor_interval", f.monitor_interval,
                  "Seconds between checks of the workers")
-      ->check(CLI::PositiveNumber)
+      ->check(dtrain::util::positive())
       ->capture_default_str();
   app.add_option("--stop-timeout,--stop_timeout", f.stop_timeout,
                  "Seconds workers get after SIGTERM before SIGKILL")
-      ->check(CLI::NonNegativeNumber)
+      ->check(dtrain::util::non_negative())
       ->capture_default_str();
   app.add_option("--log-dir,--log_dir", f.log_dir,
                  "Directory for one log file per worker: LOG_DIR/RUN_ID/round_N/rank_R.log");
@@ -130,7 +131,7 @@ launch::LaunchOptions to_launch_options(const CLI::App& app, const DtrunFlags& f
     program.erase(program.begin());
   }
   DTRAIN_CHECK(program.empty() || program.front().empty() || program.front()[0] != '-',
-               "unknown flag '", program.empty() ? "" : program.front(), "'; see dtrun --help");
+               "unknown flag '", program.empty() ? "" : program.front(), "'");
 
   launch::LaunchOptions options;
   options.program = std::move(program);

@@ -46,6 +46,10 @@ int train(const PartSegTrainOptions& options) {
   const dtrain::util::LaunchEnv env = dtrain::util::read_launch_env();
   // First: a missing GPU is named before any data is read.
   const c10::Device device = choose_device(env, options.device);
+  // Then the clouds' size against the model's (its layers do not depend
+  // on the part and category counts).
+  dtrain::apps::check_num_points(
+      options, dtrain::models::pointnet2_part_seg_preset(options.model, 2, 1).layers());
   const PartData data = load_part_data(options);
   torch::manual_seed(options.seed);
   PointNet2PartSeg model(dtrain::models::pointnet2_part_seg_preset(

@@ -59,6 +59,10 @@ int train(const PointNet2TrainOptions& options) {
   const dtrain::util::LaunchEnv env = dtrain::util::read_launch_env();
   // First: a missing GPU is named before any data is read.
   const c10::Device device = dtrain::apps::choose_device(env, options.device);
+  // Then the clouds' size against the model's (its layers do not depend
+  // on the class count).
+  dtrain::apps::check_num_points(options,
+                                 dtrain::models::pointnet2_cls_preset(options.model, 2).layers());
   const dtrain::apps::PointCloudData data = dtrain::apps::load_point_cloud_data(options);
   torch::manual_seed(options.seed);
   PointNet2Cls model(dtrain::models::pointnet2_cls_preset(

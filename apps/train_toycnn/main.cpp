@@ -80,8 +80,9 @@ int train(const TrainOptions& options) {
                         .seed(static_cast<int64_t>(options.seed)));
   spdlog::info(
       "precision: {}; {} samples per process per epoch, batch {} per process, learning rate {} "
-      "({} scaling)",
-      precision_name(options), sampler.num_samples(), options.batch_size, lr, options.lr_scaling);
+      "({})",
+      precision_name(options), sampler.num_samples(), options.batch_size, lr,
+      options.lr_scaling_words());
 
   const auto scaler = make_loss_scaler(options);
   const LoopSettings settings = loop_settings(options, job, /*eval_batch=*/1000, scaler.get());

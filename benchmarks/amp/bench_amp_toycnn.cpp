@@ -24,6 +24,7 @@
 #include "dtrain/models/toy_cnn.h"
 #include "dtrain/train/csv_writer.h"
 #include "dtrain/util/cli_app.h"
+#include "dtrain/util/cli_checks.h"
 #include "dtrain/util/errors.h"
 #include "dtrain/util/memory.h"
 #include "median_step.h"
@@ -90,7 +91,9 @@ int main(int argc, char** argv) {
   app.add_option("--precision", o.precision, "bf16 (autocast) or off (fp32)")
       ->check(CLI::IsMember({"off", "bf16"}))
       ->capture_default_str();
-  app.add_option("--batch-size", o.batch_size)->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--batch-size", o.batch_size)
+      ->check(dtrain::util::positive())
+      ->capture_default_str();
   dtrain::bench::add_step_flags(app, o.warmup, o.steps, o.threads);
   app.add_option("--csv", o.csv, "one-row report")->capture_default_str();
   return dtrain::util::run_cli_app(app, argc, argv, [&] { return run(o); });

@@ -33,6 +33,7 @@
 #include "dtrain/dist/init.h"
 #include "dtrain/models/toy_cnn.h"
 #include "dtrain/util/cli_app.h"
+#include "dtrain/util/cli_checks.h"
 #include "dtrain/util/launch_env.h"
 #include "dtrain/util/memory.h"
 #include "lockstep.h"
@@ -219,19 +220,22 @@ int main(int argc, char** argv) {
   Options options;
   app.add_option("--model", options.model)->check(CLI::IsMember({"toycnn", "pointmlp"}));
   app.add_option("--mode", options.mode)->check(CLI::IsMember({"local", "ddp"}));
-  app.add_option("--batch", options.batch, "Samples per rank and step")->check(CLI::PositiveNumber);
-  app.add_option("--steps", options.steps, "Timed steps per round")->check(CLI::PositiveNumber);
+  app.add_option("--batch", options.batch, "Samples per rank and step")
+      ->check(dtrain::util::positive());
+  app.add_option("--steps", options.steps, "Timed steps per round")
+      ->check(dtrain::util::positive());
   app.add_option("--rounds", options.rounds, "Turns taken under --lockstep")
-      ->check(CLI::PositiveNumber);
+      ->check(dtrain::util::positive());
   app.add_option("--lockstep", options.lockstep,
                  "DIR:NAME: take turns with other benchmark processes (see lockstep.h)");
-  app.add_option("--warmup", options.warmup, "Untimed first steps")->check(CLI::NonNegativeNumber);
+  app.add_option("--warmup", options.warmup, "Untimed first steps")
+      ->check(dtrain::util::non_negative());
   app.add_option("--points", options.points, "Points per cloud (pointmlp)")
-      ->check(CLI::PositiveNumber);
+      ->check(dtrain::util::positive());
   app.add_option("--threads", options.threads, "Intra-op threads per process")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--bucket-cap-mb", options.bucket_cap_mb)->check(CLI::PositiveNumber);
-  app.add_option("--first-bucket-mb", options.first_bucket_mb)->check(CLI::PositiveNumber);
+      ->check(dtrain::util::positive());
+  app.add_option("--bucket-cap-mb", options.bucket_cap_mb)->check(dtrain::util::positive());
+  app.add_option("--first-bucket-mb", options.first_bucket_mb)->check(dtrain::util::positive());
   app.add_option("--csv", options.csv, "Append one row per round here (rank 0)");
   return dtrain::util::run_cli_app(app, argc, argv, [&] { return bench(options); });
 }

@@ -38,6 +38,7 @@
 #include "dtrain/dist/init.h"
 #include "dtrain/train/csv_writer.h"
 #include "dtrain/util/cli_app.h"
+#include "dtrain/util/cli_checks.h"
 #include "dtrain/util/errors.h"
 #include "dtrain/util/launch_env.h"
 
@@ -283,7 +284,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--sizes", o.sizes, "message sizes in bytes (multiples of 4)")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber);
+      ->check(dtrain::util::positive());
   app.add_option("--warmup", o.warmup, "untimed calls per size")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
@@ -294,7 +295,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   app.add_option("--budget-bytes", o.budget_bytes, "calls per repeat ~ this / message size")
-      ->check(CLI::PositiveNumber)
+      ->check(dtrain::util::positive())
       ->capture_default_str();
   app.add_option("--min-iters", o.min_iters, "calls per repeat for large sizes")
       ->check(CLI::Range(1, 100000))

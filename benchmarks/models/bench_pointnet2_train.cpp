@@ -31,6 +31,7 @@
 #include "dtrain/models/pointnet2_cls.h"
 #include "dtrain/train/csv_writer.h"
 #include "dtrain/util/cli_app.h"
+#include "dtrain/util/cli_checks.h"
 #include "dtrain/util/errors.h"
 #include "dtrain/util/memory.h"
 #include "median_step.h"
@@ -86,9 +87,11 @@ int main(int argc, char** argv) {
   app.add_option("--preset", o.preset)
       ->check(CLI::IsMember(dtrain::models::pointnet2_cls_preset_names()))
       ->capture_default_str();
-  app.add_option("--batch-size", o.batch_size)->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--batch-size", o.batch_size)
+      ->check(dtrain::util::positive())
+      ->capture_default_str();
   app.add_option("--points", o.points, "points per cloud")
-      ->check(CLI::PositiveNumber)
+      ->check(dtrain::util::positive())
       ->capture_default_str();
   dtrain::bench::add_step_flags(app, o.warmup, o.steps, o.threads);
   app.add_option("--csv", o.csv, "report (rows appended)")->capture_default_str();

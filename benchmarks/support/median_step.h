@@ -9,6 +9,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "dtrain/util/cli_checks.h"
+
 namespace dtrain::bench {
 
 // Calls step(i) for i = 0 .. warmup + steps - 1 and returns the median
@@ -38,13 +40,13 @@ double median_step_ms(int warmup, int steps, Step&& step) {
 // threads), the flags every step benchmark takes.
 inline void add_step_flags(CLI::App& app, int& warmup, int& steps, int& threads) {
   app.add_option("--warmup", warmup, "untimed steps")
-      ->check(CLI::NonNegativeNumber)
+      ->check(dtrain::util::non_negative())
       ->capture_default_str();
   app.add_option("--steps", steps, "timed steps")
-      ->check(CLI::PositiveNumber)
+      ->check(dtrain::util::positive())
       ->capture_default_str();
   app.add_option("--threads", threads, "intra-op threads")
-      ->check(CLI::PositiveNumber)
+      ->check(dtrain::util::positive())
       ->capture_default_str();
 }
 

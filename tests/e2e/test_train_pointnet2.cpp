@@ -43,6 +43,35 @@ TEST(TrainPointNet2Errors, CudaWithoutAVisibleGpu) {
   expect_one_line_error(run_app({"--amp", "fp16"}), 2, "--amp fp16: needs --device cuda");
 }
 
+// What would fail only after data loading or a whole epoch of training is
+// named first, in one line, in plain words.
+TEST(TrainPointNet2Errors, ProblemsAreNamedBeforeTraining) {
+  expect_one_line_error(run_app({"--epochs", "0"}), 2, "--epochs: must be positive, got 0");
+  expect_one_line_error(run_app({"--seed", "-1"}), 2, "--seed: must be a whole number >= 0");
+  expect_one_line_error(run_app({"--batch-size", "1"}), 2,
+                        "--batch-size 1: PointNet++'s batch norm needs at least 2 clouds");
+  expect_one_line_error(run_app({"--model", "ssg", "--num-points", "256"}), 1,
+                        "--num-points 256 is fewer than the 512 centres the first layer of "
+                        "--model ssg samples");
+  TempDir dir;
+  auto args = small_synthetic_run(dir.file("shapes"), dir.file("report.csv"));
+  auto with = [&](std::vector<std::string> more) {
+    auto all = args;
+    all.insert(all.end(), more.begin(), more.end());
+    return run_app(all);
+  };
+  expect_one_line_error(with({"--checkpoint", dir.path().string()}), 1,
+                        "checkpoint '" + dir.path().string() + "' is a directory");
+  EXPECT_FALSE(fs::exists(dir.file("report.csv"))) << "the run started training";
+  // (after the data summary, which names the one cloud)
+  const auto one_cloud = with({"--train-limit", "1"});
+  EXPECT_EQ(one_cloud.exit_code, 1) << one_cloud.output;
+  EXPECT_NE(one_cloud.output.find("error: each of the 1 process(es) gets 1 of the 1 training "
+                                  "cloud(s) per epoch; PointNet++'s batch norm needs at least 2"),
+            std::string::npos)
+      << one_cloud.output;
+}
+
 TEST(TrainPointNet2Errors, MissingModelNetDirectory) {
   expect_one_line_error(run_app({"--dataset", "modelnet40", "--data-dir", "/no/such/dir"}), 1,
                         "'/no/such/dir' does not exist");

@@ -17,6 +17,7 @@
 
 #include "dtrain/dist/init.h"
 #include "dtrain/util/cli_app.h"
+#include "dtrain/util/cli_checks.h"
 #include "dtrain/util/errors.h"
 
 namespace dist = dtrain::dist;
@@ -37,8 +38,8 @@ int main(int argc, char** argv) {
   int steps = 10;
   int step_ms = 100;
   std::string out_dir;
-  app.add_option("--steps", steps)->check(CLI::PositiveNumber);
-  app.add_option("--step-ms", step_ms)->check(CLI::NonNegativeNumber);
+  app.add_option("--steps", steps)->check(dtrain::util::positive());
+  app.add_option("--step-ms", step_ms)->check(dtrain::util::non_negative());
   app.add_option("--out", out_dir)->required();
   return dtrain::util::run_cli_app(app, argc, argv, [&] {
     dist::InitOptions options;

@@ -213,6 +213,26 @@ TEST(Checkpoint, AnotherOptimizersStateRaisesNamingBoth) {
                                 "optimizer is a torch::optim::SGD");
 }
 
+// A path save_checkpoint could not write is named before any training.
+TEST(Checkpoint, CheckPathNamesWhatCannotBeWritten) {
+  TempDir dir;
+  dtrain::train::check_checkpoint_path(
+      (fs::path(dir.path()) / "new" / "dir" / "model.pt").string());
+  EXPECT_TRUE(fs::is_directory(fs::path(dir.path()) / "new" / "dir")) << "the directory is made";
+  expect_error<dtrain::IOError>([&] { dtrain::train::check_checkpoint_path(dir.path().string()); },
+                                "checkpoint '" + dir.path().string() + "' is a directory");
+  const fs::path file_in_the_way = fs::path(dir.path()) / "file";
+  std::ofstream(file_in_the_way) << "x";
+  expect_error<dtrain::IOError>(
+      [&] { dtrain::train::check_checkpoint_path((file_in_the_way / "model.pt").string()); },
+      "cannot create directory '" + file_in_the_way.string() + "'");
+  // Loading a directory says so too (not a zip reader's complaint).
+  auto model = make_model();
+  torch::optim::Adam optimizer(model->parameters());
+  expect_error<dtrain::IOError>([&] { load_checkpoint(dir.path().string(), *model, optimizer); },
+                                "is a directory, not a checkpoint file");
+}
+
 // Only a missing file means "no checkpoint yet": a path that cannot be
 // looked at must not restart training and have its checkpoint overwritten.
 TEST(Checkpoint, APathThatCannotBeLookedAtRaises) {

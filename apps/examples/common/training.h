@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "dtrain/datasets/fashion_mnist.h"
+#include "dtrain/util/cli_checks.h"
 
 namespace dtrain::examples {
 
@@ -26,11 +27,11 @@ struct TrainFlags {
 inline void add_train_flags(CLI::App& app, TrainFlags& flags) {
   app.add_option("--data-dir", flags.data_dir, "Fashion-MNIST directory")->capture_default_str();
   app.add_option("--train-limit", flags.train_limit, "Training images used")
-      ->check(CLI::PositiveNumber)
+      ->check(dtrain::util::positive())
       ->capture_default_str();
-  app.add_option("--epochs", flags.epochs)->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--epochs", flags.epochs)->check(dtrain::util::positive())->capture_default_str();
   app.add_option("--batch-size", flags.batch_size, "Samples per step and rank")
-      ->check(CLI::PositiveNumber)
+      ->check(dtrain::util::positive())
       ->capture_default_str();
 }
 

@@ -153,6 +153,20 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& module,
   sync_file(target.has_parent_path() ? target.parent_path().string() : std::string("."));
 }
 
+void check_checkpoint_path(const std::string& path) {
+  DTRAIN_CHECK_AS(IOError, !path.empty(), "the checkpoint path is empty");
+  const fs::path target(path);
+  std::error_code ec;
+  DTRAIN_CHECK_AS(IOError, !fs::is_directory(target, ec), "checkpoint '", path,
+                  "' is a directory; name a file in it");
+  const fs::path directory = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  fs::create_directories(directory, ec);
+  DTRAIN_CHECK_AS(IOError, !ec, "cannot create directory '", directory.string(),
+                  "' for checkpoint '", path, "': ", ec.message());
+  DTRAIN_CHECK_AS(IOError, ::access(directory.c_str(), W_OK) == 0, "cannot write checkpoint '",
+                  path, "': directory '", directory.string(), "': ", std::strerror(errno));
+}
+
 std::optional<int64_t> load_checkpoint(const std::string& path, torch::nn::Module& module,
                                        torch::optim::Optimizer& optimizer,
                                        amp::GradScaler* scaler) {
@@ -165,6 +179,8 @@ std::optional<int64_t> load_checkpoint(const std::string& path, torch::nn::Modul
   if (!present) {
     return std::nullopt;
   }
+  DTRAIN_CHECK_AS(IOError, !fs::is_directory(path, ec), "checkpoint '", path,
+                  "' is a directory, not a checkpoint file");
   try {
     // Onto the module's device, wherever the checkpoint was written: a run
     // on GPUs resumes from a CPU run's file and the other way round, and the

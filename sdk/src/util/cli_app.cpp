@@ -10,8 +10,13 @@ namespace dtrain::util {
 
 namespace {
 
-// Error text on one line: a multi-line message would be cut apart by log readers.
+// Error text on one line: a multi-line message would be cut apart by log
+// readers. LibTorch's errors (c10::Error) end in the C++ stack that raised
+// them, which means nothing to a user: it is cut off.
 std::string one_line(std::string text) {
+  if (const auto stack = text.find("\nException raised from "); stack != std::string::npos) {
+    text.resize(stack);
+  }
   for (char& c : text) {
     if (c == '\n' || c == '\r') {
       c = ' ';

@@ -29,6 +29,12 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& module,
                      const torch::optim::Optimizer& optimizer, int64_t epochs_done,
                      const amp::GradScaler* scaler = nullptr);
 
+// Throws dtrain::IOError naming `path` unless save_checkpoint can write
+// there: `path` is not a directory and its directory exists (it is created
+// when missing) and is writable. For a run to call before its first epoch,
+// so a bad path fails in seconds rather than after an epoch of training.
+void check_checkpoint_path(const std::string& path);
+
 // Loads `path` into `module` and `optimizer` and returns its epochs_done,
 // or std::nullopt when no file exists at `path`. Tensors land on the
 // module's device, whichever device wrote them. Throws dtrain::IOError
