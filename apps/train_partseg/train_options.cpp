@@ -12,8 +12,9 @@ void add_train_flags(CLI::App& app, PartSegTrainOptions& options) {
       ->check(CLI::IsMember({"synthetic", "shapenet-part"}))
       ->capture_default_str();
   app.add_option("--data-dir", options.data_dir,
-                 "Dataset directory (default: synthetic shapes under $DTRAIN_DATA_DIR or "
-                 "~/.cache/dtrain/datasets; ShapeNet-Part from $DTRAIN_SHAPENET_PART_DIR)");
+                 "The dataset's own directory (synthetic shapes: written there when it is new "
+                 "or empty; default: one directory per set of options under $DTRAIN_DATA_DIR "
+                 "or ~/.cache/dtrain/datasets; ShapeNet-Part from $DTRAIN_SHAPENET_PART_DIR)");
   add_synthetic_flags(app, options);
   app.add_option("--model", options.model,
                  "PointNet++ part segmentation: ssg (the paper's) or ssg-lite (for CPUs)")

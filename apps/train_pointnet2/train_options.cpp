@@ -12,8 +12,9 @@ void add_train_flags(CLI::App& app, PointNet2TrainOptions& options) {
       ->check(CLI::IsMember({"synthetic", "modelnet40"}))
       ->capture_default_str();
   app.add_option("--data-dir", options.data_dir,
-                 "Dataset directory (default: synthetic shapes under $DTRAIN_DATA_DIR or "
-                 "~/.cache/dtrain/datasets; ModelNet40 from $DTRAIN_MODELNET_DIR)");
+                 "The dataset's own directory (synthetic shapes: written there when it is new "
+                 "or empty; default: one directory per set of options under $DTRAIN_DATA_DIR "
+                 "or ~/.cache/dtrain/datasets; ModelNet40 from $DTRAIN_MODELNET_DIR)");
   add_synthetic_flags(app, options);
   app.add_flag("--normals", options.normals, "Feed surface normals as point features");
   app.add_option("--model", options.model,

@@ -138,6 +138,16 @@ fs::path make_temporary_dir(const fs::path& root) {
   }
 }
 
+// True when root does not exist or is an empty directory, which the
+// rename below replaces (rename(2) takes an empty directory's place).
+bool absent_or_empty(const fs::path& root) {
+  std::error_code ec;
+  if (!fs::exists(root, ec)) {
+    return true;
+  }
+  return fs::is_directory(root, ec) && fs::is_empty(root, ec) && !ec;
+}
+
 // Writes the dataset and renames it to root (Note [Writing a dataset at
 // once]). Returns false when another writer's rename came first.
 bool write_and_rename(const fs::path& root, const SyntheticShapesOptions& options) {
@@ -164,7 +174,10 @@ bool write_and_rename(const fs::path& root, const SyntheticShapesOptions& option
 
 // Throws unless root holds the synthetic shapes of these options.
 void check_recorded_options(const fs::path& root, const SyntheticShapesOptions& options) {
-  const std::string advice = "; delete the directory or choose another root";
+  // The directory may be the user's own: nothing in it is touched, and the
+  // advice never says to delete it.
+  const std::string advice =
+      "; nothing in it was changed: name a new or empty directory for the dataset";
   std::error_code ec;
   DTRAIN_CHECK_AS(IOError, fs::is_directory(root, ec), "ensure_synthetic_shapes: '", root.string(),
                   "' exists but is not a directory", advice);
@@ -211,10 +224,9 @@ void write_synthetic_shapes(const std::string& root, const SyntheticShapesOption
   check_synthetic_shapes_options(options, "write_synthetic_shapes");
   const fs::path target = without_trailing_separator(root);
   std::error_code ec;
-  const bool exists = fs::exists(target, ec);
-  if (exists || !write_and_rename(target, options)) {
+  if (!absent_or_empty(target) || !write_and_rename(target, options)) {
     throw IOError(concat("write_synthetic_shapes: '", target.string(),
-                         "' already exists; delete it, choose another root, or call "
+                         "' already exists and is not empty; choose another root, or call "
                          "ensure_synthetic_shapes to reuse a dataset of the same options"));
   }
 }
@@ -224,8 +236,7 @@ std::string ensure_synthetic_shapes(const std::string& root,
   require_hdf5("ensure_synthetic_shapes");
   check_synthetic_shapes_options(options, "ensure_synthetic_shapes");
   const fs::path target = without_trailing_separator(root);
-  std::error_code ec;
-  if (!fs::exists(target, ec)) {
+  if (absent_or_empty(target)) {
     // Whether this rename or another writer's won, the root now holds a
     // complete dataset, checked below like one found there.
     write_and_rename(target, options);

@@ -438,8 +438,28 @@ TEST(SyntheticShapes, HeaderExampleRuns) {
 TEST(SyntheticShapes, WriteRefusesAnExistingRoot) {
   DTRAIN_SKIP_WITHOUT_HDF5();
   TempDir dir;
-  expect_error([&] { write_synthetic_shapes(dir.path().string(), small()); },
-               "write_synthetic_shapes: '" + dir.path().string() + "' already exists");
+  std::ofstream(dir.file("notes.txt")) << "mine";
+  expect_error(
+      [&] { write_synthetic_shapes(dir.path().string(), small()); },
+      "write_synthetic_shapes: '" + dir.path().string() + "' already exists and is not empty");
+  EXPECT_EQ(entries_of(dir.path()), std::vector<std::string>{"notes.txt"});
+}
+
+// An empty directory (made by the user for the dataset) takes it.
+TEST(SyntheticShapes, AnEmptyDirectoryIsWritten) {
+  DTRAIN_SKIP_WITHOUT_HDF5();
+  TempDir dir;
+  for (const char* name : {"for_write", "for_ensure"}) {
+    fs::create_directory(dir.path() / name);
+  }
+  write_synthetic_shapes(dir.file("for_write"), small());
+  EXPECT_EQ(ensure_synthetic_shapes(dir.file("for_ensure"), small()), dir.file("for_ensure"));
+  for (const char* name : {"for_write", "for_ensure"}) {
+    expect_same(
+        load_modelnet_h5(Split::kTest, ModelNetH5Options().root(dir.file(name)).load_normals(true)),
+        generate_synthetic_shapes(Split::kTest, small()));
+  }
+  EXPECT_EQ(entries_of(dir.path()), (std::vector<std::string>{"for_ensure", "for_write"}));
 }
 
 TEST(SyntheticShapes, EnsureReusesADatasetOfTheSameOptions) {
@@ -461,8 +481,8 @@ TEST(SyntheticShapes, EnsureNamesTheOptionThatDiffers) {
   expect_error([&] { ensure_synthetic_shapes(root, small().seed(8)); },
                "ensure_synthetic_shapes: '" + root +
                    "' holds synthetic shapes generated with seed=7 (see its "
-                   "synthetic_shapes.txt) but seed=8 was asked for; delete the directory or "
-                   "choose another root");
+                   "synthetic_shapes.txt) but seed=8 was asked for; nothing in it was changed: "
+                   "name a new or empty directory for the dataset");
   expect_error([&] { ensure_synthetic_shapes(root, small().points_per_cloud(32)); },
                "points_per_cloud=64 (see its synthetic_shapes.txt) but points_per_cloud=32");
 }
@@ -470,10 +490,13 @@ TEST(SyntheticShapes, EnsureNamesTheOptionThatDiffers) {
 TEST(SyntheticShapes, EnsureRefusesADirectoryThatIsNotADataset) {
   DTRAIN_SKIP_WITHOUT_HDF5();
   TempDir dir;
+  std::ofstream(dir.file("notes.txt")) << "mine";
   expect_error([&] { ensure_synthetic_shapes(dir.path().string(), small()); },
                "'" + dir.path().string() +
                    "' exists but has no synthetic_shapes.txt, so it is not a dataset written by "
-                   "write_synthetic_shapes; delete the directory or choose another root");
+                   "write_synthetic_shapes; nothing in it was changed: name a new or empty "
+                   "directory for the dataset");
+  EXPECT_EQ(entries_of(dir.path()), std::vector<std::string>{"notes.txt"});
 }
 
 // Every caller gets the root, which holds one complete dataset, and no

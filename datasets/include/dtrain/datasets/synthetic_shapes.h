@@ -86,8 +86,8 @@ LabeledClouds generate_synthetic_shapes(Split split, const SyntheticShapesOption
 // load_shapenet_part_h5 reads them from the written files.
 LabeledParts generate_synthetic_parts(Split split, const SyntheticShapesOptions& options = {});
 
-// Writes both splits into `root`, which must not exist yet (its parent is
-// created when missing): the .h5 files; ModelNet's train_files.txt,
+// Writes both splits into `root`, which must not exist yet or be an empty
+// directory (its parent is created when missing): the .h5 files; ModelNet's train_files.txt,
 // test_files.txt and shape_names.txt; ShapeNet-Part's
 // train_hdf5_file_list.txt, an empty val_hdf5_file_list.txt,
 // test_hdf5_file_list.txt and all_object_categories.txt; part_names.txt
