@@ -182,6 +182,11 @@ TEST(Checkpoint, TensorsTheModelLacksRaise) {
   expect_error<dtrain::IOError>([&] { load_checkpoint(path, *model, optimizer); },
                                 "' does not fit the model: it holds what the model does not have: "
                                 "'3'");
+  // The other way round: the model has a layer the checkpoint lacks.
+  const std::string shallow = (fs::path(dir.path()) / "shallow.pt").string();
+  save_checkpoint(shallow, *model, optimizer, 1);
+  expect_error<dtrain::IOError>([&] { load_checkpoint(shallow, *deeper, deeper_optimizer); },
+                                "' does not fit the model: it lacks what the model has: '3'");
   // Inside a layer the model has: a bias where the model's layer has none.
   auto without_bias =
       torch::nn::Sequential(torch::nn::Linear(torch::nn::LinearOptions(4, 8).bias(false)),
@@ -192,6 +197,10 @@ TEST(Checkpoint, TensorsTheModelLacksRaise) {
   expect_error<dtrain::IOError>(
       [&] { load_checkpoint(biased, *without_bias, without_bias_optimizer); },
       "it holds what the model does not have: '0.bias'");
+  const std::string unbiased = (fs::path(dir.path()) / "unbiased.pt").string();
+  save_checkpoint(unbiased, *without_bias, without_bias_optimizer, 1);
+  expect_error<dtrain::IOError>([&] { load_checkpoint(unbiased, *model, optimizer); },
+                                "it lacks what the model has: '0.bias'");
   // The model's own layout loads: nothing in it counts as unexpected.
   auto same = make_model();
   torch::optim::Adam same_optimizer(same->parameters());

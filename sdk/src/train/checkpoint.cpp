@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -85,6 +86,35 @@ void find_unexpected(torch::serialize::InputArchive& archive, const torch::nn::M
       continue;
     }
     unexpected.push_back(prefix + key);
+  }
+}
+
+// The names `module` has (parameters, buffers, children) that `archive`
+// lacks, as dotted paths under `prefix`: Module::load would stop at the
+// first with LibTorch's "No such serialized submodule" or tensor message.
+void find_missing(torch::serialize::InputArchive& archive, const torch::nn::Module& module,
+                  const std::string& prefix, std::vector<std::string>& missing) {
+  const std::vector<std::string> present = archive.keys();
+  auto has = [&](const std::string& key) {
+    return std::find(present.begin(), present.end(), key) != present.end();
+  };
+  for (const auto& item : module.named_parameters(/*recurse=*/false)) {
+    if (!has(item.key())) {
+      missing.push_back(prefix + item.key());
+    }
+  }
+  for (const auto& item : module.named_buffers(/*recurse=*/false)) {
+    if (!has(item.key())) {
+      missing.push_back(prefix + item.key());
+    }
+  }
+  for (const auto& child : module.named_children()) {
+    torch::serialize::InputArchive child_archive;
+    if (!has(child.key()) || !archive.try_read(child.key(), child_archive)) {
+      missing.push_back(prefix + child.key());
+      continue;
+    }
+    find_missing(child_archive, *child.value(), prefix + child.key() + ".", missing);
   }
 }
 
@@ -192,6 +222,11 @@ std::optional<int64_t> load_checkpoint(const std::string& path, torch::nn::Modul
     torch::serialize::InputArchive model_archive;
     DTRAIN_CHECK_AS(IOError, archive.try_read(kModelKey, model_archive), "checkpoint '", path,
                     "' holds no model state");
+    std::vector<std::string> missing;
+    find_missing(model_archive, module, "", missing);
+    DTRAIN_CHECK_AS(IOError, missing.empty(), "checkpoint '", path,
+                    "' does not fit the model: it lacks what the model has: '",
+                    c10::Join("', '", missing), "'");
     std::vector<std::string> unexpected;
     find_unexpected(model_archive, module, "", unexpected);
     DTRAIN_CHECK_AS(IOError, unexpected.empty(), "checkpoint '", path,
