@@ -29,6 +29,13 @@ void check_gather_inputs(const char* op, const at::Tensor& features, const at::T
   detail::check_index_range(op, "idx", idx, features.size(2));
 }
 
+// idx (B, ...) as (B, L), L the product of its trailing sizes. flatten, not
+// reshape({B, -1}): -1 cannot be inferred from a tensor of 0 elements, and
+// an empty batch (or M or K == 0) must give an empty result, not an error.
+at::Tensor flat_idx(const at::Tensor& idx) {
+  return idx.flatten(1).contiguous();
+}
+
 // Gathers along the last axis with idx flattened to (B, L): the backward
 // scatters into a (B, C, N) gradient. Note [scatter layout] in dispatch.h.
 at::Tensor gather_flat(const at::Tensor& features, const at::Tensor& idx_flat) {
@@ -83,8 +90,7 @@ at::Tensor gather_points_forward(const at::Tensor& features, const at::Tensor& i
 
 at::Tensor group_points_forward(const at::Tensor& features, const at::Tensor& idx) {
   check_gather_inputs("group_points", features, idx, 3, "(B, M, K)");
-  const at::Tensor out =
-      gather_flat(features.contiguous(), idx.reshape({idx.size(0), -1}).contiguous());
+  const at::Tensor out = gather_flat(features.contiguous(), flat_idx(idx));
   return out.view({features.size(0), features.size(1), idx.size(1), idx.size(2)});
 }
 
@@ -97,8 +103,7 @@ at::Tensor gather_points(const at::Tensor& features, const at::Tensor& idx) {
 
 at::Tensor group_points(const at::Tensor& features, const at::Tensor& idx) {
   check_gather_inputs("group_points", features, idx, 3, "(B, M, K)");
-  const at::Tensor out =
-      GatherFunction::apply(features.contiguous(), idx.reshape({idx.size(0), -1}).contiguous());
+  const at::Tensor out = GatherFunction::apply(features.contiguous(), flat_idx(idx));
   return out.view({features.size(0), features.size(1), idx.size(1), idx.size(2)});
 }
 
@@ -110,6 +115,7 @@ at::Tensor checked_backward(const char* op, const at::Tensor& grad_out, const at
   TORCH_CHECK(grad_out.defined() && grad_out.dim() == idx_dims + 1, op, ": grad_out must have ",
               "shape ", shapes, ", got ",
               grad_out.defined() ? grad_out.sizes() : at::IntArrayRef{});
+  detail::check_strided(op, "grad_out", grad_out);
   TORCH_CHECK(detail::is_supported_float(grad_out.scalar_type()), op,
               ": grad_out must be float32, float64, float16 or bfloat16, got ",
               grad_out.scalar_type());
@@ -121,10 +127,9 @@ at::Tensor checked_backward(const char* op, const at::Tensor& grad_out, const at
   detail::check_same_device(op, "idx", idx, "grad_out", grad_out);
   TORCH_CHECK(n >= 0, op, ": n must be >= 0, got ", n);
   detail::check_index_range(op, "idx", idx, n);
-  const at::Tensor grad_flat =
-      grad_out.reshape({grad_out.size(0), grad_out.size(1), -1}).contiguous();
-  return scatter_flat(grad_flat, idx.reshape({idx.size(0), -1}).contiguous(), at::Tensor(), n,
-                      mode);
+  // (B, C, L), flattened like idx (see flat_idx: also for zero sizes).
+  const at::Tensor grad_flat = grad_out.flatten(2).contiguous();
+  return scatter_flat(grad_flat, flat_idx(idx), at::Tensor(), n, mode);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ void check_inputs(const char* op, const at::Tensor& features, const at::Tensor& 
   TORCH_CHECK(weight.defined() && weight.sizes() == idx.sizes(), op,
               ": weight must have the shape of idx ", idx.sizes(), ", got ",
               weight.defined() ? weight.sizes() : at::IntArrayRef{});
+  detail::check_strided(op, "weight", weight);
   TORCH_CHECK(detail::is_supported_float(weight.scalar_type()), op,
               ": weight must be float32, float64, float16 or bfloat16, got ", weight.scalar_type());
   detail::check_same_device(op, "idx", idx, "features", features);
@@ -31,8 +32,10 @@ void check_inputs(const char* op, const at::Tensor& features, const at::Tensor& 
   detail::check_index_range(op, "idx", idx, features.size(2));
 }
 
+// (B, n, 3) -> (B, 3n). flatten, not reshape({B, -1}): -1 cannot be inferred
+// from a tensor of 0 elements (an empty batch, or n == 0).
 at::Tensor flat(const at::Tensor& t) {
-  return t.reshape({t.size(0), -1}).contiguous();
+  return t.flatten(1).contiguous();
 }
 
 at::Tensor interpolate_flat(const at::Tensor& features, const at::Tensor& idx_flat,
@@ -114,6 +117,7 @@ ThreeInterpolateGrads three_interpolate_backward(const at::Tensor& grad_out,
                   grad_out.size(1) == features.size(1) && grad_out.size(2) == idx.size(1),
               op, ": grad_out must have shape (", features.size(0), ", ", features.size(1), ", ",
               idx.size(1), "), got ", grad_out.defined() ? grad_out.sizes() : at::IntArrayRef{});
+  detail::check_strided(op, "grad_out", grad_out);
   TORCH_CHECK(grad_out.scalar_type() == features.scalar_type(), op, ": grad_out must have ",
               "features' dtype ", features.scalar_type(), ", got ", grad_out.scalar_type());
   detail::check_same_device(op, "grad_out", grad_out, "features", features);

@@ -21,6 +21,20 @@ void check_query_pair(const char* op, const char* query_name, const at::Tensor& 
   detail::check_batch(op, query_name, query, points_name, points);
 }
 
+// radius^2 in float32, as the kernels compare it. A radius whose float32
+// square underflows to 0 would find nothing, not even a centre taken from
+// the cloud (d < 0 never holds); one whose square overflows to inf would
+// take every finite point. Neither is a ball.
+float radius_squared(const char* op, double radius) {
+  const float r = static_cast<float>(radius);
+  const float radius2 = r * r;
+  TORCH_CHECK(radius2 > 0 && std::isfinite(radius2), op, ": radius ", radius,
+              " squared in float32 is ", radius2,
+              "; expected a positive, finite float32 square (radius between about 2.7e-23 "
+              "and 1.8e19)");
+  return radius2;
+}
+
 }  // namespace
 
 BallQueryResult ball_query(const at::Tensor& new_xyz, const at::Tensor& xyz, double radius,
@@ -30,8 +44,7 @@ BallQueryResult ball_query(const at::Tensor& new_xyz, const at::Tensor& xyz, dou
   TORCH_CHECK(std::isfinite(radius) && radius > 0, op, ": radius must be a finite value > 0, got ",
               radius);
   TORCH_CHECK(nsample >= 1, op, ": nsample must be >= 1, got ", nsample);
-  const float r = static_cast<float>(radius);
-  const float radius2 = r * r;
+  const float radius2 = radius_squared(op, radius);
   const at::Tensor queries = detail::coordinates_fp32(new_xyz);
   const at::Tensor points = detail::coordinates_fp32(xyz);
   auto [idx, count] = queries.is_cuda() ? detail::ball_query_cuda(queries, points, radius2, nsample)

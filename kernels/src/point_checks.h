@@ -13,9 +13,18 @@ inline bool is_supported_float(at::ScalarType type) {
   return type == at::kFloat || type == at::kDouble || type == at::kHalf || type == at::kBFloat16;
 }
 
+// The kernels read raw strided memory: a sparse (or other non-strided)
+// tensor would otherwise fail deep inside contiguous() with LibTorch's
+// "unsupported memory format option", which names neither op nor argument.
+inline void check_strided(const char* op, const char* name, const at::Tensor& t) {
+  TORCH_CHECK(t.layout() == at::kStrided, op, ": ", name, " must be a strided (dense) tensor, got ",
+              t.layout());
+}
+
 // (B, N, 3) floating coordinates.
 inline void check_coordinates(const char* op, const char* name, const at::Tensor& t) {
   TORCH_CHECK(t.defined(), op, ": ", name, " is an undefined tensor");
+  check_strided(op, name, t);
   TORCH_CHECK(t.dim() == 3 && t.size(2) == 3, op, ": ", name,
               " must have shape (B, N, 3), got shape ", t.sizes());
   TORCH_CHECK(is_supported_float(t.scalar_type()), op, ": ", name,
@@ -25,6 +34,7 @@ inline void check_coordinates(const char* op, const char* name, const at::Tensor
 // (B, C, N) floating features.
 inline void check_features(const char* op, const char* name, const at::Tensor& t) {
   TORCH_CHECK(t.defined(), op, ": ", name, " is an undefined tensor");
+  check_strided(op, name, t);
   TORCH_CHECK(t.dim() == 3, op, ": ", name, " must have shape (B, C, N), got shape ", t.sizes());
   TORCH_CHECK(is_supported_float(t.scalar_type()), op, ": ", name,
               " must be float32, float64, float16 or bfloat16, got ", t.scalar_type());
@@ -32,6 +42,7 @@ inline void check_features(const char* op, const char* name, const at::Tensor& t
 
 inline void check_int64(const char* op, const char* name, const at::Tensor& t) {
   TORCH_CHECK(t.defined(), op, ": ", name, " is an undefined tensor");
+  check_strided(op, name, t);
   TORCH_CHECK(t.scalar_type() == at::kLong, op, ": ", name, " must be int64, got ",
               t.scalar_type());
 }

@@ -14,6 +14,7 @@
 
 #include "dtrain/config.h"
 #include "dtrain/kernels/pointnet2.h"
+#include "test_pointnet2_reference.h"
 
 namespace {
 
@@ -298,6 +299,98 @@ TEST(PointNet2Cuda, NeighbourIndicesAgreeExactly) {
   const auto cpu3 = k::three_nn(q, x);
   expect_same(gpu3.idx, cpu3.idx, "three_nn idx");
   expect_same(gpu3.dist2, cpu3.dist2, "three_nn dist2");
+}
+
+// Note [NaN distances rank as +inf]: a NaN distance comes after every
+// finite one, tied with +inf by index, on every list size (registers of 8,
+// 16, 32 entries and the list in global memory) and in three-NN; the rows
+// hold the NaN itself. CUDA against the CPU and the brute-force reference.
+TEST(PointNet2Cuda, NaNDistancesAgreeExactly) {
+  SKIP_WITHOUT_CUDA();
+  at::manual_seed(36);
+  at::Tensor scattered = at::randn({2, 300, 3});
+  for (int64_t j : {0, 1, 17, 64, 150, 299}) {
+    scattered.index_put_({0, j, j % 3}, NAN);
+  }
+  scattered.index_put_({1, 5, 0}, NAN);
+  at::Tensor nan_first = at::rand({1, 300, 3});  // the lists fill with NaN first
+  nan_first.slice(1, 0, 100).fill_(NAN);
+  at::Tensor with_inf = at::rand({1, 120, 3});  // +inf and NaN distances tie
+  with_inf.index_put_({0, 3, 1}, 1e30f);
+  with_inf.index_put_({0, 9, 0}, NAN);
+  with_inf.index_put_({0, 12, 2}, -1e30f);
+  with_inf.index_put_({0, 40, 1}, NAN);
+  at::Tensor nan_queries = at::rand({2, 6, 3});
+  nan_queries.index_put_({0, 2, 1}, NAN);
+  nan_queries.index_put_({1, 0, 0}, NAN);
+  const at::Tensor queries = at::randn({2, 40, 3});
+  struct Case {
+    const char* name;
+    at::Tensor queries;
+    at::Tensor points;
+  };
+  const std::vector<Case> cases = {
+      {"scattered NaN points", queries, scattered},
+      {"first 100 points NaN", queries.slice(0, 0, 1), nan_first},
+      {"NaN and +inf distances", queries.slice(0, 0, 1), with_inf},
+      {"every point NaN", queries.slice(0, 0, 1), at::full({1, 120, 3}, NAN)},
+      {"NaN queries", nan_queries, at::rand({2, 120, 3})},
+  };
+  for (const Case& c : cases) {
+    for (int64_t kk : {1, 5, 8, 9, 16, 20, 32, 33, 100}) {
+      const std::string what = std::string(c.name) + " knn k=" + std::to_string(kk);
+      const auto gpu = k::knn(cuda(c.queries), cuda(c.points), kk);
+      const auto cpu = k::knn(c.queries, c.points, kk);
+      const auto [ref_idx, ref_dist] = dtrain::test::ref_knn(c.queries, c.points, kk);
+      expect_same(gpu.idx, cpu.idx, what + " idx");
+      EXPECT_TRUE(at::equal(cpu.idx, ref_idx)) << what << " idx (CPU against the reference)";
+      EXPECT_TRUE(dtrain::test::equal_with_nan(gpu.dist2.cpu(), cpu.dist2)) << what << " dist2";
+      EXPECT_TRUE(dtrain::test::equal_with_nan(cpu.dist2, ref_dist)) << what << " dist2 (CPU)";
+    }
+    const auto gpu3 = k::three_nn(cuda(c.queries), cuda(c.points));
+    const auto cpu3 = k::three_nn(c.queries, c.points);
+    expect_same(gpu3.idx, cpu3.idx, std::string(c.name) + " three_nn idx");
+    EXPECT_TRUE(dtrain::test::equal_with_nan(gpu3.dist2.cpu(), cpu3.dist2))
+        << c.name << " three_nn dist2";
+  }
+}
+
+// An empty batch on CUDA: every op and backward (both scatter modes) gives
+// empty tensors of the documented shapes and launches nothing.
+TEST(PointNet2Cuda, EmptyBatchGivesEmptyResults) {
+  SKIP_WITHOUT_CUDA();
+  const at::Tensor xyz = cuda(at::rand({0, 10, 3}));
+  const at::Tensor q = cuda(at::rand({0, 4, 3}));
+  EXPECT_EQ(k::furthest_point_sample(xyz, 3).sizes(), (at::IntArrayRef{0, 3}));
+  EXPECT_EQ(k::ball_query(q, xyz, 0.5, 8).idx.sizes(), (at::IntArrayRef{0, 4, 8}));
+  EXPECT_EQ(k::knn(q, xyz, 5).dist2.sizes(), (at::IntArrayRef{0, 4, 5}));
+  EXPECT_EQ(k::three_nn(q, xyz).idx.sizes(), (at::IntArrayRef{0, 4, 3}));
+  const at::Tensor f = cuda(at::randn({0, 6, 10}));
+  const at::Tensor idx = cuda(at::zeros({0, 4}, at::kLong));
+  const at::Tensor gidx = cuda(at::zeros({0, 4, 5}, at::kLong));
+  const at::Tensor tidx = cuda(at::zeros({0, 4, 3}, at::kLong));
+  const at::Tensor w = cuda(at::rand({0, 4, 3}));
+  EXPECT_EQ(k::gather_points(f, idx).sizes(), (at::IntArrayRef{0, 6, 4}));
+  EXPECT_EQ(k::group_points(f, gidx).sizes(), (at::IntArrayRef{0, 6, 4, 5}));
+  EXPECT_EQ(k::three_interpolate(f, tidx, w).sizes(), (at::IntArrayRef{0, 6, 4}));
+  for (auto mode : {k::ScatterMode::kAtomic, k::ScatterMode::kDeterministic}) {
+    EXPECT_EQ(k::gather_points_backward(cuda(at::randn({0, 6, 4})), idx, 10, mode).sizes(),
+              (at::IntArrayRef{0, 6, 10}));
+    EXPECT_EQ(k::group_points_backward(cuda(at::randn({0, 6, 4, 5})), gidx, 10, mode).sizes(),
+              (at::IntArrayRef{0, 6, 10}));
+    const auto tri = k::three_interpolate_backward(cuda(at::randn({0, 6, 4})), f, tidx, w, mode);
+    EXPECT_EQ(tri.features.sizes(), (at::IntArrayRef{0, 6, 10}));
+    EXPECT_EQ(tri.weight.sizes(), (at::IntArrayRef{0, 4, 3}));
+  }
+  // No channels, with a batch: the weight gradient is a sum over no
+  // channels (zeros), and the feature gradient is empty.
+  const at::Tensor no_channels = cuda(at::randn({2, 0, 10}));
+  const at::Tensor tidx2 = cuda(at::randint(0, 10, {2, 4, 3}, at::kLong));
+  const at::Tensor w2 = cuda(at::rand({2, 4, 3}));
+  EXPECT_EQ(k::three_interpolate(no_channels, tidx2, w2).sizes(), (at::IntArrayRef{2, 0, 4}));
+  const auto tri = k::three_interpolate_backward(cuda(at::randn({2, 0, 4})), no_channels, tidx2, w2,
+                                                 k::ScatterMode::kDeterministic);
+  EXPECT_TRUE(at::equal(tri.weight.cpu(), at::zeros({2, 4, 3})));
 }
 
 class PointNet2CudaDtypes : public ::testing::TestWithParam<at::ScalarType> {

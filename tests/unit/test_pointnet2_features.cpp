@@ -9,6 +9,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/autograd.h>
 
+#include <algorithm>
 #include <string>
 
 #include "dtrain/kernels/pointnet2.h"
@@ -204,6 +205,73 @@ TEST(CustomOps, RegisteredWithTheDispatcher) {
   }
 }
 
+// Zero sizes: an empty batch (B = 0), no channels (C = 0), no positions
+// (M = 0, n = 0) or no neighbours (K = 0). Every forward and backward gives
+// tensors of the documented shapes (an empty sum is 0), through autograd too.
+struct EmptyCase {
+  const char* name;
+  int64_t batch, channels, points, m, kk;
+};
+
+constexpr EmptyCase kEmptyCases[] = {
+    {"B = 0", 0, 4, 10, 6, 3}, {"C = 0", 2, 0, 10, 6, 3},       {"M = 0", 2, 4, 10, 0, 3},
+    {"K = 0", 2, 4, 10, 6, 0}, {"B = 0, N = 0", 0, 4, 0, 6, 3},
+};
+
+TEST(FeatureOps, ZeroSizesGiveEmptyResultsAndGradients) {
+  at::manual_seed(29);
+  for (const EmptyCase& c : kEmptyCases) {
+    const std::string what = c.name;
+    const at::Tensor features =
+        at::randn({c.batch, c.channels, c.points}, at::kDouble).requires_grad_(true);
+    const int64_t high = std::max<int64_t>(c.points, 1);
+    const at::Tensor idx = random_index(high, {c.batch, c.m});
+    const at::Tensor group_idx = random_index(high, {c.batch, c.m, c.kk});
+    const at::Tensor tri_idx = random_index(high, {c.batch, c.m, 3});
+    const at::Tensor weight = at::rand({c.batch, c.m, 3}, at::kDouble).requires_grad_(true);
+    if (c.points == 0 && c.batch * c.m > 0) {
+      continue;  // indices into no points
+    }
+
+    const at::Tensor gathered = k::gather_points(features, idx);
+    EXPECT_EQ(gathered.sizes(), (at::IntArrayRef{c.batch, c.channels, c.m})) << what;
+    const at::Tensor grouped = k::group_points(features, group_idx);
+    EXPECT_EQ(grouped.sizes(), (at::IntArrayRef{c.batch, c.channels, c.m, c.kk})) << what;
+    const at::Tensor interpolated = k::three_interpolate(features, tri_idx, weight);
+    EXPECT_EQ(interpolated.sizes(), (at::IntArrayRef{c.batch, c.channels, c.m})) << what;
+    EXPECT_EQ(interpolated.scalar_type(), at::kDouble) << what;
+    (gathered.sum() + grouped.sum() + interpolated.sum()).backward();
+    ASSERT_TRUE(features.grad().defined()) << what;
+    EXPECT_EQ(features.grad().sizes(), features.sizes()) << what;
+    ASSERT_TRUE(weight.grad().defined()) << what;
+    EXPECT_EQ(weight.grad().sizes(), weight.sizes()) << what;
+
+    for (auto mode : {k::ScatterMode::kAtomic, k::ScatterMode::kDeterministic}) {
+      const std::string with_mode = what + " mode " + std::to_string(static_cast<int>(mode));
+      const at::Tensor gather_grad =
+          k::gather_points_backward(at::randn({c.batch, c.channels, c.m}), idx, c.points, mode);
+      EXPECT_EQ(gather_grad.sizes(), (at::IntArrayRef{c.batch, c.channels, c.points})) << with_mode;
+      if (c.m == 0) {  // nothing to add: zeros
+        EXPECT_TRUE(at::equal(gather_grad, at::zeros_like(gather_grad))) << with_mode;
+      }
+      const at::Tensor group_grad = k::group_points_backward(
+          at::randn({c.batch, c.channels, c.m, c.kk}), group_idx, c.points, mode);
+      EXPECT_EQ(group_grad.sizes(), (at::IntArrayRef{c.batch, c.channels, c.points})) << with_mode;
+      if (c.m == 0 || c.kk == 0) {  // nothing to add: zeros
+        EXPECT_TRUE(at::equal(group_grad, at::zeros_like(group_grad))) << with_mode;
+      }
+      const auto tri =
+          k::three_interpolate_backward(at::randn({c.batch, c.channels, c.m}, at::kDouble),
+                                        features.detach(), tri_idx, weight.detach(), mode);
+      EXPECT_EQ(tri.features.sizes(), features.sizes()) << with_mode;
+      EXPECT_EQ(tri.weight.sizes(), weight.sizes()) << with_mode;
+      if (c.channels == 0) {  // a sum over no channels
+        EXPECT_TRUE(at::equal(tri.weight, at::zeros_like(tri.weight))) << with_mode;
+      }
+    }
+  }
+}
+
 template <typename Fn>
 void expect_rejected(const Fn& fn, const std::string& fragment) {
   try {
@@ -272,6 +340,33 @@ TEST(FeatureOps, BadInputsNameTheArgument) {
                                   k::ScatterMode::kAtomic);
       },
       "gather_points_backward: idx must have shape (B, C, M) and (B, M) matching grad_out");
+  // Sparse tensors: named, not LibTorch's "unsupported memory format".
+  const at::Tensor idx = random_index(10, {2, 4});
+  expect_rejected([&] { k::gather_points(f.to_sparse(), idx); },
+                  "gather_points: features must be a strided (dense) tensor, got Sparse");
+  expect_rejected(
+      [&] {
+        k::group_points(f, random_index(10, {2, 4, 2}).to_sparse());
+      },
+      "group_points: idx must be a strided (dense) tensor, got Sparse");
+  const at::Tensor tri_idx = random_index(10, {2, 4, 3});
+  expect_rejected(
+      [&] {
+        k::three_interpolate(f, tri_idx, at::rand({2, 4, 3}).to_sparse());
+      },
+      "three_interpolate: weight must be a strided (dense) tensor, got Sparse");
+  expect_rejected(
+      [&] {
+        k::gather_points_backward(at::randn({2, 3, 4}).to_sparse(), idx, 10,
+                                  k::ScatterMode::kAtomic);
+      },
+      "gather_points_backward: grad_out must be a strided (dense) tensor, got Sparse");
+  expect_rejected(
+      [&] {
+        k::three_interpolate_backward(at::randn({2, 3, 4}).to_sparse(), f, tri_idx,
+                                      at::rand({2, 4, 3}), k::ScatterMode::kAtomic);
+      },
+      "three_interpolate_backward: grad_out must be a strided (dense) tensor, got Sparse");
 }
 
 }  // namespace

@@ -16,8 +16,19 @@
 namespace {
 
 namespace k = dtrain::kernels;
+using dtrain::test::equal_with_nan;
 using dtrain::test::ref_ball_query;
 using dtrain::test::ref_knn;
+
+template <typename Fn>
+void expect_rejected(const Fn& fn, const std::string& fragment) {
+  try {
+    fn();
+    FAIL() << "accepted; expected: " << fragment;
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
 
 void expect_ball_query_matches(const at::Tensor& q, const at::Tensor& x, double radius,
                                int64_t nsample) {
@@ -70,12 +81,13 @@ TEST(BallQuery, AdversarialClouds) {
   expect_ball_query_matches(x.slice(1, 0, 20).to(at::kHalf), x.to(at::kBFloat16), 0.3, 16);
 }
 
-void expect_knn_matches(const at::Tensor& q, const at::Tensor& x, int64_t kk) {
+void expect_knn_matches(const at::Tensor& q, const at::Tensor& x, int64_t kk,
+                        const std::string& what = "") {
   const auto got = k::knn(q, x, kk);
   const auto [idx, dist] = ref_knn(q, x, kk);
-  EXPECT_TRUE(at::equal(got.idx, idx)) << "k " << kk;
+  EXPECT_TRUE(at::equal(got.idx, idx)) << what << " k " << kk;
   EXPECT_EQ(got.dist2.scalar_type(), at::kFloat);
-  EXPECT_TRUE(at::equal(got.dist2, dist)) << "k " << kk;
+  EXPECT_TRUE(equal_with_nan(got.dist2, dist)) << what << " k " << kk;
 }
 
 TEST(Knn, MatchesReferenceOnRandomAndAdversarialClouds) {
@@ -174,6 +186,94 @@ TEST(Knn, HandWorkedTies) {
   EXPECT_TRUE(at::equal(got.dist2, at::tensor({0.f, 1.f, 1.f}).view({1, 1, 3})));
 }
 
+// Every row ascending when NaN is read as +inf (the documented order).
+void expect_rows_ascending(const at::Tensor& dist2, const std::string& what) {
+  const at::Tensor rank = at::where(at::isnan(dist2), INFINITY, dist2);
+  const int64_t last = rank.size(2) - 1;
+  EXPECT_TRUE(at::all(rank.slice(2, 1) >= rank.slice(2, 0, last)).item<bool>()) << what;
+}
+
+// Note [NaN distances rank as +inf]: a NaN squared distance comes after
+// every finite one, tied with +inf by index; against the brute-force
+// reference with that rule, on the scan and (for the large cloud) with the
+// grid allowed, which must scan a non-finite cloud.
+TEST(Knn, NaNDistancesRankAsInfinity) {
+  // Hand-worked: points NaN, x = 1, x = 2 from the origin.
+  const at::Tensor line = at::tensor({NAN, 0.f, 0.f, 1.f, 0.f, 0.f, 2.f, 0.f, 0.f}).view({1, 3, 3});
+  const auto two = k::knn(at::zeros({1, 1, 3}), line, 2);
+  EXPECT_TRUE(at::equal(two.idx, at::tensor({1, 2}, at::kLong).view({1, 1, 2})));
+  EXPECT_TRUE(at::equal(two.dist2, at::tensor({1.f, 4.f}).view({1, 1, 2})));
+  const auto three = k::knn(at::zeros({1, 1, 3}), line, 3);  // fewer than k finite: NaN last
+  EXPECT_TRUE(at::equal(three.idx, at::tensor({1, 2, 0}, at::kLong).view({1, 1, 3})));
+  EXPECT_TRUE(std::isnan(three.dist2[0][0][2].item<float>()));
+
+  at::manual_seed(15);
+  // NaN points scattered through a cloud, the first point among them.
+  at::Tensor scattered = at::randn({2, 300, 3});
+  for (int64_t j : {0, 1, 17, 64, 150, 299}) {
+    scattered.index_put_({0, j, j % 3}, NAN);
+  }
+  scattered.index_put_({1, 5, 0}, NAN);
+  // The first 100 points NaN: the list fills with NaN entries in the first
+  // block, and a full list must still admit every finite point after it.
+  at::Tensor nan_first = at::rand({1, 300, 3});
+  nan_first.slice(1, 0, 100).fill_(NAN);
+  // NaN and +inf distances (coordinates whose square overflows) tie, by index.
+  at::Tensor with_inf = at::rand({1, 80, 3});
+  with_inf.index_put_({0, 3, 1}, 1e30f);
+  with_inf.index_put_({0, 9, 0}, NAN);
+  with_inf.index_put_({0, 12, 2}, -1e30f);
+  with_inf.index_put_({0, 40, 1}, NAN);
+  // Every point NaN; and a large cloud (grid-sized) with NaN points.
+  const at::Tensor all_nan = at::full({1, 20, 3}, NAN);
+  at::Tensor large = at::rand({1, 3000, 3});
+  for (int64_t j : {0, 2, 999, 2999}) {
+    large.index_put_({0, j, 1}, NAN);
+  }
+  const at::Tensor queries = at::randn({2, 30, 3});
+  // NaN queries: every distance NaN, so indices 0..k-1.
+  at::Tensor nan_queries = at::rand({2, 6, 3});
+  nan_queries.index_put_({0, 2, 1}, NAN);
+  nan_queries.index_put_({1, 0, 0}, NAN);
+  struct Case {
+    const char* name;
+    at::Tensor queries;
+    at::Tensor points;
+  };
+  const std::vector<Case> cases = {
+      {"scattered NaN points", queries, scattered},
+      {"first 100 points NaN", queries.slice(0, 0, 1), nan_first},
+      {"NaN and +inf distances", queries.slice(0, 0, 1), with_inf},
+      {"every point NaN", queries.slice(0, 0, 1), all_nan},
+      {"NaN in a large cloud", queries.slice(0, 0, 1), large},
+      {"NaN queries", nan_queries, at::rand({2, 50, 3})},
+  };
+  for (const Case& c : cases) {
+    const int64_t n = c.points.size(1);
+    for (int64_t kk : {int64_t{1}, int64_t{3}, int64_t{16}, n}) {
+      if (kk > n) {
+        continue;
+      }
+      for (const char* path : {"auto", "scan"}) {
+        setenv("DTRAIN_CPU_NEAREST", path, 1);
+        const std::string what = std::string(c.name) + " (" + path + ")";
+        expect_knn_matches(c.queries, c.points, kk, what);
+        expect_rows_ascending(k::knn(c.queries, c.points, kk).dist2, what);
+        unsetenv("DTRAIN_CPU_NEAREST");
+      }
+    }
+    const auto nn3 = k::three_nn(c.queries, c.points);
+    const auto [idx3, dist3] = ref_knn(c.queries, c.points, 3);
+    EXPECT_TRUE(at::equal(nn3.idx, idx3)) << c.name << " three_nn";
+    EXPECT_TRUE(equal_with_nan(nn3.dist2, dist3)) << c.name << " three_nn";
+  }
+  // A NaN point is chosen only when fewer than k points are finite: with
+  // 200 finite points after the 100 NaN ones, k <= 200 never returns one.
+  const auto finite = k::knn(queries.slice(0, 0, 1), nan_first, 200);
+  EXPECT_FALSE(at::any(at::isnan(finite.dist2)).item<bool>());
+  EXPECT_TRUE(at::all(finite.idx >= 100).item<bool>());
+}
+
 TEST(ThreeNn, MatchesReference) {
   at::manual_seed(14);
   const at::Tensor known = at::rand({2, 64, 3});
@@ -191,14 +291,49 @@ TEST(ThreeNn, MatchesReference) {
   EXPECT_TRUE(at::equal(self.dist2.select(2, 0), at::zeros({2, 64})));
 }
 
-template <typename Fn>
-void expect_rejected(const Fn& fn, const std::string& fragment) {
-  try {
-    fn();
-    FAIL() << "accepted; expected: " << fragment;
-  } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+// An empty batch (B = 0), no queries (M = 0) or no points for the ball
+// query (N = 0): empty results of the documented shapes.
+TEST(Neighbours, EmptyBatchAndZeroSizesGiveEmptyResults) {
+  for (int64_t batch : {0, 2}) {
+    const at::Tensor x = at::rand({batch, 10, 3});
+    for (int64_t m : {0, 4}) {
+      if (batch > 0 && m > 0) {
+        continue;  // not empty
+      }
+      const at::Tensor q = at::rand({batch, m, 3});
+      const auto ball = k::ball_query(q, x, 0.5, 8);
+      EXPECT_EQ(ball.idx.sizes(), (at::IntArrayRef{batch, m, 8}));
+      EXPECT_EQ(ball.count.sizes(), (at::IntArrayRef{batch, m}));
+      EXPECT_EQ(ball.idx.scalar_type(), at::kLong);
+      const auto near = k::knn(q, x, 5);
+      EXPECT_EQ(near.idx.sizes(), (at::IntArrayRef{batch, m, 5}));
+      EXPECT_EQ(near.dist2.sizes(), (at::IntArrayRef{batch, m, 5}));
+      EXPECT_EQ(near.dist2.scalar_type(), at::kFloat);
+      const auto nn3 = k::three_nn(q, x);
+      EXPECT_EQ(nn3.idx.sizes(), (at::IntArrayRef{batch, m, 3}));
+      EXPECT_EQ(nn3.dist2.sizes(), (at::IntArrayRef{batch, m, 3}));
+    }
   }
+  // No points to find: every ball empty (count 0, indices 0).
+  const auto none = k::ball_query(at::rand({2, 4, 3}), at::rand({2, 0, 3}), 0.5, 3);
+  EXPECT_TRUE(at::equal(none.count, at::zeros({2, 4}, at::kLong)));
+  EXPECT_TRUE(at::equal(none.idx, at::zeros({2, 4, 3}, at::kLong)));
+}
+
+// radius^2 is compared in float32: a radius whose square underflows to 0
+// would find nothing, not even the centre, and one whose square overflows
+// would take every point; both are refused, naming the value. A tiny
+// radius whose square is still positive (subnormal) finds the centre.
+TEST(BallQuery, RadiusWhoseFloat32SquareIsNotPositiveAndFiniteIsRefused) {
+  const at::Tensor x = at::rand({1, 10, 3});
+  expect_rejected([&] { k::ball_query(x, x, 1e-30, 4); },
+                  "ball_query: radius 1e-30 squared in float32 is 0; expected a positive, finite "
+                  "float32 square");
+  expect_rejected([&] { k::ball_query(x, x, 1e20, 4); },
+                  "ball_query: radius 1e+20 squared in float32 is inf");
+  const auto tiny = k::ball_query(x, x, 1e-20, 4);
+  EXPECT_TRUE(at::all(tiny.count >= 1).item<bool>());
+  EXPECT_TRUE(at::equal(tiny.idx.select(2, 0), at::arange(10).view({1, 10})));
 }
 
 TEST(Neighbours, BadInputsNameTheArgument) {
@@ -240,6 +375,13 @@ TEST(Neighbours, BadInputsNameTheArgument) {
         k::three_nn(q, at::rand({2, 10, 4}));
       },
       "three_nn: known must have shape (B, N, 3)");
+  // Sparse tensors: named, not LibTorch's "unsupported memory format".
+  expect_rejected([&] { k::knn(q, x.to_sparse(), 2); },
+                  "knn: xyz must be a strided (dense) tensor, got Sparse");
+  expect_rejected([&] { k::ball_query(q.to_sparse(), x, 0.1, 4); },
+                  "ball_query: new_xyz must be a strided (dense) tensor, got Sparse");
+  expect_rejected([&] { k::three_nn(q, x.to_sparse()); },
+                  "three_nn: known must be a strided (dense) tensor, got Sparse");
 }
 
 }  // namespace

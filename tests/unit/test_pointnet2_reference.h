@@ -7,8 +7,10 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <utility>
 #include <vector>
@@ -98,7 +100,25 @@ inline std::pair<at::Tensor, at::Tensor> ref_ball_query(const at::Tensor& new_xy
   return {idx, count};
 }
 
-// (idx, dist2) of the k nearest by a stable sort of all distances.
+// The documented order of kNN and three-NN: a NaN squared distance ranks
+// as +inf (after every finite one; the stable sort keeps the lowest index
+// first among equal ranks).
+inline float ref_distance_rank(float d) {
+  return std::isnan(d) ? std::numeric_limits<float>::infinity() : d;
+}
+
+// Exact equality of two float tensors where NaN equals NaN (at::equal
+// takes NaN as unequal to itself).
+inline bool equal_with_nan(const at::Tensor& a, const at::Tensor& b) {
+  if (a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type()) {
+    return false;
+  }
+  const at::Tensor a_nan = at::isnan(a);
+  const at::Tensor b_nan = at::isnan(b);
+  return at::equal(a_nan, b_nan) && at::equal(a.masked_fill(a_nan, 0), b.masked_fill(b_nan, 0));
+}
+
+// (idx, dist2) of the k nearest by a stable sort of all distances' ranks.
 inline std::pair<at::Tensor, at::Tensor> ref_knn(const at::Tensor& new_xyz_in,
                                                  const at::Tensor& xyz_in, int64_t k) {
   const at::Tensor q = fp32(new_xyz_in), x = fp32(xyz_in);
@@ -114,8 +134,9 @@ inline std::pair<at::Tensor, at::Tensor> ref_knn(const at::Tensor& new_xyz_in,
       }
       std::vector<int64_t> order(n);
       std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(),
-                       [&](int64_t a, int64_t c) { return d[a] < d[c]; });
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t c) {
+        return ref_distance_rank(d[a]) < ref_distance_rank(d[c]);
+      });
       for (int64_t s = 0; s < k; ++s) {
         idx.mutable_data_ptr<int64_t>()[(b * m + i) * k + s] = order[s];
         dist.mutable_data_ptr<float>()[(b * m + i) * k + s] = d[order[s]];

@@ -235,6 +235,14 @@ TEST(FurthestPointSample, BadInputsNameTheArgument) {
   expect_fps_rejected(at::rand({2, 5, 3}), 0, 0, "npoint must be in [1, N] = [1, 5], got 0");
   expect_fps_rejected(at::rand({2, 5, 3}), 2, 5, "start must be in [0, N) = [0, 5), got 5");
   expect_fps_rejected(at::rand({2, 0, 3}), 1, 0, "xyz must hold at least one point");
+  expect_fps_rejected(at::rand({2, 5, 3}).to_sparse(), 2, 0,
+                      "furthest_point_sample: xyz must be a strided (dense) tensor, got Sparse");
+}
+
+TEST(FurthestPointSample, EmptyBatchGivesAnEmptyResult) {
+  const at::Tensor got = furthest_point_sample(at::rand({0, 5, 3}), 3, 1);
+  EXPECT_EQ(got.sizes(), (at::IntArrayRef{0, 3}));
+  EXPECT_EQ(got.scalar_type(), at::kLong);
 }
 
 }  // namespace

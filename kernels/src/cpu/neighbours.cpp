@@ -83,9 +83,11 @@ void scan_nearest(const Planes& p, int64_t n, const float* q, int64_t k, float* 
     // Full: only points closer than the current k-th can enter, and after
     // the first blocks few are. One vector compare per 8 points finds
     // them; each is offered with its distance recomputed (same bits), in
-    // index order, and offer() rechecks against the shrinking bound.
+    // index order, and offer() rechecks against the shrinking bound. The
+    // bound is the k-th's rank: a NaN k-th (Note [NaN distances rank as
+    // +inf]) admits every finite distance, where d < NaN would admit none.
     for (uint64_t closer = within_radius(p.x + begin, p.y + begin, p.z + begin, count, q[0], q[1],
-                                         q[2], best.dist[k - 1]);
+                                         q[2], best.entry_bound());
          closer != 0; closer &= closer - 1) {
       const int64_t j = begin + __builtin_ctzll(closer);
       float dj = 0;

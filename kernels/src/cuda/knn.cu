@@ -1,6 +1,8 @@
 // k nearest neighbours: one thread per (batch, query), keeping its best
 // (distance, index) pairs sorted. An equal distance never displaces a lower
-// index, as in the CPU kernel (NearestList in src/cpu/nearest_list.h).
+// index, as in the CPU kernel (NearestList in src/cpu/nearest_list.h), and
+// the lists hold ranks, a NaN distance ranking as +inf (Note [NaN distances
+// rank as +inf]); the rows get the distances back at the end.
 //  - k <= 32: the list lives in registers, kList = 8, 16 or 32 entries (the
 //    first k of the kList best are the k best, with the same ties), and an
 //    insertion is one unrolled pass of compares and selects;
@@ -32,8 +34,8 @@ __global__ void knn_kernel(const float* __restrict__ new_xyz, const float* __res
     std::int64_t filled = 0;
     float worst = 0.0f;  // row_dist[k - 1] once the row is full
     for (std::int64_t j = 0; j < n; ++j) {
-      const float d = squared_distance(qx, qy, qz, __ldg(points + 3 * j), __ldg(points + 3 * j + 1),
-                                       __ldg(points + 3 * j + 2));
+      const float d = distance_rank(squared_distance(
+          qx, qy, qz, __ldg(points + 3 * j), __ldg(points + 3 * j + 1), __ldg(points + 3 * j + 2)));
       if (filled == k && !(d < worst)) {
         continue;
       }
@@ -47,10 +49,14 @@ __global__ void knn_kernel(const float* __restrict__ new_xyz, const float* __res
       row_idx[pos] = j;
       worst = row_dist[k - 1];
     }
+    // The row holds ranks (k <= n, so it is full): back to distances.
+    for (std::int64_t s = 0; s < k; ++s) {
+      row_dist[s] = distance_of_entry(row_dist[s], qx, qy, qz, points + 3 * row_idx[s]);
+    }
   }
 }
 
-// The list's entries past `filled` are empty; a new distance d goes after
+// The list's entries past `filled` are empty; a new rank d goes after
 // every filled entry <= d (ties keep the earlier, lower index), as in
 // NearestList::offer. Once full, only d below the last entry enters, and the
 // last entry leaves.
@@ -70,8 +76,8 @@ __global__ void knn_registers_kernel(const float* __restrict__ new_xyz,
     }
     int filled = 0;
     for (std::int64_t j = 0; j < n; ++j) {
-      const float d = squared_distance(qx, qy, qz, __ldg(points + 3 * j), __ldg(points + 3 * j + 1),
-                                       __ldg(points + 3 * j + 2));
+      const float d = distance_rank(squared_distance(
+          qx, qy, qz, __ldg(points + 3 * j), __ldg(points + 3 * j + 1), __ldg(points + 3 * j + 2)));
       if (filled == kList && !(d < best_d[kList - 1])) {
         continue;
       }
@@ -96,7 +102,8 @@ __global__ void knn_registers_kernel(const float* __restrict__ new_xyz,
 #pragma unroll
     for (int s = 0; s < kList; ++s) {
       if (s < k) {
-        row_dist[s] = best_d[s];
+        row_dist[s] = distance_of_entry(best_d[s], qx, qy, qz,
+                                        points + 3 * static_cast<std::int64_t>(best_j[s]));
         row_idx[s] = best_j[s];
       }
     }

@@ -5,6 +5,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <math_constants.h>
 
 #include <cstdint>
 
@@ -78,6 +79,25 @@ __device__ inline float squared_distance(float qx, float qy, float qz, float px,
   const float dy = __fsub_rn(py, qy);
   const float dz = __fsub_rn(pz, qz);
   return __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
+}
+
+// Note [NaN distances rank as +inf] (src/cpu/nearest_list.h): kNN and
+// three-NN order points by this rank, so a NaN distance comes after every
+// finite one and ties with +inf, broken by the lower index. The kernels
+// keep ranks in their lists (never NaN, so their plain comparisons are a
+// total order and the insertion code is the CPU's) and give each row back
+// its distances with distance_of_entry.
+__device__ inline float distance_rank(float d) {
+  return isnan(d) ? CUDART_INF_F : d;
+}
+
+// The distance of a list entry of rank `rank` at point p: the rank itself,
+// except that +inf may stand for NaN, so that one is recomputed (the same
+// rounded operations, so the same bits as when it was ranked).
+__device__ inline float distance_of_entry(float rank, float qx, float qy, float qz,
+                                          const float* p) {
+  return rank == CUDART_INF_F ? squared_distance(qx, qy, qz, __ldg(p), __ldg(p + 1), __ldg(p + 2))
+                              : rank;
 }
 
 // Query q of a neighbour search (queries [b][i][x y z], i < per_batch) and

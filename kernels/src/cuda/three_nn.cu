@@ -1,6 +1,8 @@
 // Three nearest neighbours: one thread per (batch, unknown point), the three
 // best (distance, index) pairs in registers, with the insertion rule of the
-// CPU kernel (an equal distance never displaces a lower index).
+// CPU kernel (an equal distance never displaces a lower index). The three
+// hold ranks, a NaN distance ranking as +inf (Note [NaN distances rank as
+// +inf]); the row gets the distances back at the end.
 //
 //   unknown [b][i][x y z]   known [b][j][x y z]   (m >= 3)
 //   dist2, idx [b][i][0..3): ascending distance, ties by lowest index
@@ -21,8 +23,8 @@ __global__ void three_nn_kernel(const float* __restrict__ unknown, const float* 
     std::int64_t i0 = 0, i1 = 0, i2 = 0;
     int filled = 0;
     for (std::int64_t j = 0; j < m; ++j) {
-      const float d = squared_distance(qx, qy, qz, __ldg(points + 3 * j), __ldg(points + 3 * j + 1),
-                                       __ldg(points + 3 * j + 2));
+      const float d = distance_rank(squared_distance(
+          qx, qy, qz, __ldg(points + 3 * j), __ldg(points + 3 * j + 1), __ldg(points + 3 * j + 2)));
       if (filled == 3 && !(d < d2)) {
         continue;
       }
@@ -49,9 +51,9 @@ __global__ void three_nn_kernel(const float* __restrict__ unknown, const float* 
         i2 = j;
       }
     }
-    dist2[3 * q] = d0;
-    dist2[3 * q + 1] = d1;
-    dist2[3 * q + 2] = d2;
+    dist2[3 * q] = distance_of_entry(d0, qx, qy, qz, points + 3 * i0);
+    dist2[3 * q + 1] = distance_of_entry(d1, qx, qy, qz, points + 3 * i1);
+    dist2[3 * q + 2] = distance_of_entry(d2, qx, qy, qz, points + 3 * i2);
     idx[3 * q] = i0;
     idx[3 * q + 1] = i1;
     idx[3 * q + 2] = i2;

@@ -6,7 +6,11 @@
 //    message names the argument, its shape/dtype/value and what was expected.
 //  - All tensors of one call must live on the same device; the work runs
 //    there (CUDA: asynchronously on the current stream, like any ATen op).
-//  - Non-contiguous inputs are accepted (made contiguous internally).
+//  - Non-contiguous inputs are accepted (made contiguous internally); every
+//    tensor must be strided (dense): sparse and other layouts are refused.
+//  - Zero sizes are accepted where the op is defined (an empty batch B = 0,
+//    no queries, C = 0 channels, ...): the outputs and gradients are empty
+//    tensors of the documented shapes.
 //  - Coordinates (xyz, new_xyz, unknown, known) may be float32, float64,
 //    float16 or bfloat16; they are converted to float32 and every distance is
 //    computed as dx*dx + dy*dy + dz*dz in float32 in that order (no FMA), so
@@ -83,7 +87,12 @@ struct BallQueryResult {
 // neighbour; rows with count == 0 are all zeros (an empty ball is visible
 // only through `count`).
 //
-//   new_xyz: (B, M, 3); xyz: (B, N, 3); radius > 0 (finite); nsample >= 1
+// A point with a NaN distance is in no ball.
+//
+//   new_xyz: (B, M, 3); xyz: (B, N, 3); nsample >= 1;
+//   radius > 0 whose float32 square is positive and finite (radius between
+//   about 2.7e-23 and 1.8e19: a smaller one would square to 0 and find
+//   nothing, not even the centre itself)
 BallQueryResult ball_query(const at::Tensor& new_xyz, const at::Tensor& xyz, double radius,
                            int64_t nsample);
 
@@ -93,7 +102,11 @@ struct KnnResult {
 };
 
 // The k nearest points of xyz for each query, by ascending squared distance,
-// ties to the lowest index.
+// ties to the lowest index. A squared distance that is NaN (a NaN coordinate
+// in the point or the query) ranks as +inf: after every finite distance, and
+// by lowest index among the NaN and +inf ones. dist2 keeps the NaN, the rows
+// stay sorted (reading NaN as +inf), and a NaN point is returned only when
+// fewer than k points have a finite distance. Same rule in three_nn.
 //
 //   new_xyz: (B, M, 3); xyz: (B, N, 3); 1 <= k <= N
 KnnResult knn(const at::Tensor& new_xyz, const at::Tensor& xyz, int64_t k);
@@ -110,7 +123,7 @@ struct ThreeNnResult {
 };
 
 // The three nearest `known` points of every `unknown` point, ascending,
-// ties to the lowest index.
+// ties to the lowest index; a NaN squared distance ranks as +inf (see knn).
 //
 //   unknown: (B, n, 3); known: (B, m, 3) with m >= 3
 ThreeNnResult three_nn(const at::Tensor& unknown, const at::Tensor& known);
