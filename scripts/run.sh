@@ -30,6 +30,12 @@ esac
 bash "$DTRAIN_REPO/scripts/bootstrap.sh"
 dtrain_build "$app" dtrun
 cd "$DTRAIN_REPO"
+# --help is the app's, printed once (not by every process).
+for arg in "$@"; do
+  if [[ "$arg" == "--help" || "$arg" == "-h" ]]; then
+    exec "$DTRAIN_BUILD_DIR/apps/$app/$app" --help
+  fi
+done
 nproc_per_node="${DTRAIN_NPROC:-2}"
 dtrain_log "training $what with $nproc_per_node processes (dtrun)"
 exec "$DTRAIN_BUILD_DIR/apps/dtrun/dtrun" --standalone --nproc-per-node "$nproc_per_node" \

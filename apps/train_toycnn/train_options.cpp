@@ -14,7 +14,7 @@ void add_train_flags(CLI::App& app, TrainOptions& options) {
   app.add_option("--data-dir", options.data_dir,
                  "Directory of the dataset's files (default: Fashion-MNIST from " +
                      datasets::fashion_mnist_default_root() +
-                     ", CIFAR-10 from $DTRAIN_CIFAR10_DIR)");
+                     ", which $DTRAIN_FASHION_MNIST_DIR sets; CIFAR-10 from $DTRAIN_CIFAR10_DIR)");
   add_common_train_flags(app, options, "images");
   app.add_option("--momentum", options.momentum, "SGD momentum")
       ->check(CLI::Range(0.0, 1.0))

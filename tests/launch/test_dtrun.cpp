@@ -2,8 +2,12 @@
 // workers: their environment, group restarts, the failure summary, signals
 // and orphans, output routing, flag errors, and elastic membership with two
 // agents on loopback (a node joining late; a node vanishing).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -384,6 +388,31 @@ TEST_F(Dtrun, BadOrContradictoryFlagsFailBeforeAnythingStarts) {
   EXPECT_NE(missing.output().find("'no-such-program-dtrun-test' was not found on PATH"),
             std::string::npos)
       << missing.output();
+}
+
+// A c10d endpoint whose port another program holds (here: a socket that
+// accepts connections and never answers) is named as such, rather than
+// waited on as if another agent hosted the store there.
+TEST_F(Dtrun, AnEndpointTakenByAnotherProgramIsNamed) {
+  const int holder = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(holder, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(dtrain::testing::free_port());
+  ASSERT_EQ(::bind(holder, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(::listen(holder, 8), 0);
+  const std::string endpoint = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  EXPECT_EQ(run({"--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint}, "touch \"$OUT/ran\"", 60s),
+            1)
+      << output_;
+  ::close(holder);
+  EXPECT_NE(output_.find("the rendezvous endpoint " + endpoint +
+                         " is taken on this host (store cannot listen on"),
+            std::string::npos)
+      << output_;
+  EXPECT_NE(output_.find("is not a dtrun rendezvous store"), std::string::npos) << output_;
+  EXPECT_FALSE(std::filesystem::exists(file("ran")));
 }
 
 // Two agents of one elastic job (--nnodes 1:2) on loopback.

@@ -67,4 +67,19 @@ TEST(CliApp, ErrorsAreOneLineWithoutLibTorchsStack) {
             "frame_test: error: Expected more than 1 value per channel\n");
 }
 
+// Arguments no option takes are listed in the order they were given.
+TEST(CliApp, UnexpectedArgumentsInTheirOrder) {
+  CLI::App app{"test", "frame_test"};
+  int epochs = 1;
+  app.add_option("--epochs", epochs);
+  char name[] = "frame_test";
+  char flag[] = "--epoch";
+  char value[] = "3";
+  char* argv[] = {name, flag, value};
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(dtrain::util::run_cli_app(app, 3, argv, [] { return 0; }), 2);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(),
+            "frame_test: error: unexpected argument(s): --epoch 3; see frame_test --help\n");
+}
+
 }  // namespace

@@ -191,6 +191,28 @@ TEST(Failure, RecordsSurviveTheStoreAndNameTheRank) {
   EXPECT_NE(summary.find("    | Killed\n"), std::string::npos) << summary;
 }
 
+// A crash trace is quoted from its header, whose top frames say where the
+// worker crashed, even when it is longer than the usual tail.
+TEST(Failure, TailKeepsACrashTracesTop) {
+  using dtrain::launch::failure_tail;
+  std::string trace = "loss 0.5\n[rank 1/local 1] fatal signal 11 (SIGSEGV); native stack:\n";
+  for (int frame = 0; frame < 27; ++frame) {
+    trace += "frame " + std::to_string(frame) + "\n";
+  }
+  const std::string quoted = failure_tail(trace, 20, 40);
+  EXPECT_EQ(quoted.substr(0, quoted.find('\n')),
+            "[rank 1/local 1] fatal signal 11 (SIGSEGV); native stack:");
+  EXPECT_NE(quoted.find("frame 0\n"), std::string::npos);
+  EXPECT_EQ(quoted.substr(quoted.rfind('\n') + 1), "frame 26");
+  // Capped at trace_lines, from the top.
+  const std::string capped = failure_tail(trace, 20, 5);
+  EXPECT_EQ(capped.substr(capped.rfind('\n') + 1), "frame 3");
+  // A short trace, or none, is the usual tail.
+  EXPECT_EQ(failure_tail("a\nb\nc\n", 2, 40), "b\nc");
+  EXPECT_EQ(failure_tail("x\n[rank 0/local 0] fatal signal 6 (SIGABRT); native stack:\nf\n", 5, 40),
+            "x\n[rank 0/local 0] fatal signal 6 (SIGABRT); native stack:\nf");
+}
+
 TEST(Failure, LastLines) {
   EXPECT_EQ(last_lines("a\nb\nc\n", 2), "b\nc");
   EXPECT_EQ(last_lines("a\nb", 5), "a\nb");

@@ -65,7 +65,7 @@ int join_children(std::vector<pid_t> pids) {
     pids[rank] = 0;
     const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (!ok) {
-      failures += " rank " + std::to_string(rank) +
+      failures += std::string(failures.empty() ? " " : "; ") + "rank " + std::to_string(rank) +
                   (WIFEXITED(status) ? " exited with status " + std::to_string(WEXITSTATUS(status))
                                      : " was killed by signal " + std::to_string(WTERMSIG(status)));
       for (pid_t other : pids) {

@@ -25,7 +25,10 @@ struct TrainFlags {
 
 // --data-dir, --train-limit, --epochs, --batch-size.
 inline void add_train_flags(CLI::App& app, TrainFlags& flags) {
-  app.add_option("--data-dir", flags.data_dir, "Fashion-MNIST directory")->capture_default_str();
+  app.add_option(
+         "--data-dir", flags.data_dir,
+         "Fashion-MNIST directory (the default comes from $DTRAIN_FASHION_MNIST_DIR when set)")
+      ->capture_default_str();
   app.add_option("--train-limit", flags.train_limit, "Training images used")
       ->check(dtrain::util::positive())
       ->capture_default_str();

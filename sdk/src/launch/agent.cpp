@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -31,6 +32,7 @@ using std::chrono::milliseconds;
 
 // Lines of a failed worker's output shown in the summary.
 constexpr int kTailLines = 20;
+constexpr int kTraceLines = 40;  // of a crash trace (failure_tail)
 // How long the store's host waits for the other agents to read the job's end.
 constexpr milliseconds kExitBarrierTimeout{std::chrono::seconds(30)};
 
@@ -93,6 +95,7 @@ void Agent::connect_store() {
   // with whichever agent runs on the endpoint's host and gets its port first.
   const bool wants_host =
       static_backend ? options_.node_rank == 0 : address::is_local(endpoint.host);
+  std::string busy_port;  // why this agent could not host, when it wanted to
   if (wants_host) {
     try {
       // Port 0 (--standalone): any free port, which only this node needs to know.
@@ -103,12 +106,25 @@ void Agent::connect_store() {
       DTRAIN_CHECK(!static_backend, "node rank 0 hosts the rendezvous store, but ", e.what());
       spdlog::debug("another agent hosts the store on {}:{} ({})", endpoint.host, endpoint.port,
                     e.what());
+      busy_port = e.what();
     }
   }
   auto store = std::make_shared<dist::TcpStore>(dist::TcpStoreOptions()
                                                     .host(endpoint.host)
                                                     .port(endpoint.port)
                                                     .timeout(options_.join_timeout));
+  if (!busy_port.empty()) {
+    // Usually another agent of this host got the port first; but it may be
+    // another program, which would never answer as a store does.
+    try {
+      store->num_keys();
+    } catch (const dist::StoreError& e) {
+      throw Error("the rendezvous endpoint " + endpoint.host + ":" + std::to_string(endpoint.port) +
+                  " is taken on this host (" + busy_port +
+                  ") by something that is not a dtrun rendezvous store (" + e.what() +
+                  "); free the port or choose another --rdzv-endpoint");
+    }
+  }
   store_ = std::make_shared<dist::PrefixStore>("dtrun/" + options_.run_id, store);
   spdlog::info("rendezvous store at {}:{} ({}), run id '{}'", endpoint.host, endpoint.port,
                is_host_ ? "hosted by this agent" : "client", options_.run_id);
@@ -234,7 +250,9 @@ void Agent::record_failure(const Membership& m, int local_rank, const ExitStatus
   failure.host = host_name_;
   failure.status = status;
   failure.time_ms = std::chrono::duration_cast<milliseconds>(seen_at.time_since_epoch()).count();
-  failure.log_tail = output_.tail(rank, kTailLines);
+  // All the output kept (its last 16 KB), so a long trace's header is found.
+  failure.log_tail =
+      failure_tail(output_.tail(rank, std::numeric_limits<int>::max()), kTailLines, kTraceLines);
   rdzv_->first(m.round, "failure", encode(failure));
   rdzv_->first(m.round, "failure/" + std::to_string(m.group_rank), encode(failure));
   const int next = m.restarts + 1;

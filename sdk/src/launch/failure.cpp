@@ -116,4 +116,27 @@ std::string last_lines(const std::string& text, int lines) {
   return text.substr(start, end - start);
 }
 
+std::string failure_tail(const std::string& text, int lines, int trace_lines) {
+  std::string tail = last_lines(text, lines);
+  const std::size_t header = text.rfind("] fatal signal ");
+  if (header == std::string::npos) {
+    return tail;
+  }
+  const std::size_t line_start = text.rfind('\n', header);
+  const std::string trace = text.substr(line_start == std::string::npos ? 0 : line_start + 1);
+  if (trace.size() <= tail.size()) {
+    return tail;  // the last lines hold the whole trace already
+  }
+  // The first trace_lines lines of the trace.
+  std::size_t end = 0;
+  for (int kept = 0; kept < trace_lines && end < trace.size(); ++kept) {
+    const std::size_t newline = trace.find('\n', end);
+    end = newline == std::string::npos ? trace.size() : newline + 1;
+  }
+  while (end > 0 && trace[end - 1] == '\n') {
+    --end;
+  }
+  return trace.substr(0, end);
+}
+
 }  // namespace dtrain::launch

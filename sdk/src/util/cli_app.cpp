@@ -38,6 +38,15 @@ int run_cli_app(CLI::App& app, int argc, char** argv, const std::function<int()>
     return app.exit(help);
   } catch (const CLI::CallForAllHelp& help) {
     return app.exit(help);
+  } catch (const CLI::ExtrasError&) {
+    // CLI11's own message lists them last to first ("3 --epoch").
+    std::string extras;
+    for (const std::string& arg : app.remaining()) {
+      extras += (extras.empty() ? "" : " ") + arg;
+    }
+    std::fprintf(stderr, "%s: error: unexpected argument(s): %s; see %s --help\n", name.c_str(),
+                 extras.c_str(), name.c_str());
+    return 2;
   } catch (const CLI::ParseError& error) {
     std::fprintf(stderr, "%s: error: %s; see %s --help\n", name.c_str(),
                  one_line(error.what()).c_str(), name.c_str());

@@ -50,4 +50,11 @@ std::string format_failure_summary(std::vector<WorkerFailure> failures, int rest
 // The last `lines` lines of `text` (without a trailing empty line).
 std::string last_lines(const std::string& text, int lines);
 
+// What a failed worker's summary quotes of its output: the last `lines`
+// lines; but when they hold only part of a crash trace (a "fatal signal"
+// header, util/crash_trace.h, followed by its frames), the trace from its
+// header on, at most `trace_lines` lines of it: the top frames say where it
+// crashed, the bottom ones only how main was reached.
+std::string failure_tail(const std::string& text, int lines, int trace_lines);
+
 }  // namespace dtrain::launch
