@@ -6,7 +6,8 @@
 # Sets root (the repository), build (DTRAIN_BUILD_DIR, default build),
 # python (DTRAIN_PYTHON, else $DTRAIN_HOME/venv/bin/python with DTRAIN_HOME
 # default ~/.cache/dtrain: the same torch wheel the SDK builds on), bench
-# (the program, checked to be built), results (benchmarks/results, created)
+# (the program, checked to be built), results (benchmarks/results or
+# $DTRAIN_RESULTS_DIR, created)
 # and scratch (a temporary directory removed on exit); defines port (a free
 # port below the ephemeral range), require_python, and the lockstep_* runner
 # of Note [Lockstep benchmarks] (benchmarks/support/lockstep.h).
@@ -14,7 +15,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${DTRAIN_BUILD_DIR:-$root/build}"
 python="${DTRAIN_PYTHON:-${DTRAIN_HOME:-$HOME/.cache/dtrain}/venv/bin/python}"
 bench="$build/benchmarks/$1"
-results="$root/benchmarks/results"
+# DTRAIN_RESULTS_DIR sends a run's CSVs and plots elsewhere (a smoke run
+# must not overwrite the committed results).
+results="${DTRAIN_RESULTS_DIR:-$root/benchmarks/results}"
 runner="$(basename "$0")"
 
 [[ -x "$bench" ]] || { echo "$runner: $bench is not built (ninja -C $build $1)" >&2; exit 1; }

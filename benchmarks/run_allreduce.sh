@@ -9,6 +9,9 @@
 #
 #   bash benchmarks/run_allreduce.sh [--rounds 5] [flags for both harnesses, e.g. --repeats 5]
 #
+# DTRAIN_RESULTS_DIR=DIR writes the CSV and plot there instead of
+# benchmarks/results (for a trial run that must not replace the committed ones).
+#
 # Environment: DTRAIN_BUILD_DIR (default build) holds bench_allreduce;
 # DTRAIN_PYTHON, else $DTRAIN_HOME/venv/bin/python (DTRAIN_HOME default
 # ~/.cache/dtrain), is the python with the same torch wheel.

@@ -6,6 +6,9 @@
 #
 #   bash benchmarks/run_allreduce_mpi.sh [--rounds 3] [--np 2] [flags for bench_allreduce]
 #
+# DTRAIN_RESULTS_DIR=DIR writes the CSV and plot there instead of
+# benchmarks/results (for a trial run that must not replace the committed ones).
+#
 # mpirun runs as root only with --allow-run-as-root, and more ranks than
 # cores only with --oversubscribe; both are passed here, as in the tests.
 # Environment: DTRAIN_BUILD_DIR, DTRAIN_PYTHON (see run_allreduce.sh), MPIRUN.

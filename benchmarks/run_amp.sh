@@ -6,6 +6,9 @@
 #
 #   bash benchmarks/run_amp.sh [extra flags for both, e.g. --steps 100 --threads 2]
 #
+# DTRAIN_RESULTS_DIR=DIR writes the CSV and plot there instead of
+# benchmarks/results (for a trial run that must not replace the committed ones).
+#
 # Environment: DTRAIN_BUILD_DIR (default build) holds bench_amp_toycnn;
 # DTRAIN_PYTHON, else $DTRAIN_HOME/venv/bin/python (DTRAIN_HOME default
 # ~/.cache/dtrain), is the python with the same torch wheel; BATCH_SIZES

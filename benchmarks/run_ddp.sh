@@ -13,6 +13,12 @@
 #
 #   bash benchmarks/run_ddp.sh [--rounds N] [--quick]
 #
+# About 9 minutes on 2 cores; --quick (about 2 minutes, a smoke run of two
+# small configurations) writes into $DTRAIN_BUILD_DIR/bench-quick unless
+# DTRAIN_RESULTS_DIR says where, never over the committed results. The raw
+# blocks go to ddp_cpu_rounds.csv beside the report, which ddp_report.py
+# can make again from them.
+#
 # Environment: DTRAIN_BUILD_DIR (default build) holds bench_ddp; DTRAIN_PYTHON,
 # else $DTRAIN_HOME/venv/bin/python (DTRAIN_HOME default ~/.cache/dtrain).
 set -euo pipefail
@@ -28,6 +34,10 @@ while [[ $# -gt 0 ]]; do
 done
 
 require_python
+if [[ $quick == 1 && -z "${DTRAIN_RESULTS_DIR:-}" ]]; then
+  results="$build/bench-quick"
+  mkdir -p "$results"
+fi
 
 # run_world <world> <command...>: one process per rank, torchrun's variables.
 run_world() {
@@ -77,4 +87,5 @@ if "$python" -c 'import matplotlib' 2>/dev/null; then
   png="$results/ddp_cpu.png"
 fi
 "$python" "$root/benchmarks/report/ddp_report.py" --raw "$scratch"/raw-*.csv --out "$results/ddp_cpu.csv" \
-  ${png:+--png "$png"}
+  --rounds-out "$results/ddp_cpu_rounds.csv" ${png:+--png "$png"}
+echo "report: $results/ddp_cpu.csv (raw blocks: ddp_cpu_rounds.csv)"

@@ -10,6 +10,9 @@
 #
 #   bash benchmarks/run_pointnet2_ops.sh [--device cpu|cuda] [--repeats 3] [--sizes 1024,4096,16384]
 #
+# DTRAIN_RESULTS_DIR=DIR writes the CSV and plot there instead of
+# benchmarks/results (for a trial run that must not replace the committed ones).
+#
 # Environment: DTRAIN_BUILD_DIR (default build) holds bench_pointnet2_ops and
 # kernels/libdtrain_kernels.so; DTRAIN_PYTHON, else $DTRAIN_HOME/venv/bin/python
 # (DTRAIN_HOME default ~/.cache/dtrain), is the python with the same torch wheel.

@@ -11,6 +11,9 @@
 #
 #   bash benchmarks/run_pointnet2_train.sh [--rounds 5] [--threads N]
 #
+# DTRAIN_RESULTS_DIR=DIR writes the CSV and plot there instead of
+# benchmarks/results (for a trial run that must not replace the committed ones).
+#
 # Configurations: ssg-lite, batch 16 x 512 points (the README's main job) and
 # the paper's ssg, batch 8 x 1024 points. Environment as the other runners
 # (DTRAIN_BUILD_DIR, DTRAIN_PYTHON).

@@ -7,14 +7,20 @@ Each raw row is one block of steps (one round of one participant). Blocks of
 the same round ran within seconds of each other (Note [Lockstep benchmarks]
 in benchmarks/support/lockstep.h), so every ratio is taken within a round
 and the report gives the median over rounds, with the quartiles:
-  speedup_vs_torch    = torch step time / dtrain step time, same world
-                        (= dtrain samples/s / torch samples/s; above 1: dtrain faster)
+  speedup_vs_torch    = torch step time / dtrain step time in the same round,
+                        same world (a samples/s ratio; above 1: dtrain faster)
+  speedup_of_medians  = torch_step_ms / dtrain_step_ms, the ratio of the two
+                        medians in the other columns; it differs from the
+                        median of per-round ratios when rounds are noisy
+                        (slow rounds pair up there, not here)
   dtrain_overhead_pct = dtrain DDP step / dtrain local step - 1, in percent,
                         local at the same world size (that many independent
                         local trainings at once: the same load on the machine)
   torch_overhead_pct  = the same for torch
   hidden_pct          = dtrain's communication hidden behind backward
-Step times and samples/s are medians of the block medians.
+Step times and samples/s are medians of the block medians. --rounds-out
+keeps the raw blocks of every file in one CSV, from which this report can be
+made again (--raw that file).
 """
 
 import argparse
@@ -35,14 +41,17 @@ def main():
     p.add_argument("--raw", required=True, nargs="+")
     p.add_argument("--out", required=True)
     p.add_argument("--png", default="")
+    p.add_argument("--rounds-out", default="", help="write every raw block here (one CSV)")
     args = p.parse_args()
 
     # (impl, model, batch, mode, world) -> {round: block median ms}
     blocks = defaultdict(dict)
     hidden = defaultdict(list)
+    raw_rows = []
     for path in args.raw:
         with open(path, newline="") as f:
             for row in csv.DictReader(f):
+                raw_rows.append(row)
                 key = (row["impl"], row["model"], int(row["batch_per_rank"]), row["mode"],
                        int(row["world"]))
                 blocks[key][int(row["round"])] = float(row["step_ms_median"])
@@ -74,6 +83,7 @@ def main():
             "torch_samples_per_s": f"{1000 * batch * world / t_ms:.1f}",
             "speedup_vs_torch": f"{speedup:.3f}",
             "speedup_q1": f"{low:.3f}", "speedup_q3": f"{high:.3f}",
+            "speedup_of_medians": f"{t_ms / d_ms:.3f}",
             "dtrain_local_step_ms": f"{statistics.median(blocks[d_local].values()):.3f}",
             "torch_local_step_ms": f"{statistics.median(blocks[t_local].values()):.3f}",
             "dtrain_overhead_pct": f"{100 * (statistics.median(d_over) - 1):.1f}",
@@ -82,6 +92,11 @@ def main():
         })
     if not out_rows:
         raise SystemExit("ddp_report: no DDP rows with matching dtrain and torch rounds")
+    if args.rounds_out:
+        with open(args.rounds_out, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(raw_rows[0].keys()))
+            writer.writeheader()
+            writer.writerows(raw_rows)
     with open(args.out, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(out_rows[0].keys()))
         writer.writeheader()
