@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/nn/functional/loss.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
@@ -82,6 +83,152 @@ TEST(DdpErrors, MissingGradientNamesParameterAndRank) {
     EXPECT_NE(message.find("'never.weight'"), std::string::npos) << message;
     EXPECT_NE(message.find("'skip.bias'"), std::string::npos) << message;
     EXPECT_NE(message.find("find_unused_parameters"), std::string::npos) << message;
+  });
+}
+
+// One rank froze a parameter alone: its buckets would differ and the
+// all-reduces would not match (Gloo aborts the process). Named on every rank.
+TEST(DdpErrors, FreezingAParameterOnOneRankIsNamedOnEveryRank) {
+  run_gloo_ranks(2, [](int rank, int) {
+    ManySizes module;
+    if (rank == 1) {
+      module->parameters()[0].requires_grad_(false);
+    }
+    const std::string name = module->named_parameters()[0].key();
+    const std::string message =
+        error_of([&] { ddp::DistributedDataParallel<ManySizes> model(module); });
+    EXPECT_NE(message.find("parameter '" + name +
+                           "' requires grad on some ranks and not on "
+                           "others"),
+              std::string::npos)
+        << message;
+  });
+}
+
+// A layer whose output the loss uses without it passing through forward's
+// output (here: a parameter used outside forward) would keep a local,
+// unaveraged gradient; it is named, and the wrapper refuses to go on.
+struct OutsideUseImpl : torch::nn::Module {
+  OutsideUseImpl() {
+    layer = register_module("layer", torch::nn::Linear(4, 2));
+    extra = register_parameter("extra", at::ones({2}));
+  }
+  at::Tensor forward(const at::Tensor& x) { return layer(x); }
+  torch::nn::Linear layer{nullptr};
+  at::Tensor extra;
+};
+TORCH_MODULE(OutsideUse);
+
+TEST(DdpErrors, AGradientAfterTheUnusedSearchIsNamed) {
+  run_gloo_ranks(2, [](int rank, int) {
+    ddp::DdpOptions options;
+    options.find_unused_parameters = true;
+    OutsideUse module;
+    ddp::DistributedDataParallel<OutsideUse> model(module, options);
+    const at::Tensor x = at::randn({3, 4});
+    const std::string message =
+        error_of([&] { (model(x).sum() + (module->extra * (rank + 1)).sum()).backward(); });
+    EXPECT_NE(message.find("parameter 'extra' got a gradient after DistributedDataParallel "
+                           "found it unused"),
+              std::string::npos)
+        << message;
+    // That backward never finished: the next forward says so.
+    const std::string next = error_of([&] { model(x); });
+    EXPECT_NE(next.find("rank " + std::to_string(rank) + ": the previous backward did not finish"),
+              std::string::npos)
+        << next;
+  });
+}
+
+// Output tensors inside nested containers reach the unused search, so a
+// layer used only through them is not taken for unused.
+struct NestedOutputImpl : torch::nn::Module {
+  NestedOutputImpl() {
+    a = register_module("a", torch::nn::Linear(4, 4));
+    b = register_module("b", torch::nn::Linear(4, 2));
+  }
+  std::tuple<at::Tensor, std::vector<at::Tensor>> forward(const at::Tensor& x) {
+    const at::Tensor hidden = a(x);
+    return {hidden, {b(hidden)}};
+  }
+  torch::nn::Linear a{nullptr};
+  torch::nn::Linear b{nullptr};
+};
+TORCH_MODULE(NestedOutput);
+
+TEST(DdpForward, NestedOutputsReachTheUnusedSearch) {
+  run_gloo_ranks(2, [](int rank, int) {
+    ddp::DdpOptions options;
+    options.find_unused_parameters = true;
+    NestedOutput module;
+    ddp::DistributedDataParallel<NestedOutput> model(module, options);
+    at::manual_seed(11 + rank);  // different data per rank
+    for (int step = 0; step < 2; ++step) {
+      const auto [hidden, heads] = model(at::randn({3, 4}));
+      heads[0].square().sum().backward();
+      ASSERT_TRUE(module->b->weight.grad().defined());
+      EXPECT_TRUE(same_on_all_ranks(module->b->weight.grad())) << "step " << step;
+      EXPECT_TRUE(same_on_all_ranks(module->a->weight.grad())) << "step " << step;
+      module->zero_grad();
+    }
+  });
+}
+
+// One Linear registered under two names is one tensor: one slot, one
+// reduction, and with bucket views .grad stays the averaged gradient.
+struct SharedLayerImpl : torch::nn::Module {
+  SharedLayerImpl() {
+    first = register_module("first", torch::nn::Linear(4, 4));
+    second = register_module("second", first);
+  }
+  at::Tensor forward(const at::Tensor& x) { return second(torch::tanh(first(x))); }
+  torch::nn::Linear first{nullptr};
+  torch::nn::Linear second{nullptr};
+};
+TORCH_MODULE(SharedLayer);
+
+TEST(DdpBuckets, ASharedParameterIsReducedOnce) {
+  for (const bool views : {false, true}) {
+    run_gloo_ranks(2, [views](int rank, int) {
+      auto generator = at::make_generator<at::CPUGeneratorImpl>(5);
+      std::vector<at::Tensor> xs;
+      for (int step = 0; step < 3; ++step) {
+        xs.push_back(at::randn({4, 4}, generator));  // rows 0-1 rank 0's, 2-3 rank 1's
+      }
+      at::manual_seed(2);
+      SharedLayer reference;
+      torch::optim::SGD reference_optimizer(reference->parameters(), 0.1);
+      at::manual_seed(2);
+      ddp::DdpOptions options;
+      options.gradient_as_bucket_view = views;
+      ddp::DistributedDataParallel<SharedLayer> model(SharedLayer(), options);
+      torch::optim::SGD optimizer(model->parameters(), 0.1);
+      for (int step = 0; step < 3; ++step) {  // the buckets are rebuilt after step 0
+        reference_optimizer.zero_grad();
+        reference->forward(xs[step]).square().mean().backward();
+        reference_optimizer.step();
+        optimizer.zero_grad();
+        model(xs[step].narrow(0, 2 * rank, 2)).square().mean().backward();
+        optimizer.step();
+        EXPECT_LT(max_abs_difference(reference->parameters(), model->parameters()), 1e-6)
+            << "step " << step << (views ? " with bucket views" : "");
+      }
+    });
+  }
+}
+
+// Ranks that ran out of data cannot follow accumulation steps.
+TEST(DdpJoin, NoSyncInsideJoinIsRefused) {
+  run_gloo_ranks(2, [](int, int) {
+    ddp::DistributedDataParallel<ManySizes> model{ManySizes()};
+    const std::string message = error_of([&] {
+      model.join([&] {
+        auto guard = model.no_sync();
+        model(at::randn({2, 16})).sum().backward();
+      });
+    });
+    EXPECT_NE(message.find("no_sync() inside join() is not supported"), std::string::npos)
+        << message;
   });
 }
 

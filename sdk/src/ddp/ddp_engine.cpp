@@ -1,6 +1,7 @@
 #include "dtrain/ddp/ddp_engine.h"
 
 #include <cmath>
+#include <set>
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -31,7 +32,14 @@ DdpEngine::DdpEngine(std::shared_ptr<torch::nn::Module> module, DdpOptions optio
   std::vector<at::Tensor> parameters;
   std::vector<std::string> all_names;
   std::vector<at::Tensor> all_tensors;
+  // LibTorch lists a parameter shared by two submodules under both names;
+  // it is one tensor with one gradient, so it gets one slot (two would
+  // reduce it twice and, with bucket views, point .grad at the wrong one).
+  std::set<const c10::TensorImpl*> seen;
   for (const auto& item : module_->named_parameters()) {
+    if (!seen.insert(item.value().unsafeGetTensorImpl()).second) {
+      continue;
+    }
     all_names.push_back(item.key());
     all_tensors.push_back(item.value());
     if (item.value().requires_grad()) {
@@ -45,6 +53,7 @@ DdpEngine::DdpEngine(std::shared_ptr<torch::nn::Module> module, DdpOptions optio
     buffers_.push_back(item.value());
   }
   verify_same_shapes(all_names, all_tensors, group_);
+  verify_same_requires_grad(all_names, all_tensors);  // same count now, so the all-reduce fits
   broadcast_tensors(all_tensors, /*root=*/0, group_);
 
   ReducerOptions reducer_options;
@@ -71,6 +80,29 @@ DdpEngine::DdpEngine(std::shared_ptr<torch::nn::Module> module, DdpOptions optio
                 options_.comm_hook ? options_.comm_hook->name() : "allreduce");
 }
 
+void DdpEngine::verify_same_requires_grad(const std::vector<std::string>& names,
+                                          const std::vector<at::Tensor>& tensors) {
+  // Every rank must reduce the same parameters: one that froze a parameter
+  // alone would bucket differently and the all-reduces would not match.
+  // The flags' minimum and maximum over ranks differ where ranks disagree.
+  at::Tensor flags = at::empty({static_cast<std::int64_t>(tensors.size())}, at::kInt);
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    flags[static_cast<std::int64_t>(i)] = tensors[i].requires_grad() ? 1 : 0;
+  }
+  at::Tensor lowest = flags.clone();
+  at::Tensor highest = flags.clone();
+  group_->all_reduce(lowest, {.op = dist::ReduceOp::kMin})->wait();
+  group_->all_reduce(highest, {.op = dist::ReduceOp::kMax})->wait();
+  const at::Tensor differ = lowest.ne(highest).nonzero();
+  if (differ.numel() > 0) {
+    const auto first = static_cast<std::size_t>(differ[0][0].item<std::int64_t>());
+    throw Error(fmt::format(
+        "DistributedDataParallel: parameter '{}' requires grad on some ranks and not on others "
+        "(here: {}); every rank must freeze the same parameters",
+        names[first], tensors[first].requires_grad() ? "requires grad" : "frozen"));
+  }
+}
+
 bool DdpEngine::training_forward() const {
   return module_->is_training() && at::GradMode::is_enabled();
 }
@@ -88,6 +120,13 @@ void DdpEngine::pre_forward(std::optional<std::int64_t> samples) {
     return;
   }
   if (join_active_) {
+    // Ranks that ran out of data shadow synchronized steps only; they
+    // cannot tell an accumulation step from one, so the collectives would
+    // not match.
+    DTRAIN_CHECK(reducer_->sync_enabled(),
+                 "DistributedDataParallel: no_sync() inside join() is not supported (ranks that "
+                 "ran out of data cannot follow gradient accumulation); accumulate outside "
+                 "join(), or give every rank the same number of batches");
     // This rank still trains: one vote in the join round (join()).
     at::Tensor active = at::ones({1}, at::kLong);
     group_->all_reduce(active)->wait();

@@ -87,6 +87,7 @@ Reducer::Reducer(std::vector<at::Tensor> parameters, std::vector<std::string> na
   }
   hook_ = options_.comm_hook ? options_.comm_hook : allreduce_hook();
   ready_.assign(parameters_.size(), false);
+  marked_unused_.assign(parameters_.size(), false);
   build_buckets(reverse_registration_order(parameters_.size()));
   register_hooks();
 }
@@ -147,6 +148,19 @@ void Reducer::prepare_for_forward(std::int64_t local_samples) {
   DTRAIN_CHECK(local_samples >= 0,
                fmt::format("local sample count must be >= 0, got {}", local_samples));
   std::lock_guard<std::mutex> lock(mutex_);
+  // An autograd pass that never ended: the last backward raised (in a
+  // hook, the loss, or a check of this reducer's) after some of its
+  // gradients had arrived. Its buckets may have been launched on this rank
+  // and not on others, so the ranks' collectives are no longer in step;
+  // carrying on would average nothing, or the wrong tensors. The state
+  // stays, so every later forward says so too.
+  DTRAIN_CHECK(!pass_active_,
+               fmt::format("rank {}: the previous backward did not finish (it raised an "
+                           "exception), so its gradients were not averaged and the ranks' "
+                           "collectives may be out of step; construct the "
+                           "DistributedDataParallel wrapper again on every rank before training "
+                           "on",
+                           group_->rank()));
   if (sync_enabled_) {
     begin_iteration_locked(local_samples);
   }
@@ -177,6 +191,7 @@ void Reducer::prepare_for_backward(const std::vector<at::Tensor>& outputs) {
   used_map_work_ = group_->all_reduce(used_map_);
   for (std::size_t p : unused) {
     if (!ready_[p]) {
+      marked_unused_[p] = true;
       mark_ready_locked(p, /*has_gradient=*/false);
     }
   }
@@ -254,14 +269,29 @@ void Reducer::on_gradient_ready(std::size_t param) {
     // DistributedOptimizer (or a second backward of one forward): no
     // prepare_for_forward announced the sample count.
     DTRAIN_CHECK(options_.averaging == GradientAveraging::kWorld,
-                 "sample-count averaging needs prepare_for_forward(samples) before each "
-                 "backward (DistributedDataParallel's forward calls it)");
+                 "sample-count averaging: this backward has no training forward of its own "
+                 "through DistributedDataParallel (a second backward of one forward, a forward "
+                 "inside no_sync() whose backward ran outside it, or a forward in eval() mode); "
+                 "every synchronized backward needs its own training forward");
     begin_iteration_locked(0);
   }
   if (step_events_.backward_start == TimePoint{}) {
     step_events_.backward_start = Clock::now();
   }
   if (ready_[param]) {
+    // A gradient for a parameter the unused search gave up on: it was used
+    // after all, and its bucket may be reduced already without it. PyTorch
+    // raises here too ("marked ready twice"); staying silent would leave
+    // this rank's gradient unaveraged while the replicas drift apart.
+    DTRAIN_CHECK(!marked_unused_[param],
+                 fmt::format("rank {}: parameter '{}' got a gradient after DistributedDataParallel "
+                             "found it unused in this iteration: its use is not reachable from "
+                             "the forward's output tensors (returned inside a nested container, "
+                             "or used outside forward), or static_graph is set and the set of "
+                             "used parameters changed. Return every tensor the loss uses from "
+                             "forward (a tensor, vector or tuple of tensors), or turn "
+                             "static_graph off",
+                             group_->rank(), names_[param]));
     return;  // a reentrant backward delivered it twice; the first copy counts
   }
   mark_ready_locked(param, /*has_gradient=*/true);
@@ -296,6 +326,7 @@ void Reducer::begin_iteration_locked(std::int64_t local_samples) {
   }
   maybe_rebuild_buckets_locked();
   std::fill(ready_.begin(), ready_.end(), false);
+  std::fill(marked_unused_.begin(), marked_unused_.end(), false);
   for (Bucket& bucket : buckets_) {
     bucket.pending = bucket.parameters.size();
     bucket.reduction.reset();

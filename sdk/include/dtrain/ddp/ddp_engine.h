@@ -24,8 +24,10 @@ namespace dtrain::ddp {
 
 class DdpEngine {
  public:
-  // A collective: checks that every rank holds the same parameter shapes,
-  // broadcasts rank 0's parameters and buffers, and builds the reducer.
+  // A collective: checks that every rank holds the same parameter shapes
+  // and freezes the same parameters, broadcasts rank 0's parameters and
+  // buffers, and builds the reducer. A parameter shared by submodules
+  // counts once.
   DdpEngine(std::shared_ptr<torch::nn::Module> module, DdpOptions options,
             dist::ProcessGroupPtr group);
 
@@ -53,6 +55,10 @@ class DdpEngine {
  private:
   bool training_forward() const;
   void broadcast_buffers();
+  // Throws on every rank, naming the first parameter, unless all ranks
+  // agree on which parameters require grad (a collective).
+  void verify_same_requires_grad(const std::vector<std::string>& names,
+                                 const std::vector<at::Tensor>& tensors);
 
   std::shared_ptr<torch::nn::Module> module_;
   DdpOptions options_;

@@ -54,29 +54,43 @@ std::optional<std::int64_t> leading_batch_size(const First& first, const Rest&..
   return leading_batch_size(rest...);
 }
 
+template <typename T>
+struct is_std_vector : std::false_type {};
+template <typename T, typename A>
+struct is_std_vector<std::vector<T, A>> : std::true_type {};
+template <typename T>
+struct is_std_optional : std::false_type {};
+template <typename T>
+struct is_std_optional<std::optional<T>> : std::true_type {};
+
+// Appends the tensors in `item`: a tensor, or any nesting of vectors,
+// optionals, tuples and pairs of them. Other types hold none.
+template <typename T>
+void collect_tensors(const T& item, std::vector<at::Tensor>& tensors) {
+  if constexpr (std::is_convertible_v<const T&, const at::Tensor&>) {
+    tensors.push_back(item);
+  } else if constexpr (is_std_vector<T>::value) {
+    for (const auto& element : item) {
+      collect_tensors(element, tensors);
+    }
+  } else if constexpr (is_std_optional<T>::value) {
+    if (item) {
+      collect_tensors(*item, tensors);
+    }
+  } else if constexpr (requires { std::tuple_size<T>::value; }) {
+    std::apply([&](const auto&... elements) { (collect_tensors(elements, tensors), ...); }, item);
+  }
+}
+
 // The tensors of a forward's output, where the unused-parameter search
-// starts: a tensor, a vector of tensors, or a tuple/pair of tensors.
+// starts: every tensor in it, however nested (a parameter whose only path
+// to the loss misses them is taken for unused; Reducer says so, naming
+// it, when its gradient comes after all).
 template <typename Output>
 std::vector<at::Tensor> output_tensors(const Output& output) {
-  if constexpr (std::is_convertible_v<const Output&, const at::Tensor&>) {
-    return {output};
-  } else if constexpr (std::is_same_v<Output, std::vector<at::Tensor>>) {
-    return output;
-  } else {
-    std::vector<at::Tensor> tensors;
-    std::apply(
-        [&](const auto&... items) {
-          (
-              [&] {
-                if constexpr (std::is_convertible_v<decltype(items), const at::Tensor&>) {
-                  tensors.push_back(items);
-                }
-              }(),
-              ...);
-        },
-        output);
-    return tensors;
-  }
+  std::vector<at::Tensor> tensors;
+  collect_tensors(output, tensors);
+  return tensors;
 }
 
 template <typename Holder>

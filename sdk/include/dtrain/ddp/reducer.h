@@ -148,6 +148,7 @@ class Reducer {
   bool pass_reduces_ = false;
   std::int64_t passes_ = 0;
   std::vector<bool> ready_;
+  std::vector<bool> marked_unused_;  // ready_ because the unused search said so
   std::size_t next_bucket_ = 0;
   std::int64_t local_samples_ = 0;
   dist::WorkPtr sample_count_work_;
