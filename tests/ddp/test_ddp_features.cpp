@@ -441,6 +441,27 @@ TEST(DdpForward, EvalForwardRunsNoCollectives) {
   });
 }
 
+// Nor does the backward of an eval-mode forward with grad enabled (rank 0
+// alone, say for a saliency map): its gradients stay local, as in PyTorch.
+TEST(DdpForward, BackwardOfAnEvalForwardStaysLocal) {
+  run_gloo_ranks(2, [](int rank, int) {
+    ddp::DistributedDataParallel<ManySizes> model{ManySizes()};
+    if (rank == 0) {
+      model->eval();
+      const at::Tensor x = at::randn({2, 16});
+      model(x).sum().backward();  // would wait for rank 1 if it all-reduced
+      const at::Tensor local = model->parameters()[0].grad().clone();
+      model->zero_grad();
+      model->forward(x).sum().backward();
+      EXPECT_TRUE(at::allclose(model->parameters()[0].grad(), local)) << "not averaged";
+      model->zero_grad();
+      model->train();
+    }
+    model(at::randn({2, 16})).sum().backward();
+    EXPECT_TRUE(same_on_all_ranks(model->parameters()[0].grad()));
+  });
+}
+
 // Mixed precision under DDP: bf16 autocast forward, a GradScaler on the
 // all-reduced (scaled) gradients. An overflow on one rank reaches every
 // rank through the all-reduce, so all skip the same step and stay equal.

@@ -72,6 +72,7 @@ DdpEngine::DdpEngine(std::shared_ptr<torch::nn::Module> module, DdpOptions optio
   reducer_options.averaging = options_.averaging;
   reducer_options.comm_hook = options_.comm_hook;
   reducer_options.record_timeline = options_.record_timeline;
+  reducer_options.reduce_only_after_forward = true;
   reducer_ = std::make_unique<Reducer>(std::move(parameters), std::move(names), group_,
                                        std::move(reducer_options));
   reducer_->set_unused_parameter_search(options_.find_unused_parameters, options_.static_graph);

@@ -266,8 +266,10 @@ void Reducer::on_gradient_ready(std::size_t param) {
     return;  // no_sync or an accumulation pass: the gradient stays in .grad
   }
   if (!iteration_active_) {
-    // DistributedOptimizer (or a second backward of one forward): no
-    // prepare_for_forward announced the sample count.
+    if (options_.reduce_only_after_forward) {
+      return;  // no training forward announced this backward: it stays local
+    }
+    // DistributedOptimizer: no prepare_for_forward announced the sample count.
     DTRAIN_CHECK(options_.averaging == GradientAveraging::kWorld,
                  "sample-count averaging: this backward has no training forward of its own "
                  "through DistributedDataParallel (a second backward of one forward, a forward "
