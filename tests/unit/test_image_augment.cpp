@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <string>
 #include <utility>
 
 #include <ATen/ATen.h>
@@ -140,6 +141,50 @@ TEST(ImageAugment, SameSeedSameBatch) {
   const at::Tensor first = augment_images(images, {});
   at::manual_seed(11);
   EXPECT_TRUE(at::equal(first, augment_images(images, {})));
+}
+
+TEST(ImageAugment, PadMustNotExceedTheImageSize) {
+  const at::Tensor images = at::randn({2, 3, 4, 8});
+  // Would allocate terabytes of padding.
+  expect_error([&] { augment_images(images, ImageAugmentOptions().pad(1000000)); },
+               "pad must be <= the images' height and width, got pad 1000000 for 4x8 images");
+  // 2 pad + 1 would overflow int64_t.
+  const int64_t huge = std::numeric_limits<int64_t>::max() / 2 + 1;
+  expect_error([&] { augment_images(images, ImageAugmentOptions().pad(huge)); },
+               "got pad " + std::to_string(huge) + " for 4x8 images");
+  // The smaller side (the height here) is the limit.
+  expect_error([&] { augment_images(images, ImageAugmentOptions().pad(5)); },
+               "got pad 5 for 4x8 images");
+  expect_error([&] { augment_images(images.transpose(2, 3), ImageAugmentOptions().pad(5)); },
+               "got pad 5 for 8x4 images");
+  // A pad equal to the size is allowed.
+  const at::Tensor out = augment_images(images, ImageAugmentOptions().pad(4), seeded(5));
+  EXPECT_EQ(out.sizes(), images.sizes());
+}
+
+TEST(ImageAugment, FillMustBeAValueOfTheImagesType) {
+  const at::Tensor bytes = at::full({2, 1, 4, 4}, 7, at::kByte);
+  expect_error([&] { augment_images(bytes, ImageAugmentOptions().fill(-1)); },
+               "fill must be an integer in [0, 255] for Byte images, got -1");
+  expect_error([&] { augment_images(bytes, ImageAugmentOptions().fill(300)); },
+               "fill must be an integer in [0, 255] for Byte images, got 300");
+  // Would be truncated to 0 without a word.
+  expect_error([&] { augment_images(bytes.to(at::kInt), ImageAugmentOptions().fill(0.5)); },
+               "fill must be an integer in [-2147483648, 2147483647] for Int images, got 0.5");
+  expect_error([&] { augment_images(bytes.to(at::kLong), ImageAugmentOptions().fill(1e19)); },
+               "fill must be an integer in [-9223372036854775808, 9223372036854775807] for Long "
+               "images, got 1e+19");
+  expect_error([&] { augment_images(bytes.to(at::kBool), ImageAugmentOptions().fill(2)); },
+               "fill must be 0 or 1 for Bool images, got 2");
+  expect_error([&] { augment_images(bytes.to(at::kHalf), ImageAugmentOptions().fill(1e5)); },
+               "fill must be within [-65504, 65504] for Half images, got 100000");
+  // The ends of a type's range are values of it; floating images round.
+  at::Tensor out = augment_images(bytes, ImageAugmentOptions().pad(3).fill(255), seeded(6));
+  EXPECT_TRUE(((out == 7) | (out == 255)).all().item<bool>());
+  out = augment_images(bytes.to(at::kChar), ImageAugmentOptions().pad(3).fill(-128), seeded(6));
+  EXPECT_TRUE(((out == 7) | (out == -128)).all().item<bool>());
+  out = augment_images(bytes.to(at::kFloat), ImageAugmentOptions().pad(3).fill(0.1), seeded(6));
+  EXPECT_TRUE((out == static_cast<float>(0.1)).any().item<bool>());
 }
 
 TEST(ImageAugment, ChecksNameTheProblem) {

@@ -3,6 +3,9 @@
 // the checks.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include <ATen/ATen.h>
 
 #include "dtrain/data/point_cloud_augment.h"
@@ -117,6 +120,52 @@ TEST(PointCloudAugment, SameGeneratorSeedSameBatch) {
                         augment_point_clouds(points, options, seeded(7))));
   EXPECT_FALSE(at::equal(augment_point_clouds(points, options, seeded(7)),
                          augment_point_clouds(points, options, seeded(8))));
+}
+
+TEST(PointCloudAugment, EmptyCloudsAndEmptyBatchesComeBackAsCopies) {
+  const auto everything =
+      PointCloudAugmentOptions().rotate_up(true).shuffle_points(true).dropout_max(0.5);
+  for (const auto& sizes : {std::vector<int64_t>{2, 0, 3}, std::vector<int64_t>{0, 16, 6},
+                            std::vector<int64_t>{0, 0, 3}}) {
+    const at::Tensor points = at::empty(sizes);
+    at::Generator gen = seeded(10);
+    const at::Tensor out = augment_point_clouds(points, everything, gen);
+    EXPECT_EQ(out.sizes(), points.sizes());
+    EXPECT_EQ(out.scalar_type(), points.scalar_type());
+    // Nothing was drawn: the generator gives what a fresh one does.
+    EXPECT_TRUE(
+        at::equal(at::empty({8}).uniform_(0, 1, gen), at::empty({8}).uniform_(0, 1, seeded(10))))
+        << "shape " << points.sizes();
+  }
+}
+
+TEST(PointCloudAugment, OptionsMustFitThePointsType) {
+  auto check = [](const at::Tensor& points, const PointCloudAugmentOptions& options,
+                  const std::string& text) {
+    expect_error([&] { augment_point_clouds(points, options); }, text);
+  };
+  const at::Tensor points = at::randn({2, 8, 3});
+  check(points, PointCloudAugmentOptions().scale_max(1e300),
+        "scale_max must be <= 3.40282e+38 for Float points, got 1e+300");
+  check(points, PointCloudAugmentOptions().scale_min(1e300).scale_max(1e300),
+        "scale_min must be <= 3.40282e+38 for Float points, got 1e+300");
+  check(points, PointCloudAugmentOptions().shift(1e300),
+        "shift must be <= 1.70141e+38 for Float points, got 1e+300");
+  check(points, PointCloudAugmentOptions().jitter_sigma(1e300),
+        "jitter_sigma must be <= 3.40282e+38 for Float points, got 1e+300");
+  check(points, PointCloudAugmentOptions().jitter_clip(1e300),
+        "jitter_clip must be <= 3.40282e+38 for Float points, got 1e+300");
+  const at::Tensor half = points.to(at::kHalf);
+  check(half, PointCloudAugmentOptions().scale_max(1e5),
+        "scale_max must be <= 65504 for Half points, got 100000");
+  // Within Half's range, but the width 2 shift of the offset is not.
+  check(half, PointCloudAugmentOptions().shift(40000),
+        "shift must be <= 32752 for Half points, got 40000");
+  // What fits is fine: Double holds 1e300, Half holds its own largest value.
+  const at::Tensor big =
+      augment_point_clouds(points.to(at::kDouble), nothing().scale_min(1e300).scale_max(1e300));
+  EXPECT_TRUE(at::allclose(big, points.to(at::kDouble) * 1e300));
+  EXPECT_NO_THROW(augment_point_clouds(half, nothing().shift(32752)));
 }
 
 TEST(PointCloudAugment, ChecksNameTheProblem) {

@@ -1,6 +1,7 @@
 #include "dtrain/data/point_cloud_augment.h"
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include <ATen/ATen.h>
@@ -27,6 +28,38 @@ void check_options(const PointCloudAugmentOptions& o) {
                "augment_point_clouds: up_axis must be 0, 1 or 2, got ", o.up_axis());
   DTRAIN_CHECK(o.dropout_max() >= 0 && o.dropout_max() < 1,
                "augment_point_clouds: dropout_max must be in [0, 1), got ", o.dropout_max());
+}
+
+// The largest finite value of the points' type; the draws below are made in
+// it, and LibTorch refuses bounds outside it.
+double largest_finite(at::ScalarType type) {
+  switch (type) {
+    case at::kDouble:
+      return std::numeric_limits<double>::max();
+    case at::kFloat:
+      return std::numeric_limits<float>::max();
+    case at::kHalf:
+      return static_cast<double>(std::numeric_limits<c10::Half>::max());
+    case at::kBFloat16:
+      return static_cast<double>(std::numeric_limits<c10::BFloat16>::max());
+    default:  // float8: LibTorch does not draw in these types at all
+      return std::numeric_limits<double>::max();
+  }
+}
+
+// Every option is a value, or (shift) half a width, of the points' type.
+void check_options_fit(const PointCloudAugmentOptions& o, at::ScalarType type) {
+  const double largest = largest_finite(type);
+  auto check = [&](const char* name, double value, double limit) {
+    DTRAIN_CHECK(value <= limit, "augment_point_clouds: ", name, " must be <= ", limit, " for ",
+                 type, " points, got ", value);
+  };
+  check("scale_min", o.scale_min(), largest);
+  check("scale_max", o.scale_max(), largest);
+  // The offset is uniform in [-shift, shift]: its width 2 shift must fit too.
+  check("shift", o.shift(), largest / 2);
+  check("jitter_sigma", o.jitter_sigma(), largest);
+  check("jitter_clip", o.jitter_clip(), largest);
 }
 
 // (B, 3, 3) rotations by a uniform angle about `axis`.
@@ -56,6 +89,12 @@ at::Tensor augment_point_clouds(const at::Tensor& points, const PointCloudAugmen
   DTRAIN_CHECK(points.device().is_cpu(), "augment_point_clouds: points must be on the CPU, got ",
                points.device());
   check_options(options);
+  check_options_fit(options, points.scalar_type());
+  if (points.numel() == 0) {
+    // No cloud (B = 0) or clouds of no point (N = 0): nothing to move, and
+    // nothing is drawn.
+    return points.clone();
+  }
   const at::Generator gen = generator.value_or(at::detail::getDefaultCPUGenerator());
   const int64_t batch = points.size(0);
   const int64_t n = points.size(1);

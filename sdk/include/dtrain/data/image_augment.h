@@ -23,10 +23,14 @@
 namespace dtrain::data {
 
 struct ImageAugmentOptions {
-  // Pixels of padding on each side before the random crop; 0 turns the crop off.
+  // Pixels of padding on each side before the random crop; 0 turns the crop
+  // off. At most the images' height and width.
   TORCH_ARG(int64_t, pad) = 4;
   // The value of the padding. torchvision pads the raw image with 0 (black);
-  // images already normalised to [-1, 1] need -1 for the same black.
+  // images already normalised to [-1, 1] need -1 for the same black. It must
+  // be a value of the images' type: an integer in its range for integer
+  // images (0 or 1 for Bool), within its finite range for floating ones
+  // (where it is rounded to the type's precision).
   TORCH_ARG(double, fill) = 0;
   // Chance that an image is mirrored left to right; 0 turns flips off.
   TORCH_ARG(double, flip_probability) = 0.5;
@@ -34,7 +38,8 @@ struct ImageAugmentOptions {
 
 // Returns an augmented copy of `images` (B, C, H, W, CPU, any type). Draws
 // from `generator` (CPU), or the default CPU generator when none is given.
-// Throws dtrain::Error naming the argument or option that is out of range.
+// Throws dtrain::Error naming the argument or option that is out of range,
+// including a pad or fill that does not suit the images (see above).
 at::Tensor augment_images(const at::Tensor& images, const ImageAugmentOptions& options,
                           std::optional<at::Generator> generator = std::nullopt);
 

@@ -9,7 +9,9 @@
 //
 // Channels 0-2 are xyz. When C >= 6, channels 3-5 are taken for normals:
 // they turn with the rotation but are not scaled, shifted or jittered.
-// Other channels are left alone. The input is not modified.
+// Other channels are left alone. The input is not modified. An empty batch
+// (B = 0) or a batch of empty clouds (N = 0) comes back as a copy, and
+// nothing is drawn from the generator.
 #pragma once
 
 #include <optional>
@@ -45,6 +47,9 @@ struct PointCloudAugmentOptions {
 
 // Returns an augmented copy of `points` (B, N, C >= 3, floating). Draws from
 // `generator` (CPU), or the default CPU generator when none is given.
+// The draws are made in the points' type, so scale_min, scale_max,
+// jitter_sigma and jitter_clip must be at most its largest finite value, and
+// shift at most half of it (e.g. 65504 and 32752 for Half points).
 // Throws dtrain::Error naming the option or argument that is out of range.
 at::Tensor augment_point_clouds(const at::Tensor& points, const PointCloudAugmentOptions& options,
                                 std::optional<at::Generator> generator = std::nullopt);
