@@ -14,10 +14,12 @@
 
 #include <numeric>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "dtrain/ddp/sync_batch_norm.h"
 #include "dtrain/dist/init.h"
+#include "dtrain/util/errors.h"
 #include "gloo_ranks.h"
 
 namespace {
@@ -227,6 +229,29 @@ TEST(ConvertSyncBatchNormGloo, ConvertedModelEqualsTheModelOnTheGlobalBatch) {
         expect_close(model->named_buffers()[item.key()], item.value(), item.key());
       }
     }
+  });
+}
+
+// Different channel counts per rank: the statistics' all_reduce would
+// have different sizes, which Gloo answers by aborting the process. Every
+// rank raises a dtrain::Error naming the counts instead.
+TEST(SyncBatchNormGlooErrors, DifferentChannelCountsRaiseOnEveryRank) {
+  run_gloo_ranks(2, 30s, [](int rank, int) {
+    const int64_t channels = rank == 0 ? 4 : 8;
+    SyncBatchNorm sync{SyncBatchNormOptions(channels)};
+    const at::Tensor x = at::randn({3, channels, 2});
+    std::string message;
+    try {
+      sync(x);
+    } catch (const dtrain::Error& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find("rank 0 has 4, rank 1 has 8"), std::string::npos) << message;
+    EXPECT_NE(message.find("this is rank " + std::to_string(rank)), std::string::npos) << message;
+    // The group is still usable: both ranks left the check together.
+    at::Tensor one = at::ones({1});
+    dist::all_reduce(one);
+    EXPECT_EQ(one.item<float>(), 2);
   });
 }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <torch/optim/optimizer.h>
 
+#include "dtrain/ddp/broadcast.h"
 #include "dtrain/dist/init.h"
 #include "dtrain/util/errors.h"
 
@@ -18,13 +19,29 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<torch::optim::Optimiz
   DTRAIN_CHECK(
       std::isfinite(options_.fusion_mb) && options_.fusion_mb > 0,
       fmt::format("DistributedOptimizer: fusion_mb must be positive, got {}", options_.fusion_mb));
-  std::vector<at::Tensor> parameters;
-  std::vector<std::string> names;
+  dist::ProcessGroupPtr pg = group ? std::move(group) : dist::default_group();
+  std::vector<at::Tensor> all_parameters;
+  std::vector<std::string> all_names;
   const auto& groups = optimizer_->param_groups();
   for (std::size_t g = 0; g < groups.size(); ++g) {
     for (std::size_t p = 0; p < groups[g].params().size(); ++p) {
-      parameters.push_back(groups[g].params()[p]);
-      names.push_back(fmt::format("param_groups[{}].params[{}]", g, p));
+      all_parameters.push_back(groups[g].params()[p]);
+      all_names.push_back(fmt::format("param_groups[{}].params[{}]", g, p));
+    }
+  }
+  // The buckets are laid out from these shapes on each rank: ranks that
+  // disagree would all-reduce buffers of different sizes, which Gloo
+  // answers by aborting the process. Two small all_gathers, at construction
+  // only.
+  verify_same_parameters("DistributedOptimizer", all_names, all_parameters, pg);
+  // Frozen parameters get no gradient: skipped, as Horovod does. The check
+  // above makes every rank skip the same ones.
+  std::vector<at::Tensor> parameters;
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < all_parameters.size(); ++i) {
+    if (all_parameters[i].requires_grad()) {
+      parameters.push_back(std::move(all_parameters[i]));
+      names.push_back(std::move(all_names[i]));
     }
   }
   ReducerOptions reducer_options;
@@ -34,8 +51,7 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<torch::optim::Optimiz
   reducer_options.first_bucket_bytes = reducer_options.bucket_bytes;
   reducer_options.backward_passes_per_step = options_.backward_passes_per_step;
   reducer_options.comm_hook = options_.compression;
-  reducer_ = std::make_unique<Reducer>(std::move(parameters), std::move(names),
-                                       group ? std::move(group) : dist::default_group(),
+  reducer_ = std::make_unique<Reducer>(std::move(parameters), std::move(names), std::move(pg),
                                        std::move(reducer_options));
 }
 

@@ -5,7 +5,9 @@
 #include <torch/csrc/autograd/functions/utils.h>
 #include <torch/csrc/autograd/saved_variable.h>
 
+#include <algorithm>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -51,7 +53,39 @@ struct GlobalStats {
   double count = 0;   // values per channel over the group
 };
 
+// Every rank's channel count must be this rank's before the statistics'
+// all_reduce, whose size is 2 * channels + 1: Gloo aborts the process
+// (gloo::EnforceNotMet, not an exception) when the sizes differ. This is
+// the one extra collective of the forward, 8 bytes per rank; it cannot
+// travel in the all_reduce, whose size is what is in question.
+void check_same_channels(const at::Tensor& input, const dist::ProcessGroupPtr& group) {
+  const int64_t channels = input.size(1);
+  const auto options = input.options().dtype(at::kLong);
+  const at::Tensor mine = at::full({1}, channels, options);
+  std::vector<at::Tensor> all(static_cast<std::size_t>(group->size()));
+  for (auto& t : all) {
+    t = at::empty({1}, options);
+  }
+  group->all_gather(all, mine)->wait();
+  const at::Tensor gathered = at::cat(all).cpu();
+  const int64_t* data = gathered.data_ptr<int64_t>();
+  const std::vector<int64_t> counts(data, data + gathered.numel());
+  if (std::all_of(counts.begin(), counts.end(), [&](int64_t c) { return c == counts[0]; })) {
+    return;
+  }
+  std::ostringstream listed;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    listed << (r == 0 ? "" : ", ") << "rank " << r << " has " << counts[r];
+  }
+  throw Error(::dtrain::detail::concat(
+      "SyncBatchNorm: expected the same number of channels (dimension 1 of the input) on every "
+      "rank, got ",
+      listed.str(), " (this is rank ", group->rank(), " of ", group->size(),
+      "); every rank must run the same model"));
+}
+
 GlobalStats global_stats(const at::Tensor& input, double eps, const dist::ProcessGroupPtr& group) {
+  check_same_channels(input, group);
   const int64_t channels = input.size(1);
   const int64_t local_count = channels == 0 ? 0 : input.numel() / channels;
   const auto f64 = input.options().dtype(at::kDouble);

@@ -42,7 +42,13 @@ struct DistributedOptimizerOptions {
 class DistributedOptimizer {
  public:
   // `group` nullptr: the default group. Every rank must wrap optimizers
-  // over the same parameters, in the same order.
+  // over the same parameters, in the same order: construction is a
+  // collective that checks the ranks agree on the parameters' number,
+  // shapes, dtypes and requires_grad, and throws dtrain::Error on every
+  // rank, naming the first difference, when they do not. Parameters that
+  // do not require grad (frozen) are skipped, as Horovod does: they get no
+  // gradient and take no part in the reductions. Throws when no parameter
+  // requires grad.
   explicit DistributedOptimizer(std::shared_ptr<torch::optim::Optimizer> optimizer,
                                 DistributedOptimizerOptions options = {},
                                 dist::ProcessGroupPtr group = nullptr);

@@ -21,7 +21,10 @@
 // call forward, and backward, the same number of times in the same order:
 // both are collectives. forward throws dtrain::Error for an input with
 // fewer than 2 dimensions or the wrong number of channels, and in training
-// when the whole group holds a single value per channel.
+// when the whole group holds a single value per channel, or when the ranks'
+// inputs have different channel counts (on every rank, naming each rank's
+// count: a training forward all-gathers the count, 8 bytes a rank, before
+// the statistics' all_reduce, whose size depends on it).
 //
 // Parameter and buffer names (weight, bias, running_mean, running_var,
 // num_batches_tracked) are BatchNorm's, so state dicts load across both.
