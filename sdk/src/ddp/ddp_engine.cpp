@@ -52,8 +52,7 @@ DdpEngine::DdpEngine(std::shared_ptr<torch::nn::Module> module, DdpOptions optio
     all_tensors.push_back(item.value());
     buffers_.push_back(item.value());
   }
-  verify_same_shapes(all_names, all_tensors, group_);
-  verify_same_requires_grad(all_names, all_tensors);  // same count now, so the all-reduce fits
+  verify_same_parameters("DistributedDataParallel", all_names, all_tensors, group_);
   broadcast_tensors(all_tensors, /*root=*/0, group_);
 
   ReducerOptions reducer_options;
@@ -79,29 +78,6 @@ DdpEngine::DdpEngine(std::shared_ptr<torch::nn::Module> module, DdpOptions optio
   spdlog::debug("ddp: {} parameters in {} buckets, hook {}", reducer_->parameters().size(),
                 reducer_->buckets().size(),
                 options_.comm_hook ? options_.comm_hook->name() : "allreduce");
-}
-
-void DdpEngine::verify_same_requires_grad(const std::vector<std::string>& names,
-                                          const std::vector<at::Tensor>& tensors) {
-  // Every rank must reduce the same parameters: one that froze a parameter
-  // alone would bucket differently and the all-reduces would not match.
-  // The flags' minimum and maximum over ranks differ where ranks disagree.
-  at::Tensor flags = at::empty({static_cast<std::int64_t>(tensors.size())}, at::kInt);
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    flags[static_cast<std::int64_t>(i)] = tensors[i].requires_grad() ? 1 : 0;
-  }
-  at::Tensor lowest = flags.clone();
-  at::Tensor highest = flags.clone();
-  group_->all_reduce(lowest, {.op = dist::ReduceOp::kMin})->wait();
-  group_->all_reduce(highest, {.op = dist::ReduceOp::kMax})->wait();
-  const at::Tensor differ = lowest.ne(highest).nonzero();
-  if (differ.numel() > 0) {
-    const auto first = static_cast<std::size_t>(differ[0][0].item<std::int64_t>());
-    throw Error(fmt::format(
-        "DistributedDataParallel: parameter '{}' requires grad on some ranks and not on others "
-        "(here: {}); every rank must freeze the same parameters",
-        names[first], tensors[first].requires_grad() ? "requires grad" : "frozen"));
-  }
 }
 
 bool DdpEngine::training_forward() const {

@@ -55,10 +55,6 @@ class DdpEngine {
  private:
   bool training_forward() const;
   void broadcast_buffers();
-  // Throws on every rank, naming the first parameter, unless all ranks
-  // agree on which parameters require grad (a collective).
-  void verify_same_requires_grad(const std::vector<std::string>& names,
-                                 const std::vector<at::Tensor>& tensors);
 
   std::shared_ptr<torch::nn::Module> module_;
   DdpOptions options_;
