@@ -102,6 +102,21 @@ TEST(DdpErrors, FreezingAParameterOnOneRankIsNamedOnEveryRank) {
   });
 }
 
+TEST(DdpErrors, AModuleWithNothingToTrainIsNamed) {
+  run_gloo_ranks(2, [](int, int) {
+    ManySizes module;
+    for (auto& parameter : module->parameters()) {
+      parameter.requires_grad_(false);
+    }
+    const std::string message =
+        error_of([&] { ddp::DistributedDataParallel<ManySizes> model(module); });
+    EXPECT_NE(message.find("DistributedDataParallel: the module has no parameter that requires "
+                           "grad (it has none, or all are frozen)"),
+              std::string::npos)
+        << message;
+  });
+}
+
 // A layer whose output the loss uses without it passing through forward's
 // output (here: a parameter used outside forward) would keep a local,
 // unaveraged gradient; it is named, and the wrapper refuses to go on.

@@ -53,6 +53,9 @@ DdpEngine::DdpEngine(std::shared_ptr<torch::nn::Module> module, DdpOptions optio
     buffers_.push_back(item.value());
   }
   verify_same_parameters("DistributedDataParallel", all_names, all_tensors, group_);
+  DTRAIN_CHECK(!parameters.empty(), "DistributedDataParallel: the module has no parameter that ",
+               "requires grad (it has none, or all are frozen), so there is nothing to average; ",
+               "train it without the wrapper");
   broadcast_tensors(all_tensors, /*root=*/0, group_);
 
   ReducerOptions reducer_options;
