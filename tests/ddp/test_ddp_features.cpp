@@ -32,6 +32,7 @@ namespace F = torch::nn::functional;
 using dtrain::testing::ManySizes;
 using dtrain::testing::max_abs_difference;
 using dtrain::testing::run_gloo_ranks;
+using dtrain::testing::same_on_all_ranks;
 
 // The message of the dtrain::Error `fn` throws ("" when it does not throw).
 template <typename Fn>
@@ -44,15 +45,6 @@ std::string error_of(Fn fn) {
     return e.what_without_backtrace();
   }
   return "";
-}
-
-// True when `value` is the same on every rank of the default group.
-bool same_on_all_ranks(const at::Tensor& value) {
-  at::Tensor low = value.clone();
-  at::Tensor high = value.clone();
-  dist::all_reduce(low, dist::ReduceOp::kMin);
-  dist::all_reduce(high, dist::ReduceOp::kMax);
-  return at::equal(low, high);
 }
 
 at::Tensor flat_parameters(const std::vector<at::Tensor>& parameters) {

@@ -24,6 +24,7 @@ namespace {
 namespace ddp = dtrain::ddp;
 namespace dist = dtrain::dist;
 using dtrain::testing::run_gloo_ranks;
+using dtrain::testing::same_on_all_ranks;
 
 // The message of the dtrain::Error `fn` throws ("" when it returns); any
 // other exception (LibTorch's c10::Error) fails the rank.
@@ -35,15 +36,6 @@ std::string error_of(Fn fn) {
     return e.what();
   }
   return "";
-}
-
-// True when `value` is the same on every rank of the default group.
-bool same_on_all_ranks(const at::Tensor& value) {
-  at::Tensor low = value.clone();
-  at::Tensor high = value.clone();
-  dist::all_reduce(low, dist::ReduceOp::kMin);
-  dist::all_reduce(high, dist::ReduceOp::kMax);
-  return at::equal(low, high);
 }
 
 // The same value on every rank, as a one-element tensor.

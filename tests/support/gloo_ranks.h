@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
@@ -31,6 +32,16 @@ inline void init_gloo_group(int rank, int world, std::uint16_t port,
                             .rank = rank,
                             .world_size = world,
                             .timeout = timeout});
+}
+
+// True when `value` is the same on every rank of the default group (a
+// collective: every rank must call it).
+inline bool same_on_all_ranks(const at::Tensor& value) {
+  at::Tensor low = value.clone();
+  at::Tensor high = value.clone();
+  dist::all_reduce(low, dist::ReduceOp::kMin);
+  dist::all_reduce(high, dist::ReduceOp::kMax);
+  return at::equal(low, high);
 }
 
 // Fails the test for every rank that exited non-zero (its output is above).

@@ -1,4 +1,6 @@
 // TcpStore's client side: one connection, one request in flight at a time.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "dtrain/dist/tcp_store.h"
@@ -23,14 +25,6 @@ Request make(Op op, std::vector<std::string> keys = {}) {
   request.op = op;
   request.keys = std::move(keys);
   return request;
-}
-
-std::string join(const std::vector<std::string>& keys) {
-  std::string text;
-  for (const auto& key : keys) {
-    text += (text.empty() ? "" : ", ") + key;
-  }
-  return text;
 }
 
 }  // namespace
@@ -136,7 +130,7 @@ void TcpStore::wait(const std::vector<std::string>& keys, std::chrono::milliseco
   if (response.status == Status::kTimeout) {
     throw StoreTimeoutError(
         "store at " + connection_->address + ": waited " + std::to_string(timeout.count()) +
-        " ms for keys [" + join(keys) +
+        " ms for keys [" + fmt::format("{}", fmt::join(keys, ", ")) +
         "]; still missing: " + std::string(response.value.begin(), response.value.end()));
   }
 }

@@ -21,6 +21,8 @@
 #include <mutex>
 #include <random>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "socket.h"
@@ -88,14 +90,6 @@ class Message {
  private:
   Bytes bytes_;
 };
-
-std::string join(const std::vector<std::string>& keys) {
-  std::string text;
-  for (const auto& key : keys) {
-    text += (text.empty() ? "" : ", ") + key;
-  }
-  return text;
-}
 
 }  // namespace
 
@@ -232,7 +226,7 @@ void TorchTcpStore::wait(const std::vector<std::string>& keys, std::chrono::mill
   connection_->locked([&] {
     if (!connection_->wait(keys, timeout)) {
       throw StoreTimeoutError("waited " + std::to_string(timeout.count()) + " ms for keys [" +
-                              join(keys) + "]");
+                              fmt::format("{}", fmt::join(keys, ", ")) + "]");
     }
     return 0;
   });
