@@ -1,6 +1,8 @@
 # Installs the built SDK into a scratch prefix, then configures, builds and
-# runs tests/install/consumer against it the way research code would:
-# find_package(dtrain) and target_link_libraries(... dtrain::dtrain).
+# runs tests/install/consumer against it the way research code would, as
+# the README says: find_package(dtrain) with the prefix and LibTorch's on
+# CMAKE_PREFIX_PATH, target_link_libraries(... dtrain::dtrain); then runs it
+# as two processes under the installed dtrun (Gloo and DDP from the install).
 #
 # Inputs: DTRAIN_BUILD_DIR, CONSUMER_SOURCE_DIR, WORK_DIR, TORCH_DIR, [CCACHE]
 function(run_step description)
@@ -19,11 +21,22 @@ set(launcher "")
 if(CCACHE)
   set(launcher "-DCMAKE_CXX_COMPILER_LAUNCHER=${CCACHE}")
 endif()
-run_step("configuring the consumer" ${CMAKE_COMMAND} -S "${CONSUMER_SOURCE_DIR}" -B "${WORK_DIR}/build"
-  -G Ninja -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}" "-DTorch_DIR=${TORCH_DIR}" ${launcher})
+# The two prefixes go through the environment's CMAKE_PREFIX_PATH: a
+# ";"-list would be split apart on its way through run_step's ARGN.
+run_step("configuring the consumer" ${CMAKE_COMMAND} -E env
+  "CMAKE_PREFIX_PATH=${prefix}:${TORCH_DIR}/.." ${CMAKE_COMMAND} -S "${CONSUMER_SOURCE_DIR}"
+  -B "${WORK_DIR}/build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${launcher})
 run_step("building the consumer" ${CMAKE_COMMAND} --build "${WORK_DIR}/build")
 run_step("running the consumer" "${WORK_DIR}/build/consumer")
 if(NOT step_output MATCHES "consumer ok: dtrain [0-9.]+, 4/4 predictions counted")
   message(FATAL_ERROR "install test: unexpected consumer output:\n${step_output}")
 endif()
+message(STATUS "${step_output}")
+run_step("running the consumer under the installed dtrun" "${prefix}/bin/dtrun" --standalone
+  --nproc-per-node 2 "${WORK_DIR}/build/consumer")
+foreach(rank 0 1)
+  if(NOT step_output MATCHES "consumer ddp ok: rank ${rank} of 2")
+    message(FATAL_ERROR "install test: rank ${rank} did not report under dtrun:\n${step_output}")
+  endif()
+endforeach()
 message(STATUS "${step_output}")
