@@ -13,6 +13,7 @@
 #include <string>
 
 #include "dtrain/kernels/pointnet2.h"
+#include "expect_error.h"
 #include "test_pointnet2_reference.h"
 
 namespace {
@@ -22,6 +23,7 @@ using dtrain::test::numerical_gradient;
 using dtrain::test::ref_gather;
 using dtrain::test::ref_interpolate;
 using dtrain::test::ref_scatter;
+using dtrain::testing::expect_error;
 
 at::Tensor random_index(int64_t high, at::IntArrayRef shape) {
   return at::randint(0, high, shape, at::TensorOptions().dtype(at::kLong));
@@ -272,69 +274,59 @@ TEST(FeatureOps, ZeroSizesGiveEmptyResultsAndGradients) {
   }
 }
 
-template <typename Fn>
-void expect_rejected(const Fn& fn, const std::string& fragment) {
-  try {
-    fn();
-    FAIL() << "accepted; expected: " << fragment;
-  } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
-
 TEST(FeatureOps, BadInputsNameTheArgument) {
   const at::Tensor f = at::randn({2, 3, 10});
-  expect_rejected(
+  expect_error<c10::Error>(
       [&] {
         k::gather_points(f, random_index(10, {2, 4}).to(at::kInt));
       },
       "gather_points: idx must be int64, got Int");
-  expect_rejected(
+  expect_error<c10::Error>(
       [&] {
         k::gather_points(f, random_index(10, {2, 4, 1}));
       },
       "gather_points: idx must have shape (B, M), got shape [2, 4, 1]");
-  expect_rejected(
+  expect_error<c10::Error>(
       [&] {
         k::gather_points(f, random_index(10, {3, 4}));
       },
       "gather_points: idx has batch size 3");
-  expect_rejected(
+  expect_error<c10::Error>(
       [&] {
         k::gather_points(f, at::full({2, 4}, 10, at::kLong));
       },
       "gather_points: idx must hold indices in [0, 10), got values in [10, 10]");
-  expect_rejected(
+  expect_error<c10::Error>(
       [&] {
         k::gather_points(f, at::full({2, 4}, -1, at::kLong));
       },
       "got values in [-1, -1]");
-  expect_rejected(
+  expect_error<c10::Error>(
       [&] {
         k::gather_points(f.view({6, 10}), random_index(10, {6, 4}));
       },
       "gather_points: features must have shape (B, C, N), got shape [6, 10]");
-  expect_rejected(
+  expect_error<c10::Error>(
       [&] {
         k::group_points(f.to(at::kLong), random_index(10, {2, 4, 2}));
       },
       "group_points: features must be float32, float64, float16 or bfloat16");
-  expect_rejected(
+  expect_error<c10::Error>(
       [&] {
         k::group_points(f, random_index(10, {2, 4}));
       },
       "group_points: idx must have shape (B, M, K)");
-  expect_rejected(
+  expect_error<c10::Error>(
       [&] {
         k::three_interpolate(f, random_index(10, {2, 4, 2}), at::rand({2, 4, 2}));
       },
       "three_interpolate: idx must have shape (B, n, 3), got shape [2, 4, 2]");
-  expect_rejected(
+  expect_error<c10::Error>(
       [&] {
         k::three_interpolate(f, random_index(10, {2, 4, 3}), at::rand({2, 5, 3}));
       },
       "three_interpolate: weight must have the shape of idx [2, 4, 3], got [2, 5, 3]");
-  expect_rejected(
+  expect_error<c10::Error>(
       [&] {
         k::gather_points_backward(at::randn({2, 3, 4}), random_index(10, {2, 5}), 10,
                                   k::ScatterMode::kAtomic);
@@ -342,26 +334,26 @@ TEST(FeatureOps, BadInputsNameTheArgument) {
       "gather_points_backward: idx must have shape (B, C, M) and (B, M) matching grad_out");
   // Sparse tensors: named, not LibTorch's "unsupported memory format".
   const at::Tensor idx = random_index(10, {2, 4});
-  expect_rejected([&] { k::gather_points(f.to_sparse(), idx); },
-                  "gather_points: features must be a strided (dense) tensor, got Sparse");
-  expect_rejected(
+  expect_error<c10::Error>([&] { k::gather_points(f.to_sparse(), idx); },
+                           "gather_points: features must be a strided (dense) tensor, got Sparse");
+  expect_error<c10::Error>(
       [&] {
         k::group_points(f, random_index(10, {2, 4, 2}).to_sparse());
       },
       "group_points: idx must be a strided (dense) tensor, got Sparse");
   const at::Tensor tri_idx = random_index(10, {2, 4, 3});
-  expect_rejected(
+  expect_error<c10::Error>(
       [&] {
         k::three_interpolate(f, tri_idx, at::rand({2, 4, 3}).to_sparse());
       },
       "three_interpolate: weight must be a strided (dense) tensor, got Sparse");
-  expect_rejected(
+  expect_error<c10::Error>(
       [&] {
         k::gather_points_backward(at::randn({2, 3, 4}).to_sparse(), idx, 10,
                                   k::ScatterMode::kAtomic);
       },
       "gather_points_backward: grad_out must be a strided (dense) tensor, got Sparse");
-  expect_rejected(
+  expect_error<c10::Error>(
       [&] {
         k::three_interpolate_backward(at::randn({2, 3, 4}).to_sparse(), f, tri_idx,
                                       at::rand({2, 4, 3}), k::ScatterMode::kAtomic);

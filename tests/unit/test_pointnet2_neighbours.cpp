@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dtrain/kernels/pointnet2.h"
+#include "expect_error.h"
 #include "test_pointnet2_reference.h"
 
 namespace {
@@ -19,16 +20,7 @@ namespace k = dtrain::kernels;
 using dtrain::test::equal_with_nan;
 using dtrain::test::ref_ball_query;
 using dtrain::test::ref_knn;
-
-template <typename Fn>
-void expect_rejected(const Fn& fn, const std::string& fragment) {
-  try {
-    fn();
-    FAIL() << "accepted; expected: " << fragment;
-  } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
+using dtrain::testing::expect_error;
 
 void expect_ball_query_matches(const at::Tensor& q, const at::Tensor& x, double radius,
                                int64_t nsample) {
@@ -326,11 +318,12 @@ TEST(Neighbours, EmptyBatchAndZeroSizesGiveEmptyResults) {
 // radius whose square is still positive (subnormal) finds the centre.
 TEST(BallQuery, RadiusWhoseFloat32SquareIsNotPositiveAndFiniteIsRefused) {
   const at::Tensor x = at::rand({1, 10, 3});
-  expect_rejected([&] { k::ball_query(x, x, 1e-30, 4); },
-                  "ball_query: radius 1e-30 squared in float32 is 0; expected a positive, finite "
-                  "float32 square");
-  expect_rejected([&] { k::ball_query(x, x, 1e20, 4); },
-                  "ball_query: radius 1e+20 squared in float32 is inf");
+  expect_error<c10::Error>(
+      [&] { k::ball_query(x, x, 1e-30, 4); },
+      "ball_query: radius 1e-30 squared in float32 is 0; expected a positive, finite "
+      "float32 square");
+  expect_error<c10::Error>([&] { k::ball_query(x, x, 1e20, 4); },
+                           "ball_query: radius 1e+20 squared in float32 is inf");
   const auto tiny = k::ball_query(x, x, 1e-20, 4);
   EXPECT_TRUE(at::all(tiny.count >= 1).item<bool>());
   EXPECT_TRUE(at::equal(tiny.idx.select(2, 0), at::arange(10).view({1, 10})));
@@ -339,17 +332,18 @@ TEST(BallQuery, RadiusWhoseFloat32SquareIsNotPositiveAndFiniteIsRefused) {
 TEST(Neighbours, BadInputsNameTheArgument) {
   const at::Tensor x = at::rand({2, 10, 3});
   const at::Tensor q = at::rand({2, 4, 3});
-  expect_rejected([&] { k::ball_query(q, x, 0.0, 4); },
-                  "ball_query: radius must be a finite value > 0, got 0");
-  expect_rejected([&] { k::ball_query(q, x, -1.0, 4); },
-                  "radius must be a finite value > 0, got -1");
-  expect_rejected([&] { k::ball_query(q, x, 0.1, 0); }, "ball_query: nsample must be >= 1, got 0");
-  expect_rejected(
+  expect_error<c10::Error>([&] { k::ball_query(q, x, 0.0, 4); },
+                           "ball_query: radius must be a finite value > 0, got 0");
+  expect_error<c10::Error>([&] { k::ball_query(q, x, -1.0, 4); },
+                           "radius must be a finite value > 0, got -1");
+  expect_error<c10::Error>([&] { k::ball_query(q, x, 0.1, 0); },
+                           "ball_query: nsample must be >= 1, got 0");
+  expect_error<c10::Error>(
       [&] {
         k::ball_query(q.view({8, 3}), x, 0.1, 4);
       },
       "ball_query: new_xyz must have shape (B, N, 3), got shape [8, 3]");
-  expect_rejected(
+  expect_error<c10::Error>(
       [&] {
         k::ball_query(at::rand({3, 4, 3}), x, 0.1, 4);
       },
@@ -364,24 +358,24 @@ TEST(Neighbours, BadInputsNameTheArgument) {
         << e.what();
   }
   unsetenv("DTRAIN_CPU_NEAREST");
-  expect_rejected([&] { k::knn(q, x, 11); }, "knn: k must be in [1, N] = [1, 10]");
-  expect_rejected([&] { k::knn(q, x, 0); }, "got 0");
-  expect_rejected([&] { k::knn(q, x.to(at::kInt), 2); },
-                  "knn: xyz must be float32, float64, float16 or bfloat16, got Int");
-  expect_rejected([&] { k::three_nn(q, x.slice(1, 0, 2)); },
-                  "three_nn: known must hold at least 3 points, got shape [2, 2, 3]");
-  expect_rejected(
+  expect_error<c10::Error>([&] { k::knn(q, x, 11); }, "knn: k must be in [1, N] = [1, 10]");
+  expect_error<c10::Error>([&] { k::knn(q, x, 0); }, "got 0");
+  expect_error<c10::Error>([&] { k::knn(q, x.to(at::kInt), 2); },
+                           "knn: xyz must be float32, float64, float16 or bfloat16, got Int");
+  expect_error<c10::Error>([&] { k::three_nn(q, x.slice(1, 0, 2)); },
+                           "three_nn: known must hold at least 3 points, got shape [2, 2, 3]");
+  expect_error<c10::Error>(
       [&] {
         k::three_nn(q, at::rand({2, 10, 4}));
       },
       "three_nn: known must have shape (B, N, 3)");
   // Sparse tensors: named, not LibTorch's "unsupported memory format".
-  expect_rejected([&] { k::knn(q, x.to_sparse(), 2); },
-                  "knn: xyz must be a strided (dense) tensor, got Sparse");
-  expect_rejected([&] { k::ball_query(q.to_sparse(), x, 0.1, 4); },
-                  "ball_query: new_xyz must be a strided (dense) tensor, got Sparse");
-  expect_rejected([&] { k::three_nn(q, x.to_sparse()); },
-                  "three_nn: known must be a strided (dense) tensor, got Sparse");
+  expect_error<c10::Error>([&] { k::knn(q, x.to_sparse(), 2); },
+                           "knn: xyz must be a strided (dense) tensor, got Sparse");
+  expect_error<c10::Error>([&] { k::ball_query(q.to_sparse(), x, 0.1, 4); },
+                           "ball_query: new_xyz must be a strided (dense) tensor, got Sparse");
+  expect_error<c10::Error>([&] { k::three_nn(q, x.to_sparse()); },
+                           "three_nn: known must be a strided (dense) tensor, got Sparse");
 }
 
 }  // namespace
