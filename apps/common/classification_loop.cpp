@@ -12,7 +12,6 @@ namespace dtrain::apps {
 
 namespace F = torch::nn::functional;
 using amp::AutocastGuard;
-using amp::AutocastOptions;
 
 LabeledTensors LabeledTensors::first(int64_t limit) const {
   if (limit <= 0 || limit >= size()) {
@@ -21,18 +20,19 @@ LabeledTensors LabeledTensors::first(int64_t limit) const {
   return {inputs.narrow(0, 0, limit), labels.narrow(0, 0, limit)};
 }
 
-BatchLoss classification_loss(const Forward& forward, const LabeledTensors& train,
-                              const Augment& augment, c10::Device device) {
-  return [forward, &train, augment, device](const at::Tensor& index) {
-    at::Tensor inputs = train.inputs.index_select(0, index);
-    if (augment) {
-      // Augmentation stays in fp32: the loop runs this under autocast.
-      AutocastGuard fp32(AutocastOptions(at::kCPU).enabled(false));
-      inputs = augment(inputs);
-    }
-    const at::Tensor labels = train.labels.index_select(0, index).to(device);
-    return F::cross_entropy(forward(inputs.to(device)), labels);
-  };
+TrainBatches classification_batches(const Forward& forward, const LabeledTensors& train,
+                                    const Augment& augment) {
+  return {
+      .make =
+          [&train, augment](const at::Tensor& index, at::Generator& generator) {
+            at::Tensor inputs = train.inputs.index_select(0, index);
+            if (augment) {
+              inputs = augment(inputs, generator);
+            }
+            return Batch{inputs, train.labels.index_select(0, index)};
+          },
+      .loss =
+          [forward](const Batch& batch) { return F::cross_entropy(forward(batch[0]), batch[1]); }};
 }
 
 EpochStats train_epoch(const Forward& forward, torch::nn::Module& module,
@@ -40,7 +40,7 @@ EpochStats train_epoch(const Forward& forward, torch::nn::Module& module,
                        data::DistributedSampler& sampler, const LoopSettings& settings, int epoch,
                        const Job& job, const Augment& augment) {
   return train_epoch(module, optimizer, sampler, settings, epoch, job,
-                     classification_loss(forward, train, augment, settings.device));
+                     classification_batches(forward, train, augment));
 }
 
 EvalStats evaluate(const Forward& forward, torch::nn::Module& module, const LabeledTensors& test,

@@ -32,13 +32,14 @@ struct LabeledTensors {
 
 // The model's forward: the module itself, or DDP around it.
 using Forward = std::function<at::Tensor(const at::Tensor&)>;
-// Applied to each training batch's inputs (augmentation); may be empty.
-using Augment = std::function<at::Tensor(const at::Tensor&)>;
+// Applied to each training batch's inputs (augmentation), drawing from the
+// batch's generator; may be empty.
+using Augment = std::function<at::Tensor(const at::Tensor& inputs, at::Generator& generator)>;
 
-// The mean cross-entropy of the batch of `train` samples at an index:
-// inputs augmented on the CPU (when `augment` is set), then moved to `device`.
-BatchLoss classification_loss(const Forward& forward, const LabeledTensors& train,
-                              const Augment& augment, c10::Device device);
+// Batches of `train` samples, {inputs, labels}, inputs augmented on the CPU
+// when `augment` is set, and their mean cross-entropy.
+TrainBatches classification_batches(const Forward& forward, const LabeledTensors& train,
+                                    const Augment& augment);
 
 // Trains one epoch over this rank's share of `train` (the sampler, set to
 // `epoch` - 1), leaving out a last batch of a single sample (batch norm

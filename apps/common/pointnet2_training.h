@@ -34,10 +34,9 @@ struct PointNet2Task {
   int64_t train_size = 0;    // training samples, for the sampler
   int64_t eval_batch = 64;
   std::vector<std::string> extra_columns;  // EvalStats::extra's names in the report
-  // The loss of one epoch's batches: the model in the job (DDP when
-  // distributed), the loop's settings, the epoch (for augmentation seeds).
-  std::function<BatchLoss(JobModel<ModuleHolder>&, const LoopSettings&, const Job&, int epoch)>
-      batch_loss;
+  // How training batches are made and scored, given the model in the job
+  // (DDP when distributed).
+  std::function<TrainBatches(JobModel<ModuleHolder>&)> train_batches;
   std::function<EvalStats(JobModel<ModuleHolder>&, const LoopSettings&, const Job&)> evaluate;
 };
 
@@ -97,7 +96,7 @@ int run_pointnet2_training(const PointNet2RecipeOptions& options, const util::La
   for (int epoch = first_epoch; epoch <= options.epochs; ++epoch) {
     set_adam_lr(optimizer, lr_at(options, job.world, epoch));
     const EpochStats stats = train_epoch(*model, optimizer, sampler, settings, epoch, job,
-                                         task.batch_loss(job_model, settings, job, epoch));
+                                         task.train_batches(job_model));
     const CommStats comm = job_model.take_comm_stats();
     eval = task.evaluate(job_model, settings, job);
     // The row before the checkpoint: a crash between the two repeats the

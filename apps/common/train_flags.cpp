@@ -37,6 +37,11 @@ void add_common_train_flags(CLI::App& app, CommonTrainOptions& options,
   app.add_option("--threads", options.threads, "Intra-op threads (0: LibTorch's default)")
       ->check(dtrain::util::non_negative())
       ->capture_default_str();
+  app.add_option("--loader-workers", options.loader_workers,
+                 "Threads making training batches (selection, augmentation) ahead of the "
+                 "steps (0: each in its step)")
+      ->check(dtrain::util::non_negative())
+      ->capture_default_str();
   app.add_option("--seed", options.seed, "Seed of initialisation and shuffling")
       ->check(dtrain::util::unsigned_integer())
       ->capture_default_str();

@@ -18,6 +18,8 @@ struct CommonTrainOptions {
   // process's accuracy in the same number of epochs; "none": lr as given.
   std::string lr_scaling = "linear";
   int threads = 0;  // 0: LibTorch's default
+  // Threads making training batches ahead of the steps (0: in the step).
+  int loader_workers = 1;
   uint64_t seed = 0;
   int64_t train_limit = 0;  // 0: the whole split
   int64_t test_limit = 0;

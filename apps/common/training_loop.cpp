@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -9,11 +10,18 @@
 #include <fmt/format.h>
 
 #include "dtrain/amp/autocast.h"
+#include "dtrain/data/prefetch_loader.h"
 #include "dtrain/train/progress_bar.h"
 
 namespace dtrain::apps {
 
 namespace {
+
+void reset_peak_device_memory(c10::Device device) {
+  if (device.is_cuda()) {
+    at::accelerator::resetPeakStats(device.index());
+  }
+}
 
 double peak_device_mb(c10::Device device) {
   if (!device.is_cuda()) {
@@ -24,6 +32,15 @@ double peak_device_mb(c10::Device device) {
   return static_cast<double>(stats.allocated_bytes[aggregate].peak) / (1 << 20);
 }
 
+// splitmix64's finaliser: nearby inputs (epochs, ranks, batches) give
+// unrelated seeds.
+uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
 }  // namespace
 
 amp::AutocastOptions LoopSettings::autocast() const {
@@ -32,9 +49,13 @@ amp::AutocastOptions LoopSettings::autocast() const {
       .dtype(fp16 ? at::kHalf : at::kBFloat16);
 }
 
-at::Generator augment_generator(const CommonTrainOptions& options, const Job& job, int epoch) {
-  const uint64_t stream = (static_cast<uint64_t>(epoch) << 20) + static_cast<uint64_t>(job.rank);
-  return at::detail::createCPUGenerator(options.seed * 0x9E3779B97F4A7C15ULL + stream);
+at::Generator batch_generator(uint64_t seed, int epoch, int rank, int64_t batch) {
+  uint64_t state = mix(seed);
+  for (const uint64_t part :
+       {static_cast<uint64_t>(epoch), static_cast<uint64_t>(rank), static_cast<uint64_t>(batch)}) {
+    state = mix(state ^ part);
+  }
+  return at::detail::createCPUGenerator(state);
 }
 
 std::unique_ptr<amp::GradScaler> make_loss_scaler(const CommonTrainOptions& options) {
@@ -49,13 +70,16 @@ LoopSettings loop_settings(const CommonTrainOptions& options, const Job& job, in
           .eval_batch = eval_batch,
           .device = job.device,
           .fp16 = options.amp == "fp16",
-          .scaler = scaler};
+          .scaler = scaler,
+          .seed = options.seed,
+          .loader_workers = options.loader_workers};
 }
 
 EpochStats train_epoch(torch::nn::Module& module, torch::optim::Optimizer& optimizer,
                        data::DistributedSampler& sampler, const LoopSettings& settings, int epoch,
-                       const Job& job, const BatchLoss& batch_loss) {
+                       const Job& job, const TrainBatches& batches) {
   module.train();
+  reset_peak_device_memory(settings.device);
   const auto start = std::chrono::steady_clock::now();
   sampler.set_epoch(epoch - 1);
   const at::Tensor order = at::tensor(sampler.indices(), at::kLong);
@@ -65,18 +89,41 @@ EpochStats train_epoch(torch::nn::Module& module, torch::optim::Optimizer& optim
   const int64_t n = order.numel() > 1 && order.numel() % settings.batch_size == 1
                         ? order.numel() - 1
                         : order.numel();
-  const int64_t batches = (n + settings.batch_size - 1) / settings.batch_size;
-  train::ProgressBar bar(fmt::format("epoch {}/{}", epoch, settings.epochs), batches,
+  const int64_t num_batches = (n + settings.batch_size - 1) / settings.batch_size;
+  // Pinned host memory lets the copy to the GPU run without blocking.
+  const bool pin = settings.device.is_cuda();
+  data::PrefetchLoader<Batch> loader(
+      num_batches,
+      [&](int64_t b) {
+        const int64_t begin = b * settings.batch_size;
+        const at::Tensor index = order.narrow(0, begin, std::min(settings.batch_size, n - begin));
+        at::Generator generator = batch_generator(settings.seed, epoch, job.rank, b);
+        Batch batch = batches.make(index, generator);
+        if (pin) {
+          for (at::Tensor& tensor : batch) {
+            tensor = tensor.pin_memory();
+          }
+        }
+        return batch;
+      },
+      // Two batches ahead per worker, as DataLoader's prefetch_factor.
+      data::PrefetchOptions()
+          .workers(settings.loader_workers)
+          .depth(2 * std::max(settings.loader_workers, 1))
+          .device(settings.device));
+  train::ProgressBar bar(fmt::format("epoch {}/{}", epoch, settings.epochs), num_batches,
                          /*enabled=*/job.rank == 0);
   double loss_sum = 0;
-  for (int64_t b = 0; b < batches; ++b) {
-    const int64_t begin = b * settings.batch_size;
-    const at::Tensor index = order.narrow(0, begin, std::min(settings.batch_size, n - begin));
+  while (std::optional<Batch> batch = loader.next()) {
+    const int64_t samples = batch->front().size(0);
+    for (at::Tensor& tensor : *batch) {
+      tensor = tensor.to(settings.device, /*non_blocking=*/pin);
+    }
     optimizer.zero_grad();
     at::Tensor loss;
     {
       amp::AutocastGuard autocast(settings.autocast());
-      loss = batch_loss(index);
+      loss = batches.loss(*batch);
     }
     if (settings.scaler != nullptr) {
       // A step whose gradients overflowed is skipped and the scale backs off.
@@ -88,7 +135,7 @@ EpochStats train_epoch(torch::nn::Module& module, torch::optim::Optimizer& optim
       optimizer.step();
     }
     const double batch_loss_value = loss.item<double>();
-    loss_sum += batch_loss_value * static_cast<double>(index.size(0));
+    loss_sum += batch_loss_value * static_cast<double>(samples);
     bar.advance(1, fmt::format("loss {:.4f}", batch_loss_value));
   }
   bar.finish();
@@ -99,7 +146,7 @@ EpochStats train_epoch(torch::nn::Module& module, torch::optim::Optimizer& optim
   return {.mean_loss = totals[0] / totals[1],
           .samples = static_cast<int64_t>(totals[1]),
           .seconds = seconds,
-          .step_ms = batches > 0 ? 1000 * seconds / static_cast<double>(batches) : 0,
+          .step_ms = num_batches > 0 ? 1000 * seconds / static_cast<double>(num_batches) : 0,
           .rank_samples_per_s_min = *std::min_element(rates.begin(), rates.end()),
           .rank_samples_per_s_max = *std::max_element(rates.begin(), rates.end()),
           .peak_device_mb = peak_device_mb(settings.device)};

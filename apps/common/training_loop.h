@@ -1,8 +1,9 @@
 // One epoch of mini-batch training for any loss, shared by the training
 // apps: this rank's share of the samples from DistributedSampler, batches
-// of their indices, optional autocast around each loss, a progress
-// bar on rank 0, and the epoch's numbers summed over every rank. Batches
-// go to the job's device; fp16 steps go through a GradScaler.
+// of their indices made ahead on loader threads (data::PrefetchLoader),
+// optional autocast around each loss, a progress bar on rank 0, and the
+// epoch's numbers summed over every rank. Batches go to the job's device
+// (through pinned memory to a GPU); fp16 steps go through a GradScaler.
 #pragma once
 
 #include <cstdint>
@@ -32,15 +33,22 @@ struct LoopSettings {
   bool fp16 = false;              // forward passes under fp16 autocast (CUDA)
   // Scales the loss and steps the optimizer when set (fp16); not owned.
   amp::GradScaler* scaler = nullptr;
+  // --seed: with the epoch, the rank and the batch, it seeds each training
+  // batch's augmentation (batch_generator).
+  uint64_t seed = 0;
+  // Threads making training batches ahead of the steps (0: each batch
+  // is made in the step, on the training thread).
+  int loader_workers = 1;
 
   // Autocast for this device and precision (disabled in fp32).
   amp::AutocastOptions autocast() const;
 };
 
-// A generator for one epoch's augmentation on one rank, seeded by --seed,
-// the rank and the epoch: a resumed run augments its epochs as an unbroken
-// run would, and ranks draw differently.
-at::Generator augment_generator(const CommonTrainOptions& options, const Job& job, int epoch);
+// The generator of one training batch's augmentation, seeded by --seed,
+// the epoch, the rank and the batch's number in the epoch: a resumed run
+// augments its epochs as an unbroken run would, ranks draw differently,
+// and a batch is the same whichever loader thread makes it.
+at::Generator batch_generator(uint64_t seed, int epoch, int rank, int64_t batch);
 
 // The loss scaler of --amp fp16 (torch.amp's defaults); nullptr otherwise.
 std::unique_ptr<amp::GradScaler> make_loss_scaler(const CommonTrainOptions& options);
@@ -58,8 +66,9 @@ struct EpochStats {
   // means the fast ranks wait for the slow one at every all-reduce.
   double rank_samples_per_s_min = 0;
   double rank_samples_per_s_max = 0;
-  // This rank's peak of GPU memory allocated by LibTorch so far, in MiB
-  // (torch.cuda.max_memory_allocated); 0 on the CPU.
+  // This rank's peak of GPU memory allocated by LibTorch during the
+  // epoch's training, in MiB (torch.cuda.max_memory_allocated after
+  // reset_peak_memory_stats at its start); 0 on the CPU.
   double peak_device_mb = 0;
 };
 
@@ -72,18 +81,29 @@ struct EvalStats {
   std::vector<double> extra;
 };
 
-// The mean loss of one training batch, given the indices (int64) of its
-// samples; the loop runs it under settings.autocast() (work that must stay
-// fp32, such as augmentation, opens an AutocastGuard with enabled(false))
-// and takes its backward. It moves its batch to settings.device.
-using BatchLoss = std::function<at::Tensor(const at::Tensor& index)>;
+// One training batch's tensors (inputs first, one row per sample; then
+// labels, ...), first on the CPU as TrainBatches::make gives them, then on
+// the loop's device.
+using Batch = std::vector<at::Tensor>;
+
+// How an app's training batches are made and scored.
+struct TrainBatches {
+  // The samples at `index` (int64), selected and augmented on the CPU,
+  // drawing only from `generator` (the batch's own). Runs on a loader
+  // thread, concurrently with training steps and other batches' makes, and
+  // outside autocast, so augmentation is in fp32.
+  std::function<Batch(const at::Tensor& index, at::Generator& generator)> make;
+  // The mean loss of a batch already on the device; the loop runs it under
+  // settings.autocast() and takes its backward.
+  std::function<at::Tensor(const Batch& batch)> loss;
+};
 
 // Trains one epoch over this rank's share of the samples (the sampler, set
 // to `epoch` - 1), leaving out a last batch of a single sample (batch norm
 // cannot train on one). `module` is switched to training mode.
 EpochStats train_epoch(torch::nn::Module& module, torch::optim::Optimizer& optimizer,
                        data::DistributedSampler& sampler, const LoopSettings& settings, int epoch,
-                       const Job& job, const BatchLoss& batch_loss);
+                       const Job& job, const TrainBatches& batches);
 
 // Number of trainable values in `module`, for logs.
 int64_t parameter_count(const torch::nn::Module& module);

@@ -28,15 +28,14 @@ namespace {
 using namespace dtrain::apps;
 using dtrain::models::PointNet2PartSeg;
 
-// Scale, shift and jitter, and a new point order, from this epoch's own
-// generator (augment_generator); none without --augment.
-std::optional<SegmentationAugment> make_augment(const PartSegTrainOptions& options, const Job& job,
-                                                int epoch) {
+// Scale, shift and jitter, and a new point order, drawn from each batch's
+// own generator (batch_generator); none without --augment.
+std::optional<dtrain::data::PointCloudAugmentOptions> make_augment(
+    const PartSegTrainOptions& options) {
   if (!options.augment) {
     return std::nullopt;
   }
-  return SegmentationAugment{dtrain::data::PointCloudAugmentOptions(),
-                             augment_generator(options, job, epoch)};
+  return dtrain::data::PointCloudAugmentOptions();
 }
 
 int train(const PartSegTrainOptions& options) {
@@ -65,15 +64,13 @@ int train(const PartSegTrainOptions& options) {
       .train_size = data.train.size(),
       .eval_batch = 32,
       .extra_columns = segmentation_metric_names(),
-      .batch_loss =
-          [&](JobModel<PointNet2PartSeg>& job_model, const LoopSettings& settings, const Job& job,
-              int epoch) {
+      .train_batches =
+          [&](JobModel<PointNet2PartSeg>& job_model) {
             const SegmentationForward forward = [&job_model](const at::Tensor& points,
                                                              const at::Tensor& categories) {
               return job_model.train(points, categories);
             };
-            return segmentation_loss(forward, data.train, make_augment(options, job, epoch),
-                                     settings.device);
+            return segmentation_batches(forward, data.train, make_augment(options));
           },
       .evaluate =
           [&](JobModel<PointNet2PartSeg>& job_model, const LoopSettings& settings, const Job& job) {

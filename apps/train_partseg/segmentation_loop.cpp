@@ -13,30 +13,32 @@ namespace dtrain::apps {
 
 namespace F = torch::nn::functional;
 using amp::AutocastGuard;
-using amp::AutocastOptions;
 
-BatchLoss segmentation_loss(const SegmentationForward& forward, const datasets::LabeledParts& train,
-                            std::optional<SegmentationAugment> augment, c10::Device device) {
+TrainBatches segmentation_batches(const SegmentationForward& forward,
+                                  const datasets::LabeledParts& train,
+                                  std::optional<data::PointCloudAugmentOptions> augment) {
   if (augment) {
-    DTRAIN_CHECK(!augment->options.shuffle_points() && augment->options.dropout_max() == 0,
-                 "segmentation_loss: shuffle points here, where the labels follow, not in "
+    DTRAIN_CHECK(!augment->shuffle_points() && augment->dropout_max() == 0,
+                 "segmentation_batches: shuffle points here, where the labels follow, not in "
                  "augment_point_clouds; point dropout would leave the labels behind");
   }
-  return [forward, &train, augment, device](const at::Tensor& index) {
-    at::Tensor points = train.points.index_select(0, index);
-    at::Tensor parts = train.parts.index_select(0, index);
-    if (augment) {
-      // In fp32: the training loop runs this under autocast.
-      AutocastGuard fp32(AutocastOptions(at::kCPU).enabled(false));
-      const at::Tensor order =
-          at::rand(parts.sizes(), augment->generator).argsort(/*dim=*/int64_t{1});
-      points = points.gather(1, order.unsqueeze(2).expand_as(points));
-      parts = parts.gather(1, order);
-      points = data::augment_point_clouds(points, augment->options, augment->generator);
-    }
-    const at::Tensor categories = train.categories.index_select(0, index).to(device);
-    return F::cross_entropy(forward(points.to(device), categories), parts.to(device));
-  };
+  return {.make =
+              [&train, augment](const at::Tensor& index, at::Generator& generator) {
+                at::Tensor points = train.points.index_select(0, index);
+                at::Tensor parts = train.parts.index_select(0, index);
+                if (augment) {
+                  const at::Tensor order =
+                      at::rand(parts.sizes(), generator).argsort(/*dim=*/int64_t{1});
+                  points = points.gather(1, order.unsqueeze(2).expand_as(points));
+                  parts = parts.gather(1, order);
+                  points = data::augment_point_clouds(points, *augment, generator);
+                }
+                return Batch{points, parts, train.categories.index_select(0, index)};
+              },
+          .loss =
+              [forward](const Batch& batch) {
+                return F::cross_entropy(forward(batch[0], batch[2]), batch[1]);
+              }};
 }
 
 const std::vector<std::string>& segmentation_metric_names() {

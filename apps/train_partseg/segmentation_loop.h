@@ -23,17 +23,13 @@ namespace dtrain::apps {
 using SegmentationForward =
     std::function<at::Tensor(const at::Tensor& points, const at::Tensor& categories)>;
 
-// How training clouds are augmented: a new order of each cloud's points
-// (its labels follow), then augment_point_clouds' scale, shift and jitter.
-struct SegmentationAugment {
-  data::PointCloudAugmentOptions options;  // shuffle_points and dropout must be off
-  at::Generator generator;
-};
-
-// The mean per-point cross-entropy of the batch of `train` clouds at
-// `index`, augmented on the CPU, computed on `device`.
-BatchLoss segmentation_loss(const SegmentationForward& forward, const datasets::LabeledParts& train,
-                            std::optional<SegmentationAugment> augment, c10::Device device);
+// Batches of `train` clouds, {points, parts, categories}, and their mean
+// per-point cross-entropy. With `augment` (shuffle_points and dropout must
+// be off), each cloud's points get a new order (its labels follow), then
+// augment_point_clouds' scale, shift and jitter, on the CPU.
+TrainBatches segmentation_batches(const SegmentationForward& forward,
+                                  const datasets::LabeledParts& train,
+                                  std::optional<data::PointCloudAugmentOptions> augment);
 
 // The names of EvalStats::extra as segmentation_evaluate fills it.
 const std::vector<std::string>& segmentation_metric_names();

@@ -32,10 +32,9 @@ using dtrain::apps::LoopSettings;
 using dtrain::apps::PointNet2TrainOptions;
 using dtrain::models::PointNet2Cls;
 
-// Training-cloud augmentation drawing from its own generator
-// (augment_generator).
-dtrain::apps::Augment make_augment(const PointNet2TrainOptions& options, const Job& job,
-                                   int epoch) {
+// Training-cloud augmentation drawing from each batch's own generator
+// (batch_generator).
+dtrain::apps::Augment make_augment(const PointNet2TrainOptions& options) {
   if (!options.augment && !options.rotate && options.point_dropout == 0) {
     return {};
   }
@@ -46,8 +45,7 @@ dtrain::apps::Augment make_augment(const PointNet2TrainOptions& options, const J
   if (!options.augment) {
     augment.scale_min(1).scale_max(1).shift(0).jitter_sigma(0);
   }
-  return [augment, generator = dtrain::apps::augment_generator(options, job, epoch)](
-             const at::Tensor& points) {
+  return [augment](const at::Tensor& points, at::Generator& generator) {
     return dtrain::data::augment_point_clouds(points, augment, generator);
   };
 }
@@ -79,12 +77,10 @@ int train(const PointNet2TrainOptions& options) {
       .train_size = data.train.size(),
       .eval_batch = 64,
       .extra_columns = {},
-      .batch_loss =
-          [&](JobModel<PointNet2Cls>& job_model, const LoopSettings& settings, const Job& job,
-              int epoch) {
-            return dtrain::apps::classification_loss(job_model.train_forward(), data.train,
-                                                     make_augment(options, job, epoch),
-                                                     settings.device);
+      .train_batches =
+          [&](JobModel<PointNet2Cls>& job_model) {
+            return dtrain::apps::classification_batches(job_model.train_forward(), data.train,
+                                                        make_augment(options));
           },
       .evaluate =
           [&](JobModel<PointNet2Cls>& job_model, const LoopSettings& settings, const Job& job) {

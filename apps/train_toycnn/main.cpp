@@ -34,17 +34,17 @@ namespace {
 using namespace dtrain::apps;
 using dtrain::models::ToyCnn;
 
-// Training-image augmentation drawing from its own generator
-// (augment_generator): ranks draw differently, and a rerun with the same
+// Training-image augmentation drawing from each batch's own generator
+// (batch_generator): ranks draw differently, and a rerun with the same
 // seed draws the same. The padding is -1, black after normalisation, as
 // torchvision pads the raw image with 0 before ToTensor and Normalize (and
 // the colour of Fashion-MNIST's background and border).
-Augment make_augment(const TrainOptions& options, const Job& job, int epoch) {
+Augment make_augment(const TrainOptions& options) {
   if (!options.augment) {
     return {};
   }
   const auto augment = dtrain::data::ImageAugmentOptions().pad(4).fill(-1.0).flip_probability(0.5);
-  return [augment, generator = augment_generator(options, job, epoch)](const at::Tensor& images) {
+  return [augment](const at::Tensor& images, at::Generator& generator) {
     return dtrain::data::augment_images(images, augment, generator);
   };
 }
@@ -89,9 +89,8 @@ int train(const TrainOptions& options) {
   const auto job_start = std::chrono::steady_clock::now();
   EvalStats eval;
   for (int epoch = 1; epoch <= options.epochs; ++epoch) {
-    const EpochStats stats =
-        train_epoch(job_model.train_forward(), *model, optimizer, train, sampler, settings, epoch,
-                    job, make_augment(options, job, epoch));
+    const EpochStats stats = train_epoch(job_model.train_forward(), *model, optimizer, train,
+                                         sampler, settings, epoch, job, make_augment(options));
     const CommStats comm = job_model.take_comm_stats();
     eval = evaluate(job_model.eval_forward(), *model, test, settings, job);
     report.record(epoch, stats, eval, comm);

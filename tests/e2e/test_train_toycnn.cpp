@@ -232,15 +232,19 @@ TEST(TrainToyCnnCifar10, TwoProcessesUnderDtrunWithAugmentation) {
 }
 
 // --augment changes what the model sees, and the same seed draws the same
-// crops and flips again: the training losses repeat to the last digit.
+// crops and flips again: the training losses repeat to the last digit,
+// whether batches are made in the step or ahead by one or three loader
+// threads (each batch draws from its own generator).
 TEST(TrainToyCnnCifar10, AugmentationIsReproducible) {
   TempDir dir;
   write_tiny_cifar10(dir.path(), /*per_file=*/20, /*test=*/20);
-  auto train_losses = [&](const std::string& name, bool augment) {
+  auto train_losses = [&](const std::string& name, bool augment,
+                          const std::string& loader_workers = "1") {
     std::vector<std::string> args = cifar10_args(dir, dir.file(name), 2);
     if (augment) {
       args.push_back("--augment");
     }
+    args.insert(args.end(), {"--loader-workers", loader_workers});
     const auto result = run_app(args);
     EXPECT_EQ(result.exit_code, 0) << result.output;
     std::vector<std::string> losses;
@@ -252,6 +256,8 @@ TEST(TrainToyCnnCifar10, AugmentationIsReproducible) {
   const auto first = train_losses("first.csv", true);
   ASSERT_EQ(first.size(), 3u);
   EXPECT_EQ(train_losses("again.csv", true), first);
+  EXPECT_EQ(train_losses("in_step.csv", true, "0"), first);
+  EXPECT_EQ(train_losses("three_loaders.csv", true, "3"), first);
   const auto plain = train_losses("plain.csv", false);
   ASSERT_EQ(plain.size(), 3u);
   EXPECT_NE(plain[1], first[1]) << "--augment left the first epoch's batches as they were";
