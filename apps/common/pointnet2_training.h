@@ -61,9 +61,6 @@ int run_pointnet2_training(const PointNet2RecipeOptions& options, const util::La
                      /*append=*/epochs_done > 0, task.extra_columns);
   const Job job = start_job(env, options.backend, options.dist_timeout_s, device);
   check_same_resume_point(job, epochs_done);
-  // Dropout masks from a stream of each rank's own (the weights came from
-  // `seed` alone, and DDP starts every rank from rank 0's anyway).
-  torch::manual_seed(options.seed + 1 + static_cast<uint64_t>(job.rank));
   spdlog::info("{}; {} process(es) on {}, {} thread(s) each", task.data_summary, job.world,
                device.str(), at::get_num_threads());
   const int first_epoch = static_cast<int>(epochs_done) + 1;

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <initializer_list>
 #include <optional>
 #include <vector>
 
 #include <ATen/ATen.h>
 #include <ATen/DeviceAccelerator.h>
 #include <fmt/format.h>
+#include <torch/utils.h>
 
 #include "dtrain/amp/autocast.h"
 #include "dtrain/data/prefetch_loader.h"
@@ -41,6 +43,19 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// A seed for one stream of draws: --seed, what the stream is for, and the
+// numbers that set it apart (epoch, rank, batch), mixed in turn.
+uint64_t stream_seed(uint64_t seed, std::initializer_list<uint64_t> parts) {
+  uint64_t state = mix(seed);
+  for (const uint64_t part : parts) {
+    state = mix(state ^ part);
+  }
+  return state;
+}
+
+constexpr uint64_t kAugmentationStream = 1;
+constexpr uint64_t kDropoutStream = 2;
+
 }  // namespace
 
 amp::AutocastOptions LoopSettings::autocast() const {
@@ -50,12 +65,14 @@ amp::AutocastOptions LoopSettings::autocast() const {
 }
 
 at::Generator batch_generator(uint64_t seed, int epoch, int rank, int64_t batch) {
-  uint64_t state = mix(seed);
-  for (const uint64_t part :
-       {static_cast<uint64_t>(epoch), static_cast<uint64_t>(rank), static_cast<uint64_t>(batch)}) {
-    state = mix(state ^ part);
-  }
-  return at::detail::createCPUGenerator(state);
+  return at::detail::createCPUGenerator(
+      stream_seed(seed, {kAugmentationStream, static_cast<uint64_t>(epoch),
+                         static_cast<uint64_t>(rank), static_cast<uint64_t>(batch)}));
+}
+
+void seed_epoch_draws(uint64_t seed, int epoch, int rank) {
+  torch::manual_seed(stream_seed(
+      seed, {kDropoutStream, static_cast<uint64_t>(epoch), static_cast<uint64_t>(rank)}));
 }
 
 std::unique_ptr<amp::GradScaler> make_loss_scaler(const CommonTrainOptions& options) {
@@ -79,6 +96,7 @@ EpochStats train_epoch(torch::nn::Module& module, torch::optim::Optimizer& optim
                        data::DistributedSampler& sampler, const LoopSettings& settings, int epoch,
                        const Job& job, const TrainBatches& batches) {
   module.train();
+  seed_epoch_draws(settings.seed, epoch, job.rank);
   reset_peak_device_memory(settings.device);
   const auto start = std::chrono::steady_clock::now();
   sampler.set_epoch(epoch - 1);

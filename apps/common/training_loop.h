@@ -50,6 +50,12 @@ struct LoopSettings {
 // and a batch is the same whichever loader thread makes it.
 at::Generator batch_generator(uint64_t seed, int epoch, int rank, int64_t batch);
 
+// Seeds LibTorch's default generators (dropout's masks) from --seed, the
+// epoch and the rank; train_epoch calls it first, so a run resumed from a
+// checkpoint trains its epochs exactly as an unbroken run would, and ranks
+// draw differently.
+void seed_epoch_draws(uint64_t seed, int epoch, int rank);
+
 // The loss scaler of --amp fp16 (torch.amp's defaults); nullptr otherwise.
 std::unique_ptr<amp::GradScaler> make_loss_scaler(const CommonTrainOptions& options);
 

@@ -1,16 +1,25 @@
 // train_pointnet2 as a user runs it: bad input ends with one clear line; a
 // run generates the synthetic shapes where told, trains, and writes its
 // report; a resumed run continues the report from its checkpoint; two
-// processes under dtrun share the data.
+// processes under dtrun share the data; a worker killed mid-job costs only
+// the epoch it was in.
 #include <gtest/gtest.h>
 
-#include <filesystem>
+#include <signal.h>
 
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "background_process.h"
 #include "test_support.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using dtrain::testing::BackgroundProcess;
+using dtrain::testing::eventually;
 using dtrain::testing::ProcessResult;
 using dtrain::testing::read_csv;
 using dtrain::testing::run_process;
@@ -211,6 +220,73 @@ TEST(TrainPointNet2, MainJobLearnsTheShapes) {
   EXPECT_EQ(rows[5][1], "1000");
   EXPECT_LT(std::stod(rows[5][5]), std::stod(rows[1][5])) << "training loss did not fall";
   EXPECT_GE(std::stod(rows[5][7]), 0.7) << "final test accuracy";
+}
+
+// The processes `pid` started that still run (Linux's /proc children list).
+std::vector<pid_t> children_of(pid_t pid) {
+  std::ifstream list("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  std::vector<pid_t> children;
+  for (pid_t child = 0; list >> child;) {
+    children.push_back(child);
+  }
+  return children;
+}
+
+// Each epoch's last row of a report (a resumed run may repeat an epoch
+// whose row was written before the crash but whose checkpoint was not).
+std::map<std::string, std::vector<std::string>> last_row_per_epoch(const std::string& csv) {
+  std::map<std::string, std::vector<std::string>> rows;
+  const auto table = read_csv(csv);
+  for (size_t r = 1; r < table.size(); ++r) {
+    rows[table[r].at(0)] = table[r];
+  }
+  return rows;
+}
+
+// What dtrun's restarts and the apps' checkpoints give together: a worker
+// SIGKILLed after the first epoch's checkpoint costs the job only the epoch
+// it was in. dtrun restarts the group, every rank resumes from the
+// checkpoint, and the epochs after it train exactly as in an unbroken run
+// (the same batches, augmentation and dropout masks, each drawn from the
+// epoch's own seeds), so the last epoch's losses and accuracy equal the
+// unbroken run's to the last digit.
+TEST(TrainPointNet2, AWorkerKilledMidJobCostsOnlyItsEpoch) {
+  TempDir dir;
+  auto job = [&](const std::string& name, const std::string& max_restarts) {
+    std::vector<std::string> args{
+        DTRAIN_DTRUN_PATH,          "--standalone", "--nproc-per-node",   "2",
+        "--max-restarts",           max_restarts,   "--monitor-interval", "0.1",
+        DTRAIN_TRAIN_POINTNET2_PATH};
+    for (const auto& arg : small_synthetic_run(dir.file("shapes"), dir.file(name + ".csv"))) {
+      args.push_back(arg);
+    }
+    args.insert(args.end(), {"--epochs", "4", "--checkpoint", dir.file(name + ".pt"), "--resume"});
+    return args;
+  };
+  const auto unbroken = run_process(job("unbroken", "0"));
+  ASSERT_EQ(unbroken.exit_code, 0) << unbroken.output;
+
+  BackgroundProcess broken(job("broken", "1"), dir.file("broken.log"));
+  ASSERT_TRUE(eventually([&] { return fs::exists(dir.file("broken.pt")); }, 120s))
+      << broken.output();
+  const std::vector<pid_t> workers = children_of(broken.pid());
+  ASSERT_EQ(workers.size(), 2u) << broken.output();
+  ASSERT_EQ(::kill(workers.back(), SIGKILL), 0);
+  ASSERT_EQ(broken.wait(240s), 0) << broken.output();
+  const std::string output = broken.output();
+  EXPECT_NE(output.find("restart count 1"), std::string::npos) << "no restart: " << output;
+  EXPECT_NE(output.find("resumed from " + dir.file("broken.pt") + " after epoch"),
+            std::string::npos)
+      << output;
+
+  const auto expected = last_row_per_epoch(dir.file("unbroken.csv"));
+  const auto got = last_row_per_epoch(dir.file("broken.csv"));
+  ASSERT_EQ(expected.size(), 4u);
+  ASSERT_EQ(got.size(), 4u) << "an epoch is missing from the report: " << output;
+  // train_loss, test_loss, test_accuracy of the last epoch.
+  for (size_t column : {5u, 6u, 7u}) {
+    EXPECT_EQ(got.at("4").at(column), expected.at("4").at(column)) << "column " << column;
+  }
 }
 
 }  // namespace
