@@ -9,8 +9,8 @@
 # (the program, checked to be built), results (benchmarks/results or
 # $DTRAIN_RESULTS_DIR, created)
 # and scratch (a temporary directory removed on exit); defines port (a free
-# port below the ephemeral range), require_python, and the lockstep_* runner
-# of Note [Lockstep benchmarks] (benchmarks/support/lockstep.h).
+# port below the ephemeral range), require_python, quick_results, and the
+# lockstep_* runner of Note [Lockstep benchmarks] (benchmarks/support/lockstep.h).
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${DTRAIN_BUILD_DIR:-$root/build}"
 python="${DTRAIN_PYTHON:-${DTRAIN_HOME:-$HOME/.cache/dtrain}/venv/bin/python}"
@@ -21,6 +21,17 @@ results="${DTRAIN_RESULTS_DIR:-$root/benchmarks/results}"
 runner="$(basename "$0")"
 
 [[ -x "$bench" ]] || { echo "$runner: $bench is not built (ninja -C $build $1)" >&2; exit 1; }
+
+# quick_results: for a runner's --quick (a smoke run of its smallest
+# configuration, whose numbers mean little): results go to
+# $build/bench-quick unless DTRAIN_RESULTS_DIR says where, never over the
+# committed ones. The CTest label `bench` runs every --quick this way.
+quick_results() {
+  if [[ -z "${DTRAIN_RESULTS_DIR:-}" ]]; then
+    results="$build/bench-quick"
+    mkdir -p "$results"
+  fi
+}
 
 require_python() {
   [[ -x "$python" ]] || { echo "$runner: no python at $python (set DTRAIN_PYTHON)" >&2; exit 1; }

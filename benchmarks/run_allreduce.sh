@@ -8,9 +8,14 @@
 # importable by the venv's python).
 #
 #   bash benchmarks/run_allreduce.sh [--rounds 5] [flags for both harnesses, e.g. --repeats 5]
+#   bash benchmarks/run_allreduce.sh --quick [--rounds 2]
 #
 # DTRAIN_RESULTS_DIR=DIR writes the CSV and plot there instead of
 # benchmarks/results (for a trial run that must not replace the committed ones).
+# --quick (a smoke run, about 10 s: 4 KiB and 1 MiB, 2 repeats, 2 rounds so
+# that both orders run; no harness flags with it) writes into
+# $DTRAIN_BUILD_DIR/bench-quick unless DTRAIN_RESULTS_DIR says where (CTest's
+# bench.allreduce runs it).
 #
 # Environment: DTRAIN_BUILD_DIR (default build) holds bench_allreduce;
 # DTRAIN_PYTHON, else $DTRAIN_HOME/venv/bin/python (DTRAIN_HOME default
@@ -18,11 +23,23 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh" bench_allreduce
 
-rounds=5
-if [[ "${1:-}" == "--rounds" ]]; then
-  rounds="$2"
-  shift 2
+rounds=""
+quick=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --rounds) rounds="$2"; shift 2 ;;
+    --quick) quick=1; shift ;;
+    *) break ;;
+  esac
+done
+if [[ $quick == 1 ]]; then
+  # Both harnesses refuse a flag given twice, so --quick's are the only ones.
+  (($# == 0)) || { echo "$runner: --quick takes no harness flags (got '$*')" >&2; exit 2; }
+  quick_results
+  rounds="${rounds:-2}"
+  set -- --sizes 4096,1048576 --repeats 2 --warmup 1
 fi
+rounds="${rounds:-5}"
 
 require_python
 

@@ -4,10 +4,13 @@
 # in the same run, one process per configuration, merged into
 # benchmarks/results/amp_toycnn_cpu.csv.
 #
-#   bash benchmarks/run_amp.sh [extra flags for both, e.g. --steps 100 --threads 2]
+#   bash benchmarks/run_amp.sh [--quick] [extra flags for both, e.g. --steps 100 --threads 2]
 #
 # DTRAIN_RESULTS_DIR=DIR writes the CSV and plot there instead of
 # benchmarks/results (for a trial run that must not replace the committed ones).
+# --quick (a smoke run, about 10 s: batch 16 alone unless BATCH_SIZES says
+# otherwise) writes into $DTRAIN_BUILD_DIR/bench-quick unless
+# DTRAIN_RESULTS_DIR says where (CTest's bench.amp runs it).
 #
 # Environment: DTRAIN_BUILD_DIR (default build) holds bench_amp_toycnn;
 # DTRAIN_PYTHON, else $DTRAIN_HOME/venv/bin/python (DTRAIN_HOME default
@@ -15,12 +18,18 @@
 # (default "64 256 1024").
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh" bench_amp_toycnn
+batches="${BATCH_SIZES:-64 256 1024}"
+if [[ "${1:-}" == "--quick" ]]; then
+  shift
+  quick_results
+  batches="${BATCH_SIZES:-16}"
+fi
 out="$results/amp_toycnn_cpu.csv"
 
 require_python
 
 n=0
-for batch in ${BATCH_SIZES:-64 256 1024}; do
+for batch in $batches; do
   for precision in off bf16; do
     # Interleaved, so drifting machine load hits both implementations alike.
     n=$((n + 1))

@@ -13,9 +13,11 @@
 #
 #   bash benchmarks/run_ddp.sh [--rounds N] [--quick]
 #
-# About 9 minutes on 2 cores; --quick (about 2 minutes, a smoke run of two
-# small configurations) writes into $DTRAIN_BUILD_DIR/bench-quick unless
-# DTRAIN_RESULTS_DIR says where, never over the committed results. The raw
+# About 9 minutes on 2 cores; --quick (about 20 s, a smoke run: world size
+# 2 alone, the PointNet++-sized model at 2 clouds of 128 points per rank,
+# 2 rounds of 2 steps after 1 warm-up step) writes
+# into $DTRAIN_BUILD_DIR/bench-quick unless DTRAIN_RESULTS_DIR says where,
+# never over the committed results (CTest's bench.ddp runs it). The raw
 # blocks go to ddp_cpu_rounds.csv beside the report, which ddp_report.py
 # can make again from them.
 #
@@ -34,10 +36,7 @@ while [[ $# -gt 0 ]]; do
 done
 
 require_python
-if [[ $quick == 1 && -z "${DTRAIN_RESULTS_DIR:-}" ]]; then
-  results="$build/bench-quick"
-  mkdir -p "$results"
-fi
+if [[ $quick == 1 ]]; then quick_results; fi
 
 # run_world <world> <command...>: one process per rank, torchrun's variables.
 run_world() {
@@ -55,15 +54,30 @@ run_world() {
 
 # model, batch per rank, steps per block, rounds
 configs=("toycnn 8 40 30" "toycnn 32 30 30" "toycnn 128 10 30" "pointmlp 8 4 20")
-if [[ $quick == 1 ]]; then configs=("toycnn 32 10 3" "pointmlp 4 2 2"); fi
+worlds=(1 2)
+warmup=5
+points=512  # per cloud, pointmlp only
+if [[ $quick == 1 ]]; then
+  # Every Python participant spends ~4 s of CPU importing torch (its
+  # optimizer pulls in torch._dynamo), most of a smoke run's time: so one
+  # configuration, at the world size that communicates. pointmlp, because
+  # toycnn's model and peer also run in run_amp.sh.
+  configs=("pointmlp 2 2 2")
+  worlds=(2)
+  warmup=1
+  points=128
+fi
 
 for config in "${configs[@]}"; do
   read -r model batch steps config_rounds <<<"$config"
   config_rounds="${rounds:-$config_rounds}"
   turns="$scratch/$model-$batch"
   # name:world, in turn order
-  participants=(dtrain-local1:1 torch-local1:1 dtrain-ddp1:1 torch-ddp1:1
-    dtrain-local2:2 torch-local2:2 dtrain-ddp2:2 torch-ddp2:2)
+  participants=()
+  for world in "${worlds[@]}"; do
+    participants+=("dtrain-local$world:$world" "torch-local$world:$world"
+      "dtrain-ddp$world:$world" "torch-ddp$world:$world")
+  done
   lockstep_setup "$turns" "${participants[@]}"
   echo "== $model, batch $batch per rank: $config_rounds rounds of $steps steps"
   for participant in "${participants[@]}"; do
@@ -75,7 +89,7 @@ for config in "${configs[@]}"; do
     program=("$bench")
     [[ $impl == torch ]] && program=("$python" "$root/benchmarks/peers/ddp_torch.py")
     run_world "$world" "${program[@]}" --mode "$mode" --model "$model" --batch "$batch" \
-      --steps "$steps" --rounds "$config_rounds" --warmup 5 --threads 1 \
+      --steps "$steps" --rounds "$config_rounds" --warmup "$warmup" --points "$points" --threads 1 \
       --lockstep "$turns:$name" --csv "$scratch/raw-$model-$batch-$name.csv" &
     lockstep_started $!
   done

@@ -9,9 +9,13 @@
 # the GPU checks write (gpu_pointnet2_ops.csv, gpu_pointnet2_ops_vs_torch.csv).
 #
 #   bash benchmarks/run_pointnet2_ops.sh [--device cpu|cuda] [--repeats 3] [--sizes 1024,4096,16384]
+#                                        [--quick]
 #
 # DTRAIN_RESULTS_DIR=DIR writes the CSV and plot there instead of
 # benchmarks/results (for a trial run that must not replace the committed ones).
+# --quick (a smoke run, about 7 s: N=256 only, one repeat, unless --sizes or
+# --repeats say otherwise) writes into $DTRAIN_BUILD_DIR/bench-quick unless
+# DTRAIN_RESULTS_DIR says where (CTest's bench.pointnet2_ops runs it).
 #
 # Environment: DTRAIN_BUILD_DIR (default build) holds bench_pointnet2_ops and
 # kernels/libdtrain_kernels.so; DTRAIN_PYTHON, else $DTRAIN_HOME/venv/bin/python
@@ -21,13 +25,20 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh" bench_pointnet2_ops
 
 device=cpu
 args=()
+quick=0
 while (($#)); do
   case "$1" in
     --device) device="$2"; shift 2 ;;
     --repeats | --sizes) args+=("$1" "$2"); shift 2 ;;
-    *) echo "$runner: unknown argument '$1' (--device, --repeats, --sizes)" >&2; exit 2 ;;
+    --quick) quick=1; shift ;;
+    *) echo "$runner: unknown argument '$1' (--device, --repeats, --sizes, --quick)" >&2; exit 2 ;;
   esac
 done
+if [[ $quick == 1 ]]; then
+  quick_results
+  # First, so that the caller's --sizes or --repeats (later) win in both programs.
+  args=(--sizes 256 --repeats 1 ${args[@]+"${args[@]}"})
+fi
 case "$device" in
   cpu) own="$results/pointnet2_ops_cpu.csv" vs_torch="$results/pointnet2_ops_vs_torch_cpu.csv" ;;
   cuda) own="$results/gpu_pointnet2_ops.csv" vs_torch="$results/gpu_pointnet2_ops_vs_torch.csv" ;;

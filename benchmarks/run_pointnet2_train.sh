@@ -9,24 +9,30 @@
 # Output: benchmarks/results/pointnet2_train_cpu.csv (summary with speedups)
 # and pointnet2_train_cpu_rounds.csv (every round), + .png of the summary.
 #
-#   bash benchmarks/run_pointnet2_train.sh [--rounds 5] [--threads N]
+#   bash benchmarks/run_pointnet2_train.sh [--rounds 5] [--threads N] [--quick]
 #
 # DTRAIN_RESULTS_DIR=DIR writes the CSV and plot there instead of
 # benchmarks/results (for a trial run that must not replace the committed ones).
 #
 # Configurations: ssg-lite, batch 16 x 512 points (the README's main job) and
-# the paper's ssg, batch 8 x 1024 points. Environment as the other runners
+# the paper's ssg, batch 8 x 1024 points. --quick (a smoke run, about 7 s)
+# runs ssg-lite alone at batch 4 x 256 points, 2 steps after 1 warm-up step,
+# one round on one thread unless --rounds or --threads say otherwise, into
+# $DTRAIN_BUILD_DIR/bench-quick unless DTRAIN_RESULTS_DIR says where (CTest's
+# bench.pointnet2_train runs it). Environment as the other runners
 # (DTRAIN_BUILD_DIR, DTRAIN_PYTHON).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh" bench_pointnet2_train
 
-rounds=5
-threads="$(nproc)"
+rounds=""
+threads=""
+quick=0
 while (($#)); do
   case "$1" in
     --rounds) rounds="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
-    *) echo "$runner: unknown argument '$1' (--rounds, --threads)" >&2; exit 2 ;;
+    --quick) quick=1; shift ;;
+    *) echo "$runner: unknown argument '$1' (--rounds, --threads, --quick)" >&2; exit 2 ;;
   esac
 done
 library="$build/kernels/libdtrain_kernels.so"
@@ -34,7 +40,16 @@ library="$build/kernels/libdtrain_kernels.so"
 require_python
 
 raw="$scratch/rounds.csv"
+# preset, batch, points, warm-up steps, timed steps
 configs=("ssg-lite 16 512 3 10" "ssg 8 1024 1 5")
+if [[ $quick == 1 ]]; then
+  quick_results
+  configs=("ssg-lite 4 256 1 2")
+  # One thread: with a thread per core, a step took 1.8 s instead of 36 ms
+  # (50x) while a build shared the two cores, as ctest -j shares them.
+  rounds="${rounds:-1}" threads="${threads:-1}"
+fi
+rounds="${rounds:-5}" threads="${threads:-$(nproc)}"
 for ((round = 1; round <= rounds; round++)); do
   for config in "${configs[@]}"; do
     read -r preset batch points warmup steps <<<"$config"

@@ -175,7 +175,8 @@ def run_size(n, device, repeats, torch_fps_max_n, rows):
         torch_ms = median_ms(theirs, max(1, repeats - 1) if n >= 16384 else repeats, device)
         same = f"{agreement(ours(), (exact or theirs)()):.4f}"
         rows.append([name, device, B, n, "torch", f"{torch_ms:.4f}", "", same])
-        rows.append([name, device, B, n, "dtrain", f"{ours_ms:.4f}", f"{torch_ms / ours_ms:.2f}", same])
+        # Significant digits: a fixed 2 decimals wrote a 0.004x speedup as 0.00.
+        rows.append([name, device, B, n, "dtrain", f"{ours_ms:.4f}", f"{torch_ms / ours_ms:.3g}", same])
         print(f"{name:22s} N={n:6d} dtrain {ours_ms:10.3f} ms   torch {torch_ms:10.3f} ms"
               f"   speedup {torch_ms / ours_ms:7.2f}x   agreement {same}", flush=True)
 

@@ -71,7 +71,9 @@ def main():
         w.writeheader()
         for nbytes in common:
             for row in (ours[nbytes], theirs[nbytes]):
-                w.writerow({**row, ratio_column: f"{ratio[nbytes]:.3f}"})
+                # Significant digits, not 3 decimals: on a loaded machine raw
+                # MPI has taken 125x dtrain's time (0.008), close to a 0.000.
+                w.writerow({**row, ratio_column: f"{ratio[nbytes]:.4g}"})
     rounds = ours[common[0]]["rounds"]
     print(f"median of {rounds} round(s); ratio = dtrain time / {args.baseline} time")
     print(f"{'bytes':>10} {'dtrain_us':>11} {args.baseline + '_us':>11} {'ratio':>7}  "
