@@ -64,7 +64,7 @@ void add_dtrun_flags(CLI::App& app, DtrunFlags& f) {
                  "This node's rank (static rendezvous; 0..nnodes-1)")
       ->capture_default_str();
   app.add_option("--master-addr,--master_addr", f.master_addr,
-                 "Address of node rank 0 (static rendezvous)")
+                 "Address of node rank 0 (static rendezvous); IPv6 as ::1 or [::1]")
       ->capture_default_str();
   app.add_option("--master-port,--master_port", f.master_port,
                  "Port of node rank 0's rendezvous store (static rendezvous)")
@@ -75,7 +75,8 @@ void add_dtrun_flags(CLI::App& app, DtrunFlags& f) {
                  "--rdzv-endpoint; elastic)")
       ->capture_default_str();
   app.add_option("--rdzv-endpoint,--rdzv_endpoint", f.rdzv_endpoint,
-                 "HOST:PORT of the rendezvous store (c10d); the agent on HOST hosts it");
+                 "HOST:PORT (IPv6: [ADDR]:PORT) of the rendezvous store (c10d); the agent on "
+                 "HOST hosts it");
   app.add_option("--rdzv-id,--rdzv_id", f.rdzv_id, "Job id; agents with the same id form one job")
       ->capture_default_str();
   app.add_option("--rdzv-conf,--rdzv_conf", f.rdzv_conf,
@@ -140,7 +141,7 @@ launch::LaunchOptions to_launch_options(const CLI::App& app, const DtrunFlags& f
   options.nproc_per_node = launch::parse_nproc_per_node(f.nproc_per_node, options.devices);
   options.node_rank = f.node_rank;
   options.run_id = f.rdzv_id;
-  options.local_addr = f.local_addr;
+  options.local_addr = f.local_addr.empty() ? "" : launch::parse_host(f.local_addr, "--local-addr");
   options.max_restarts = f.max_restarts;
   options.monitor_interval = seconds(f.monitor_interval);
   options.stop_timeout = seconds(f.stop_timeout);
@@ -171,7 +172,8 @@ launch::LaunchOptions to_launch_options(const CLI::App& app, const DtrunFlags& f
     options.endpoint =
         given(app, "--rdzv-endpoint")
             ? launch::parse_endpoint(f.rdzv_endpoint, static_cast<std::uint16_t>(f.master_port))
-            : launch::Endpoint{f.master_addr, static_cast<std::uint16_t>(f.master_port)};
+            : launch::Endpoint{launch::parse_host(f.master_addr, "--master-addr"),
+                               static_cast<std::uint16_t>(f.master_port)};
   } else if (f.rdzv_backend == "c10d" || f.rdzv_backend == "store") {
     options.backend = RendezvousBackend::kStore;
     DTRAIN_CHECK(!f.rdzv_endpoint.empty(), "--rdzv-backend ", f.rdzv_backend,

@@ -2,7 +2,8 @@
 // interface name fails naming it, "lo" works, and across two network
 // namespaces joined by a veth pair -- where this host's name resolves to
 // 127.0.0.1, which would strand each rank in its own namespace -- Gloo binds
-// the veth address, chosen by interface or by the route to the master.
+// the veth address, chosen by interface or by the route to the master, in
+// the master's family (IPv4, or IPv6 where the veths have both).
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -26,8 +27,9 @@ namespace dist = dtrain::dist;
 using namespace std::chrono_literals;
 
 dist::InitOptions gloo_options(const std::string& host, std::uint16_t port, int rank, int world) {
+  const bool ipv6 = host.find(':') != std::string::npos;
   return {.backend = "gloo",
-          .init_method = "tcp://" + host + ":" + std::to_string(port),
+          .init_method = "tcp://" + (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port),
           .rank = rank,
           .world_size = world,
           .timeout = 20s};
@@ -86,7 +88,8 @@ TEST(SocketInterface, LoopbackWorks) {
 }
 
 // Two network namespaces joined by a veth pair: rank r lives in namespace r
-// with address 10.<n>.<m>.(r + 1) on interface <prefix><r>.
+// with address 10.<n>.<m>.(r + 1) on interface <prefix><r>, and with ipv6_
+// also fd77:<n>:<m>::(r + 1), which is then the address the ranks use.
 class TwoNamespaces : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -96,17 +99,22 @@ class TwoNamespaces : public ::testing::Test {
     const int id = static_cast<int>(::getpid() % 60000);
     prefix_ = "dtv" + std::to_string(id);
     subnet_ = "10." + std::to_string(200 + id / 10000 % 50) + "." + std::to_string(id % 250);
+    subnet_id_ = id;
     const std::string a = prefix_ + "0", b = prefix_ + "1";
     const std::string script =
         "set -e; ip netns add " + a + "; ip netns add " + b + "; ip link add " + a +
         " type veth peer name " + b + "; ip link set " + a + " netns " + a + "; ip link set " + b +
-        " netns " + b + "; ip -n " + a + " addr add " + address(0) + "/24 dev " + a + "; ip -n " +
-        b + " addr add " + address(1) + "/24 dev " + b + "; for n in " + a + " " + b +
-        "; do ip -n $n link set lo up; ip -n $n link set $n up; done";
+        " netns " + b + "; ip -n " + a + " addr add " + ipv4_address(0) + "/24 dev " + a +
+        "; ip -n " + b + " addr add " + ipv4_address(1) + "/24 dev " + b + "; for n in " + a + " " +
+        b + "; do ip -n $n link set lo up; ip -n $n link set $n up; done" +
+        (ipv6_
+             ? "; ip -n " + a + " addr add " + ipv6_address(0) + "/64 dev " + a + " nodad; ip -n " +
+                   b + " addr add " + ipv6_address(1) + "/64 dev " + b + " nodad"
+             : "");
     created_ = true;
     if (std::system(("(" + script + ") >/dev/null 2>&1").c_str()) != 0) {
-      GTEST_SKIP() << "cannot create network namespaces here (ip netns add / ip link add veth "
-                      "failed)";
+      GTEST_SKIP() << "cannot create network namespaces here (ip netns add, ip link add veth "
+                      "or ip addr add failed)";
     }
   }
   void TearDown() override {
@@ -117,7 +125,12 @@ class TwoNamespaces : public ::testing::Test {
     }
   }
 
-  std::string address(int rank) const { return subnet_ + "." + std::to_string(rank + 1); }
+  std::string ipv4_address(int rank) const { return subnet_ + "." + std::to_string(rank + 1); }
+  std::string ipv6_address(int rank) const {
+    return "fd77:" + std::to_string(subnet_id_ / 250) + ":" + std::to_string(subnet_id_ % 250) +
+           "::" + std::to_string(rank + 1);
+  }
+  std::string address(int rank) const { return ipv6_ ? ipv6_address(rank) : ipv4_address(rank); }
   std::string interface(int rank) const { return prefix_ + std::to_string(rank); }
 
   // Moves the calling (forked, single-threaded) rank into its namespace.
@@ -129,28 +142,42 @@ class TwoNamespaces : public ::testing::Test {
     ::close(fd);
   }
 
-  // Established TCP connections of this namespace between the two veth
-  // addresses, from /proc/net/tcp (addresses in network byte order, hex).
+  // Established TCP connections of this namespace between the two ranks'
+  // addresses, from /proc/net/tcp and tcp6 (each 32-bit word of an address
+  // as the kernel holds it, in hex). The store listens on IPv6 and IPv4 at
+  // once, so the side it accepted of an IPv4 connection is in tcp6, mapped
+  // (::ffff:a.b.c.d).
   int connections_between_the_ranks() const {
-    auto hex = [](const std::string& address) {
-      in_addr a{};
-      inet_pton(AF_INET, address.c_str(), &a);
-      char text[9];
-      std::snprintf(text, sizeof(text), "%08X", a.s_addr);
-      return std::string(text);
+    auto hex = [this](const std::string& address, bool mapped) {
+      char text[33] = {};
+      if (ipv6_) {
+        in6_addr a{};
+        inet_pton(AF_INET6, address.c_str(), &a);
+        for (int i = 0; i < 4; ++i) {
+          std::snprintf(text + 8 * i, 9, "%08X", a.s6_addr32[i]);
+        }
+      } else {
+        in_addr a{};
+        inet_pton(AF_INET, address.c_str(), &a);
+        std::snprintf(text, sizeof(text), "%08X", a.s_addr);
+      }
+      return (mapped ? "0000000000000000FFFF0000" : "") + std::string(text);
     };
-    const std::string mine = hex(address(0)), theirs = hex(address(1));
-    std::ifstream table("/proc/net/tcp");
-    std::string line;
-    std::getline(table, line);  // header
     int count = 0;
-    while (std::getline(table, line)) {
-      std::istringstream fields(line);
-      std::string slot, local, remote, state;
-      fields >> slot >> local >> remote >> state;
-      const bool between = (local.starts_with(mine) && remote.starts_with(theirs)) ||
-                           (local.starts_with(theirs) && remote.starts_with(mine));
-      count += between && state == "01" ? 1 : 0;  // 01: ESTABLISHED
+    for (const bool v6_table : {false, true}) {
+      const bool mapped = v6_table && !ipv6_;
+      const std::string mine = hex(address(0), mapped), theirs = hex(address(1), mapped);
+      std::ifstream table(v6_table ? "/proc/net/tcp6" : "/proc/net/tcp");
+      std::string line;
+      std::getline(table, line);  // header
+      while (std::getline(table, line)) {
+        std::istringstream fields(line);
+        std::string slot, local, remote, state;
+        fields >> slot >> local >> remote >> state;
+        const bool between = (local.starts_with(mine + ":") && remote.starts_with(theirs + ":")) ||
+                             (local.starts_with(theirs + ":") && remote.starts_with(mine + ":"));
+        count += between && state == "01" ? 1 : 0;  // 01: ESTABLISHED
+      }
     }
     return count;
   }
@@ -178,7 +205,20 @@ class TwoNamespaces : public ::testing::Test {
 
   std::string prefix_;
   std::string subnet_;
+  int subnet_id_ = 0;
+  bool ipv6_ = false;
   bool created_ = false;
+};
+
+// The same with an IPv6 master: both veths have an IPv4 and an IPv6
+// address, and Gloo must bind the IPv6 one -- by the route to the master
+// or, for a named interface, by the master's family.
+class TwoNamespacesIpv6 : public TwoNamespaces {
+ protected:
+  void SetUp() override {
+    ipv6_ = true;
+    TwoNamespaces::SetUp();
+  }
 };
 
 TEST_F(TwoNamespaces, GlooBindsTheNamedInterface) {
@@ -186,6 +226,14 @@ TEST_F(TwoNamespaces, GlooBindsTheNamedInterface) {
 }
 
 TEST_F(TwoNamespaces, GlooBindsTheAddressOnTheRouteToTheMaster) {
+  run(/*with_interface=*/false);
+}
+
+TEST_F(TwoNamespacesIpv6, GlooBindsTheNamedInterfacesIpv6Address) {
+  run(/*with_interface=*/true);
+}
+
+TEST_F(TwoNamespacesIpv6, GlooBindsTheIpv6AddressOnTheRouteToTheMaster) {
   run(/*with_interface=*/false);
 }
 

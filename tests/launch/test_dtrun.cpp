@@ -372,6 +372,14 @@ TEST_F(Dtrun, BadOrContradictoryFlagsFailBeforeAnythingStarts) {
        "names local rank 3"},
       {{"--rdzv-conf", "join_timeout=soon"}, "join_timeout=soon"},
       {{"--rdzv-conf", "colour=blue"}, "unknown key 'colour'"},
+      // Note [IPv6 address syntax]: what cannot be read one way only.
+      {{"--master-addr", "::1:29500"}, "--master-addr '::1:29500': a ':' but no IPv6 address"},
+      {{"--master-addr", "[::1"}, "--master-addr '[::1': '[' is not closed by ']'"},
+      {{"--rdzv-backend", "c10d", "--rdzv-endpoint", "::1:29400"},
+       "endpoint '::1:29400': more than one ':' (an IPv6 address goes in brackets: "
+       "[::1]:29500); expected HOST:PORT, or [IPV6]:PORT"},
+      {{"--rdzv-backend", "c10d", "--rdzv-endpoint", "[::1]29400"}, "where ':' and a port belong"},
+      {{"--local-addr", "fd00::1:x"}, "--local-addr 'fd00::1:x'"},
   };
   for (const FlagCase& c : cases) {
     std::vector<std::string> flags = c.flags;

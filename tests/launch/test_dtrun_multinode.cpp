@@ -1,6 +1,7 @@
 // dtrun across two nodes: two network namespaces joined by a veth pair
 // (10.77.0.1 and 10.77.0.2), one agent in each, meeting through the first
-// one's address, with workers that all-reduce over Gloo across both. Then
+// one's address, with workers that all-reduce over Gloo across both; the
+// same over IPv6 (fd77:1::1 and fd77:1::2). Then
 // elasticity (--nnodes 1:2): one node's agent is killed mid-run and the
 // other re-forms the group alone; a node started late is admitted at the
 // next round.
@@ -176,6 +177,34 @@ TEST_F(TwoNodes, WorkersOnBothNodesAllReduceTogether) {
   for (const auto& line : started()) {
     const bool on_a = line.find("started rank 0 ") == 0 || line.find("started rank 1 ") == 0;
     EXPECT_NE(line.find(on_a ? "master 127.0.0.1" : "master 10.77.0.1"), std::string::npos) << line;
+  }
+}
+
+// The same over IPv6: each veth gets an IPv6 address beside its IPv4 one,
+// the endpoint is the first node's in brackets, and both nodes' workers get
+// it, bare, as MASTER_ADDR (the route to it, not the IPv4 address, decides).
+TEST_F(TwoNodes, WorkersMeetOverIpv6) {
+  std::string log;
+  for (const auto& [node, address] : {std::pair{a_, "fd77:1::1"}, std::pair{b_, "fd77:1::2"}}) {
+    if (sh(ip_ + " -n " + node.netns + " addr add " + address + "/64 dev " + node.veth + " nodad",
+           &log) != 0) {
+      GTEST_SKIP() << "cannot give the veths IPv6 addresses here:\n" << log;
+    }
+  }
+  const std::vector<std::string> flags{"--nnodes", "2", "--nproc-per-node", "1"};
+  auto node_a = agent(a_, flags, 3, "a", "[fd77:1::1]");
+  ASSERT_TRUE(eventually(
+      [&] { return node_a->output().find("hosted by this agent") != std::string::npos; }, 20s))
+      << node_a->output();
+  EXPECT_NE(node_a->output().find("rendezvous store at [fd77:1::1]:29477"), std::string::npos)
+      << node_a->output();
+  auto node_b = agent(b_, flags, 3, "b", "[fd77:1::1]");
+  EXPECT_EQ(node_a->wait(60s), 0) << node_a->output();
+  EXPECT_EQ(node_b->wait(60s), 0) << node_b->output();
+  EXPECT_EQ(result(), "world=2 restart=0 sum=3 ok\n") << node_a->output() << node_b->output();
+  ASSERT_EQ(started().size(), 2u) << read_text(dir_.file("started"));
+  for (const auto& line : started()) {
+    EXPECT_TRUE(line.ends_with(" master fd77:1::1")) << line;
   }
 }
 

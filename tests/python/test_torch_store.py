@@ -1,6 +1,7 @@
-"""dtrain::dist::TorchTcpStore against PyTorch's own TCPStore server, then a
-dtrain program launched by torchrun itself, whose workers meet in the
-store torchrun's agent hosts (TORCHELASTIC_USE_AGENT_STORE=True).
+"""dtrain::dist::TorchTcpStore against PyTorch's own TCPStore server, on
+127.0.0.1 and on ::1 (IPv6; left out, saying so, where this machine has no
+::1), then a dtrain program launched by torchrun itself, whose workers meet
+in the store torchrun's agent hosts (TORCHELASTIC_USE_AGENT_STORE=True).
 
 Usage: python test_torch_store.py path/to/torch_store_probe path/to/collectives
 
@@ -8,6 +9,7 @@ Exits 1 on any difference, 77 (skipped) without torch.distributed.
 """
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -25,23 +27,40 @@ def check(failures, name, got, expected):
         failures.append(f"{name}: got {got!r}, expected {expected!r}")
 
 
-def probe_against_server(probe, failures):
-    server = dist.TCPStore("127.0.0.1", 0, None, True, timedelta(seconds=30),
+def ipv6_loopback_missing():
+    """Why ::1 cannot be used here; empty when a TCP socket can bind it."""
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
+            s.bind(("::1", 0))
+    except OSError as error:
+        return f"no ::1 here: {error}"
+    return ""
+
+
+def probe_against_server(probe, host):
+    """The probe's calls on a server at host; returns what differed."""
+    failures = []
+    server = dist.TCPStore(host, 0, None, True, timedelta(seconds=30),
                            wait_for_workers=False)
     server.set("from_python", "written by Python")
     server.set("swap", "old")
     server.set("doomed", "x")
     keys_before = server.num_keys()
-    p = subprocess.Popen([probe, "127.0.0.1", str(server.port)], stdout=subprocess.PIPE,
+    p = subprocess.Popen([probe, host, str(server.port)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    server.wait(["probe_waiting"], timedelta(seconds=30))
+    try:
+        server.wait(["probe_waiting"], timedelta(seconds=30))
+    except dist.DistStoreError as error:  # the probe failed before it got there
+        p.kill()
+        _, err = p.communicate()
+        return [f"the probe never set probe_waiting ({error}); its stderr: {err.strip()}"]
     time.sleep(0.3)  # the probe is now waiting for "late"
     server.set("late", "set while C++ waited")
     out, err = p.communicate(timeout=60)
     check(failures, "probe exit", p.returncode, 0)
     if p.returncode != 0:
         failures.append(f"probe stderr: {err.strip()}")
-        return
+        return failures
     lines = dict(line.split(" ", 1) for line in out.splitlines())
     check(failures, "get", lines.get("get"), "written by Python")
     check(failures, "add", lines.get("add"), "5")
@@ -63,6 +82,7 @@ def probe_against_server(probe, failures):
     check(failures, "python get from_cpp", server.get("from_cpp"), b"written by C++")
     check(failures, "python add", server.add("counter", 1), 6)
     check(failures, "python get swap", server.get("swap"), b"new")
+    return failures
 
 
 def torchrun_launches_a_dtrain_program(collectives, failures):
@@ -81,7 +101,14 @@ def torchrun_launches_a_dtrain_program(collectives, failures):
 def main():
     probe, collectives = sys.argv[1], sys.argv[2]
     failures = []
-    probe_against_server(probe, failures)
+    hosts = ["127.0.0.1"]
+    why = ipv6_loopback_missing()
+    if why:
+        print(f"IPv6 part left out: {why}")
+    else:
+        hosts.append("::1")
+    for host in hosts:
+        failures += [f"[{host}] {f}" for f in probe_against_server(probe, host)]
     torchrun_launches_a_dtrain_program(collectives, failures)
     for failure in failures:
         print("FAIL", failure)

@@ -68,6 +68,29 @@ TEST(LaunchOptions, EndpointsTakeAHostAndAPort) {
   EXPECT_NE(error_of([] { parse_endpoint("h:99999", 1); }).find("'99999'"), std::string::npos);
   EXPECT_NE(error_of([] { parse_endpoint(":80", 1); }).find("the host is empty"),
             std::string::npos);
+  // IPv6 (Note [IPv6 address syntax]): in brackets with a port, as torchrun takes it.
+  EXPECT_EQ(parse_endpoint("[fd00::2]:29400", 1).host, "fd00::2");
+  EXPECT_EQ(parse_endpoint("[fd00::2]:29400", 1).port, 29400);
+  EXPECT_EQ(parse_endpoint("[::1]", 29400).port, 29400);
+  EXPECT_EQ(error_of([] { parse_endpoint("::1:29400", 1); }),
+            "endpoint '::1:29400': more than one ':' (an IPv6 address goes in brackets: "
+            "[::1]:29500); expected HOST:PORT, or [IPV6]:PORT as in [::1]:29400");
+  EXPECT_NE(error_of([] { parse_endpoint("[::1:29400", 1); }).find("'[' is not closed"),
+            std::string::npos);
+}
+
+TEST(LaunchOptions, AHostAloneMayBeBareOrBracketedIpv6) {
+  EXPECT_EQ(parse_host("::1", "--master-addr"), "::1");
+  EXPECT_EQ(parse_host("[::1]", "--master-addr"), "::1");
+  EXPECT_EQ(parse_host("10.0.0.1", "--master-addr"), "10.0.0.1");
+  EXPECT_EQ(parse_host("node7", "--master-addr"), "node7");
+  EXPECT_NE(error_of([] {
+              parse_host("::1:29500", "--master-addr");
+            }).find("--master-addr '::1:29500': a ':' but no IPv6 address"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of([] { parse_host("", "--local-addr"); }).find("--local-addr '': the host is empty"),
+      std::string::npos);
 }
 
 TEST(LaunchOptions, StreamsAreOneValueOrPerLocalRank) {

@@ -24,6 +24,7 @@
 #include "dtrain/util/launch_env.h"
 #include "dtrain/util/logging.h"
 #include "dtrain/util/memory.h"
+#include "host_port.h"
 #include "interfaces.h"
 #include "mpi_backend.h"
 #include "socket.h"
@@ -45,19 +46,6 @@ struct DefaultState {
 DefaultState& state() {
   static DefaultState s;
   return s;
-}
-
-std::uint16_t parse_port(const std::string& text, const std::string& where) {
-  int port = -1;
-  try {
-    std::size_t used = 0;
-    port = std::stoi(text, &used);
-    DTRAIN_CHECK(used == text.size(), "");
-  } catch (...) {
-    port = -1;
-  }
-  DTRAIN_CHECK(port > 0 && port < 65536, where, ": port '", text, "' is not a number in 1..65535");
-  return static_cast<std::uint16_t>(port);
 }
 
 bool has_env(const char* name) {
@@ -179,9 +167,15 @@ ProcessGroupPtr make_group(const GroupSettings& settings, std::shared_ptr<Store>
     if (!settings.socket_ifname.empty()) {
       options.iface = settings.socket_ifname;
     }
-    // Note [Which address Gloo binds], rule 3: the address the store connection uses.
-    if (options.iface.empty() && options.hostname.empty() && !settings.master_host.empty()) {
-      options.hostname = net::address_towards(settings.master_host).value_or("");
+    // Note [Which address Gloo binds], rules 1 and 3: the address the store
+    // connection uses, or the interface's address in its family.
+    if (options.hostname.empty() && !settings.master_host.empty()) {
+      const auto towards = net::address_towards(settings.master_host);
+      if (options.iface.empty()) {
+        options.hostname = towards.value_or("");
+      } else {
+        options.prefer_ipv6 = towards && towards->find(':') != std::string::npos;
+      }
     }
     return std::make_shared<ProcessGroupGloo>(std::move(store), rank, size, options, name);
   }
@@ -234,21 +228,25 @@ Rendezvous resolve_rendezvous(const InitOptions& options) {
                " is outside the world of size ", rdzv.world_size);
 
   const std::string& method = options.init_method;
+  // Note [IPv6 address syntax] (host_port.h): MASTER_ADDR as torchrun
+  // gives it (::1 bare), tcp:// as a URL ([::1] in brackets).
+  auto master_addr = [] {
+    const std::string text = std::getenv("MASTER_ADDR");
+    return net::parse_host(text, "MASTER_ADDR '" + text + "'");
+  };
   if (method == "env://" && launch.source == "openmpi" && !has_env("MASTER_PORT")) {
     rdzv.kind = Rendezvous::Kind::kMpi;  // Note [The store's address through MPI]
-    rdzv.host = has_env("MASTER_ADDR") ? std::getenv("MASTER_ADDR") : "";
+    rdzv.host = has_env("MASTER_ADDR") ? master_addr() : "";
   } else if (method == "env://") {
-    rdzv.host = required_env("MASTER_ADDR", "init_method env://");
-    rdzv.port = parse_port(required_env("MASTER_PORT", "init_method env://"), "MASTER_PORT");
+    required_env("MASTER_ADDR", "init_method env://");
+    rdzv.host = master_addr();
+    rdzv.port = net::parse_port(required_env("MASTER_PORT", "init_method env://"), "MASTER_PORT");
   } else if (method.rfind("tcp://", 0) == 0) {
-    const std::string address = method.substr(6);
-    DTRAIN_CHECK(address.empty() || address[0] != '[', "init_method '", method,
-                 "': IPv6 addresses are not supported; use an IPv4 address or a host name");
-    const auto colon = address.rfind(':');
-    DTRAIN_CHECK(colon != std::string::npos && colon > 0, "init_method '", method,
-                 "' must look like tcp://host:port");
-    rdzv.host = address.substr(0, colon);
-    rdzv.port = parse_port(address.substr(colon + 1), "init_method '" + method + "'");
+    const net::HostPort address =
+        net::parse_host_port(method.substr(6), std::nullopt, "init_method '" + method + "'",
+                             "tcp://host:port, or tcp://[v6addr]:port for IPv6");
+    rdzv.host = address.host;
+    rdzv.port = address.port;
   } else if (method.rfind("file://", 0) == 0) {
     rdzv.kind = Rendezvous::Kind::kFile;
     rdzv.path = method.substr(7);

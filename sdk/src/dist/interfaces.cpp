@@ -17,24 +17,39 @@ namespace dtrain::dist::net {
 
 namespace {
 
+// The address as text; an IPv6 link-local one with its zone ("fe80::1%eth0"),
+// without which it cannot be bound.
 std::string address_text(const sockaddr* address) {
   char text[INET6_ADDRSTRLEN] = {};
   if (address->sa_family == AF_INET) {
     inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(address)->sin_addr, text,
               sizeof(text));
   } else if (address->sa_family == AF_INET6) {
-    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr, text,
-              sizeof(text));
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(address);
+    inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof(text));
+    char zone[IF_NAMESIZE] = {};
+    if (IN6_IS_ADDR_LINKLOCAL(&v6->sin6_addr) && v6->sin6_scope_id != 0 &&
+        if_indextoname(v6->sin6_scope_id, zone) != nullptr) {
+      return std::string(text) + "%" + zone;
+    }
   }
   return text;
+}
+
+bool is_link_local(const sockaddr* address) {
+  return address->sa_family == AF_INET6 &&
+         IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr);
 }
 
 struct Addresses {
   std::string ipv4;
   std::string ipv6;
+  bool ipv6_link_local = false;
 };
 
-// Every interface that has an address, with its first IPv4 and IPv6 ones.
+// Every interface that has an address, with its first IPv4 and IPv6 ones
+// (a global IPv6 address before a link-local one: peers off the link can
+// reach it, and it needs no zone).
 std::map<std::string, Addresses> interfaces_with_addresses() {
   ifaddrs* list = nullptr;
   DTRAIN_CHECK(getifaddrs(&list) == 0, "cannot list the network interfaces (getifaddrs)");
@@ -47,8 +62,10 @@ std::map<std::string, Addresses> interfaces_with_addresses() {
     Addresses& entry = found[i->ifa_name];
     if (i->ifa_addr->sa_family == AF_INET && entry.ipv4.empty()) {
       entry.ipv4 = address_text(i->ifa_addr);
-    } else if (i->ifa_addr->sa_family == AF_INET6 && entry.ipv6.empty()) {
+    } else if (i->ifa_addr->sa_family == AF_INET6 &&
+               (entry.ipv6.empty() || (entry.ipv6_link_local && !is_link_local(i->ifa_addr)))) {
       entry.ipv6 = address_text(i->ifa_addr);
+      entry.ipv6_link_local = is_link_local(i->ifa_addr);
     }
   }
   std::erase_if(
@@ -58,10 +75,14 @@ std::map<std::string, Addresses> interfaces_with_addresses() {
 
 }  // namespace
 
-std::string interface_address(const std::string& name) {
+std::string interface_address(const std::string& name, bool prefer_ipv6) {
   const auto interfaces = interfaces_with_addresses();
   if (const auto it = interfaces.find(name); it != interfaces.end()) {
-    return it->second.ipv4.empty() ? it->second.ipv6 : it->second.ipv4;
+    const Addresses& a = it->second;
+    if (prefer_ipv6) {
+      return a.ipv6.empty() ? a.ipv4 : a.ipv6;
+    }
+    return a.ipv4.empty() ? a.ipv6 : a.ipv4;
   }
   std::string known;
   for (const auto& [other, addresses] : interfaces) {

@@ -36,6 +36,7 @@
 #include "dtrain/dist/tcp_store.h"
 #include "dtrain/dist/types.h"
 #include "dtrain/util/errors.h"
+#include "host_port.h"
 #include "interfaces.h"
 #include "mpi_backend.h"
 #include "socket.h"
@@ -119,7 +120,7 @@ std::shared_ptr<TcpStore> tcp_store_through_mpi(Rendezvous& rdzv,
   if (rdzv.rank == 0) {
     std::string dial;
     if (addr_given) {
-      dial = master_addr;
+      dial = rdzv.host;  // MASTER_ADDR as resolve_rendezvous read it (brackets gone)
     } else if (all_on_root_host) {
       dial = "127.0.0.1";
     } else if (const auto towards = net::address_towards(root_host.data());
@@ -159,7 +160,8 @@ std::shared_ptr<TcpStore> tcp_store_through_mpi(Rendezvous& rdzv,
   // the backends bind the local address on the route towards it.
   rdzv.host = announcement.text.data();
   rdzv.kind = Rendezvous::Kind::kTcp;
-  spdlog::debug("init_process_group: the store at {}:{}, shared through MPI", rdzv.host, rdzv.port);
+  spdlog::debug("init_process_group: the store at {}, shared through MPI",
+                net::host_port(rdzv.host, rdzv.port));
   if (store) {
     return store;
   }
@@ -168,8 +170,8 @@ std::shared_ptr<TcpStore> tcp_store_through_mpi(Rendezvous& rdzv,
         TcpStoreOptions().host(rdzv.host).port(rdzv.port).is_server(false).timeout(timeout));
   } catch (const StoreTimeoutError& e) {
     throw CollectiveTimeoutError("init_process_group: rank " + std::to_string(rdzv.rank) +
-                                 " could not reach the store at " + rdzv.host + ":" +
-                                 std::to_string(rdzv.port) + " (from MPI): " + e.what());
+                                 " could not reach the store at " +
+                                 net::host_port(rdzv.host, rdzv.port) + " (from MPI): " + e.what());
   }
 }
 

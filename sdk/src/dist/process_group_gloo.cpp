@@ -114,7 +114,7 @@ ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int s
   // wrong name fails with a message naming it before anyone waits.
   if (!options.iface.empty()) {
     try {
-      connect.hostname = net::interface_address(options.iface);
+      connect.hostname = net::interface_address(options.iface, options.prefer_ipv6);
     } catch (const Error& e) {
       throw Error(describe("connecting") + ": GLOO_SOCKET_IFNAME / socket_ifname: " + e.what());
     }

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "dtrain/dist/tcp_store.h"
+#include "host_port.h"
 #include "socket.h"
 #include "store_protocol.h"
 
@@ -74,7 +75,7 @@ TcpStore::TcpStore(const TcpStoreOptions& options)
     port_ = server_->port();
   }
   connection_ = std::make_unique<Connection>();
-  connection_->address = host_ + ":" + std::to_string(port_);
+  connection_->address = net::host_port(host_, port_);
   connection_->socket = net::connect_tcp(host_, port_, net::Clock::now() + options.timeout_);
   spdlog::debug("store: connected to {}{}", connection_->address, server_ ? " (own server)" : "");
 }

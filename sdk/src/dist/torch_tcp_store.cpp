@@ -25,6 +25,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include "host_port.h"
 #include "socket.h"
 
 namespace dtrain::dist {
@@ -164,7 +165,7 @@ TorchTcpStore::TorchTcpStore(const std::string& host, std::uint16_t port,
   DTRAIN_CHECK(timeout.count() > 0, "TorchTcpStore: timeout must be positive, got ",
                timeout.count(), " ms");
   DTRAIN_CHECK(port != 0, "TorchTcpStore: the server's port is needed, got 0");
-  connection_->address = host + ":" + std::to_string(port);
+  connection_->address = net::host_port(host, port);
   connection_->socket = net::connect_tcp(host, port, net::Clock::now() + timeout);
   // The server checks the magic number, then a ping proves it is one.
   const std::uint32_t nonce = std::random_device{}();

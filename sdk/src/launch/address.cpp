@@ -19,7 +19,7 @@ struct AddrInfo {
   addrinfo* list = nullptr;
   AddrInfo(const std::string& host, int socktype) {
     addrinfo hints{};
-    hints.ai_family = AF_INET;  // the store speaks IPv4
+    hints.ai_family = AF_UNSPEC;  // the store speaks IPv4 and IPv6
     hints.ai_socktype = socktype;
     if (::getaddrinfo(host.c_str(), nullptr, &hints, &list) != 0) {
       list = nullptr;
@@ -42,19 +42,29 @@ struct Fd {
   }
 };
 
+// A copy of `a`'s address with `port` in it, whichever its family.
+sockaddr_storage with_port(const addrinfo* a, std::uint16_t port) {
+  sockaddr_storage address{};
+  std::memcpy(&address, a->ai_addr, a->ai_addrlen);
+  if (a->ai_family == AF_INET6) {
+    reinterpret_cast<sockaddr_in6*>(&address)->sin6_port = htons(port);
+  } else {
+    reinterpret_cast<sockaddr_in*>(&address)->sin_port = htons(port);
+  }
+  return address;
+}
+
 }  // namespace
 
 bool is_local(const std::string& host) {
   AddrInfo info(host, SOCK_STREAM);
   for (addrinfo* a = info.list; a != nullptr; a = a->ai_next) {
-    Fd socket(::socket(a->ai_family, SOCK_STREAM, 0));
+    Fd socket(::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (socket.fd < 0) {
       continue;
     }
-    sockaddr_in address;
-    std::memcpy(&address, a->ai_addr, sizeof(address));
-    address.sin_port = 0;
-    if (::bind(socket.fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
+    sockaddr_storage address = with_port(a, 0);
+    if (::bind(socket.fd, reinterpret_cast<sockaddr*>(&address), a->ai_addrlen) == 0) {
       return true;
     }
   }
@@ -65,23 +75,23 @@ std::string route_source(const std::string& host, std::uint16_t port) {
   AddrInfo info(host, SOCK_DGRAM);
   for (addrinfo* a = info.list; a != nullptr; a = a->ai_next) {
     // Connecting a UDP socket sends nothing; it only picks the route.
-    Fd socket(::socket(a->ai_family, SOCK_DGRAM, 0));
+    Fd socket(::socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
     if (socket.fd < 0) {
       continue;
     }
-    sockaddr_in target;
-    std::memcpy(&target, a->ai_addr, sizeof(target));
-    target.sin_port = htons(port);
-    if (::connect(socket.fd, reinterpret_cast<sockaddr*>(&target), sizeof(target)) != 0) {
+    sockaddr_storage target = with_port(a, port);
+    if (::connect(socket.fd, reinterpret_cast<sockaddr*>(&target), a->ai_addrlen) != 0) {
       continue;
     }
-    sockaddr_in local{};
+    sockaddr_storage local{};
     socklen_t length = sizeof(local);
     if (::getsockname(socket.fd, reinterpret_cast<sockaddr*>(&local), &length) != 0) {
       continue;
     }
-    char text[INET_ADDRSTRLEN] = {};
-    if (::inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text)) != nullptr) {
+    // Numeric, with a link-local address's zone ("fe80::1%eth0").
+    char text[NI_MAXHOST] = {};
+    if (::getnameinfo(reinterpret_cast<sockaddr*>(&local), length, text, sizeof(text), nullptr, 0,
+                      NI_NUMERICHOST) == 0) {
       return text;
     }
   }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "../dist/host_port.h"
 #include "../dist/socket.h"
 
 namespace dtrain::launch::address {
@@ -12,13 +13,15 @@ namespace dtrain::launch::address {
 bool is_local(const std::string& host);
 
 // The source address this machine uses to reach host:port, i.e. the address
-// other nodes on that network reach us at. Empty when it cannot be found.
+// other nodes on that network reach us at: IPv6 when host is (or, for a
+// name, when its first routable address is). Empty when it cannot be found.
 std::string route_source(const std::string& host, std::uint16_t port);
 
-// The host name, the loopback test and the free-port picker the store's code
-// uses too.
+// The host name, the loopback test, the free-port picker and the address
+// syntax (Note [IPv6 address syntax]) the store's code uses too.
 using dist::net::free_port;
 using dist::net::host_name;
+using dist::net::host_port;
 using dist::net::is_loopback;
 
 }  // namespace dtrain::launch::address

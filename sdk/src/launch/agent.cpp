@@ -104,8 +104,8 @@ void Agent::connect_store() {
       is_host_ = true;
     } catch (const dist::StoreError& e) {
       DTRAIN_CHECK(!static_backend, "node rank 0 hosts the rendezvous store, but ", e.what());
-      spdlog::debug("another agent hosts the store on {}:{} ({})", endpoint.host, endpoint.port,
-                    e.what());
+      spdlog::debug("another agent hosts the store on {} ({})",
+                    address::host_port(endpoint.host, endpoint.port), e.what());
       busy_port = e.what();
     }
   }
@@ -119,14 +119,15 @@ void Agent::connect_store() {
     try {
       store->num_keys();
     } catch (const dist::StoreError& e) {
-      throw Error("the rendezvous endpoint " + endpoint.host + ":" + std::to_string(endpoint.port) +
+      throw Error("the rendezvous endpoint " + address::host_port(endpoint.host, endpoint.port) +
                   " is taken on this host (" + busy_port +
                   ") by something that is not a dtrun rendezvous store (" + e.what() +
                   "); free the port or choose another --rdzv-endpoint");
     }
   }
   store_ = std::make_shared<dist::PrefixStore>("dtrun/" + options_.run_id, store);
-  spdlog::info("rendezvous store at {}:{} ({}), run id '{}'", endpoint.host, endpoint.port,
+  spdlog::info("rendezvous store at {} ({}), run id '{}'",
+               address::host_port(endpoint.host, endpoint.port),
                is_host_ ? "hosted by this agent" : "client", options_.run_id);
 
   local_addr_ = options_.local_addr;
@@ -226,10 +227,10 @@ void Agent::start_workers(const Membership& m) {
     workers_.push_back(std::move(worker));
     worker_ranks_.push_back(place.rank);
   }
-  spdlog::info(
-      "round {}: started ranks {}..{} of {} (node {} of {}, restart count {}, master {}:{})",
-      m.round, worker_ranks_.front(), worker_ranks_.back(), m.world_size(), m.group_rank,
-      m.nodes.size(), m.restarts, facts.master_addr, facts.master_port);
+  spdlog::info("round {}: started ranks {}..{} of {} (node {} of {}, restart count {}, master {})",
+               m.round, worker_ranks_.front(), worker_ranks_.back(), m.world_size(), m.group_rank,
+               m.nodes.size(), m.restarts,
+               address::host_port(facts.master_addr, facts.master_port));
 }
 
 void Agent::record_failure(const Membership& m, int local_rank, const ExitStatus& status) {
@@ -473,8 +474,8 @@ int Agent::run() {
     stop_workers(s.sig);
     return 128 + s.sig;
   } catch (const dist::StoreError& e) {
-    spdlog::error("lost the rendezvous store at {}:{}: {}", options_.endpoint.host,
-                  options_.endpoint.port, e.what());
+    spdlog::error("lost the rendezvous store at {}: {}",
+                  address::host_port(options_.endpoint.host, options_.endpoint.port), e.what());
     stop_workers(SIGTERM);
     return 1;
   } catch (...) {

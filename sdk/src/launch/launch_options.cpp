@@ -8,6 +8,7 @@
 #include <string_view>
 #include <thread>
 
+#include "../dist/host_port.h"
 #include "dtrain/util/errors.h"
 
 namespace dtrain::launch {
@@ -122,33 +123,14 @@ int parse_nproc_per_node(const std::string& text, const std::vector<std::string>
 
 Endpoint parse_endpoint(const std::string& text, std::uint16_t default_port) {
   DTRAIN_CHECK(!text.empty(), "the rendezvous endpoint is empty; expected host:port");
-  Endpoint endpoint;
-  std::string port_text;
-  if (text.front() == '[') {
-    const auto close = text.find(']');
-    DTRAIN_CHECK(close != std::string::npos, "endpoint '", text, "': unclosed '['");
-    endpoint.host = text.substr(1, close - 1);
-    if (close + 1 < text.size()) {
-      DTRAIN_CHECK(text[close + 1] == ':', "endpoint '", text, "': expected ':' after ']'");
-      port_text = text.substr(close + 2);
-    }
-  } else {
-    const auto colon = text.rfind(':');
-    endpoint.host = text.substr(0, colon);
-    if (colon != std::string::npos) {
-      port_text = text.substr(colon + 1);
-    }
-  }
-  DTRAIN_CHECK(!endpoint.host.empty(), "endpoint '", text, "': the host is empty");
-  if (port_text.empty()) {
-    endpoint.port = default_port;
-  } else {
-    const auto port = parse_long(port_text);
-    DTRAIN_CHECK(port && *port >= 1 && *port <= 65535, "endpoint '", text, "': port '", port_text,
-                 "' is not a number in 1..65535");
-    endpoint.port = static_cast<std::uint16_t>(*port);
-  }
-  return endpoint;
+  // Note [IPv6 address syntax]
+  const auto parsed = dist::net::parse_host_port(text, default_port, "endpoint '" + text + "'",
+                                                 "HOST:PORT, or [IPV6]:PORT as in [::1]:29400");
+  return {parsed.host, parsed.port};
+}
+
+std::string parse_host(const std::string& text, const std::string& flag) {
+  return dist::net::parse_host(text, flag + " '" + text + "'");
 }
 
 Streams StreamsSpec::for_rank(int local_rank) const {

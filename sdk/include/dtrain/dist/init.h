@@ -29,6 +29,8 @@ struct InitOptions {
   // "gloo", "nccl", "mpi", or "auto" (nccl when CUDA is available, else gloo).
   std::string backend = "auto";
   // "env://" (MASTER_ADDR, MASTER_PORT), "tcp://host:port" or "file:///path".
+  // IPv6 as torch writes it: "tcp://[::1]:29500", MASTER_ADDR=::1 (bare, or
+  // [::1]); an address that reads two ways ("tcp://::1:29500") raises.
   // Under OpenMPI's mpirun, env:// without MASTER_PORT has rank 0 host the
   // store on a free port and share it through MPI (Note [The store's address
   // through MPI] in src/dist/mpi_store_address.cpp). Under torchrun

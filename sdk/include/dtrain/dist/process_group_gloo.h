@@ -12,13 +12,17 @@
 // address is, first match wins:
 //   1. GlooOptions::iface (init_process_group: InitOptions::socket_ifname,
 //      else GLOO_SOCKET_IFNAME): that interface's IPv4 address (IPv6 when
-//      it has none); an unknown interface raises dtrain::Error naming it and
-//      listing the interfaces there are;
-//   2. GlooOptions::hostname, as given (a name or an address);
+//      it has none), or its IPv6 address first with GlooOptions::prefer_ipv6,
+//      which init_process_group sets when the master is reached over IPv6,
+//      so that peers meet in the family the job's addresses are in; an
+//      unknown interface raises dtrain::Error naming it and listing the
+//      interfaces there are;
+//   2. GlooOptions::hostname, as given (a name, an IPv4 or an IPv6 address);
 //   3. init_process_group with a master (env://, tcp://): the local address
 //      on the route to the master -- the one the store connection uses, so
 //      it works where the host name resolves elsewhere (127.0.0.1 in
-//      /etc/hosts, containers, network namespaces);
+//      /etc/hosts, containers, network namespaces), and is IPv6 when the
+//      master is;
 //   4. otherwise (file://, or a group built by hand): this host's name, as
 //      torch does.
 #pragma once
@@ -40,6 +44,8 @@ struct GlooOptions {
   // Address (or name) other ranks reach this one at, when iface is empty;
   // empty: this host's name. See Note [Which address Gloo binds].
   std::string hostname;
+  // With iface: bind its IPv6 address rather than its IPv4 one.
+  bool prefer_ipv6 = false;
   // Options from the environment: GLOO_SOCKET_IFNAME.
   static GlooOptions from_env();
 };

@@ -42,8 +42,10 @@ struct TcpStoreOptions {
     return *this;
   }
 
-  // Server address; the server listens on every interface when it is the
-  // host itself, so "127.0.0.1" works for single-machine jobs.
+  // Server address: a name, an IPv4 or an IPv6 address ("::1", no
+  // brackets). The server listens on every interface of both families when
+  // it is the host itself, so "127.0.0.1" and "::1" work for single-machine
+  // jobs. A client tries every address a name resolves to.
   std::string host_ = "127.0.0.1";
   // 0 with is_server: any free port (read it back with TcpStore::port()).
   std::uint16_t port_ = 29500;
@@ -54,7 +56,8 @@ struct TcpStoreOptions {
 // The server alone, for processes (like a launcher) that only host the store.
 class TcpStoreServer {
  public:
-  // Listens on every interface at `port` (0: any free one). Throws
+  // Listens on every interface at `port` (0: any free one), for IPv4 and
+  // IPv6 clients alike (IPv4 only where this host has no IPv6). Throws
   // StoreError naming the port when it cannot (e.g. already in use).
   explicit TcpStoreServer(std::uint16_t port);
   ~TcpStoreServer();

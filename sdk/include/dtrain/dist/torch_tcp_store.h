@@ -5,6 +5,7 @@
 // with torch.distributed.TCPStore(..., is_master=True).
 //
 //   TorchTcpStore store("10.0.0.1", 29500);  // MASTER_ADDR, MASTER_PORT
+//   TorchTcpStore store("::1", 29500);       // IPv6: the address bare
 //   store.set("ready", "1");
 //
 // Keys carry the "/" that PyTorch's own client puts in front of them, so

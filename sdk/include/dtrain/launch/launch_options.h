@@ -45,8 +45,14 @@ struct Endpoint {
   std::string host;
   std::uint16_t port = 0;
 };
-// "host:port" or "[v6addr]:port"; a missing port takes default_port.
+// "host:port" or "[v6addr]:port"; a missing port takes default_port. An
+// IPv6 address without brackets ("::1:29400") is refused: which part is the
+// port cannot be told.
 Endpoint parse_endpoint(const std::string& text, std::uint16_t default_port);
+// A host given alone (--master-addr, --local-addr): a name, an IPv4 address,
+// or an IPv6 address bare (::1, as torchrun takes it) or in brackets;
+// returned without brackets. Throws dtrain::Error naming `flag` and `text`.
+std::string parse_host(const std::string& text, const std::string& flag);
 
 // Which of a worker's streams go to its log file (torchrun's Std): none,
 // stdout, stderr or both.
