@@ -35,14 +35,6 @@ TrainBatches classification_batches(const Forward& forward, const LabeledTensors
           [forward](const Batch& batch) { return F::cross_entropy(forward(batch[0]), batch[1]); }};
 }
 
-EpochStats train_epoch(const Forward& forward, torch::nn::Module& module,
-                       torch::optim::Optimizer& optimizer, const LabeledTensors& train,
-                       data::DistributedSampler& sampler, const LoopSettings& settings, int epoch,
-                       const Job& job, const Augment& augment) {
-  return train_epoch(module, optimizer, sampler, settings, epoch, job,
-                     classification_batches(forward, train, augment));
-}
-
 EvalStats evaluate(const Forward& forward, torch::nn::Module& module, const LabeledTensors& test,
                    const LoopSettings& settings, const Job& job) {
   module.eval();

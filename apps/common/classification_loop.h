@@ -15,7 +15,6 @@
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
-#include "dtrain/data/distributed_sampler.h"
 #include "training_job.h"
 #include "training_loop.h"
 
@@ -40,15 +39,6 @@ using Augment = std::function<at::Tensor(const at::Tensor& inputs, at::Generator
 // when `augment` is set, and their mean cross-entropy.
 TrainBatches classification_batches(const Forward& forward, const LabeledTensors& train,
                                     const Augment& augment);
-
-// Trains one epoch over this rank's share of `train` (the sampler, set to
-// `epoch` - 1), leaving out a last batch of a single sample (batch norm
-// cannot train on one). `module` is switched to training mode; `forward`
-// may be DDP.
-EpochStats train_epoch(const Forward& forward, torch::nn::Module& module,
-                       torch::optim::Optimizer& optimizer, const LabeledTensors& train,
-                       data::DistributedSampler& sampler, const LoopSettings& settings, int epoch,
-                       const Job& job, const Augment& augment = {});
 
 // Rank r evaluates the r-th of `world` contiguous slices of `test` with the
 // module in evaluation mode; the sums are combined, so every rank gets the

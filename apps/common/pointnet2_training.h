@@ -15,12 +15,12 @@
 #include <spdlog/spdlog.h>
 #include <torch/optim/adam.h>
 
-#include "dtrain/data/distributed_sampler.h"
 #include "dtrain/train/checkpoint.h"
 #include "dtrain/util/launch_env.h"
 #include "epoch_report.h"
 #include "job_model.h"
 #include "pointnet2_recipe.h"
+#include "sharding.h"
 #include "training_job.h"
 #include "training_loop.h"
 
@@ -70,30 +70,27 @@ int run_pointnet2_training(const PointNet2RecipeOptions& options, const util::La
     finish_job(job);
     return 0;
   }
-  JobModel<ModuleHolder> job_model(model, job);
-  data::DistributedSampler sampler(task.train_size,
-                                   data::DistributedSamplerOptions(job.world, job.rank)
-                                       .seed(static_cast<int64_t>(options.seed)));
+  Sharding sharding(options, task.train_size, job, "clouds");
+  JobModel<ModuleHolder> job_model(model, job, /*sample_count=*/sharding.weighted());
   // Batch norm cannot train on one cloud; a process whose share of the
-  // epoch is a single cloud would fail at its first step.
-  DTRAIN_CHECK(sampler.num_samples() >= 2, "each of the ", job.world, " process(es) gets ",
-               sampler.num_samples(), " of the ", task.train_size,
+  // epoch is a single cloud would fail at its first step. (Weighted splits
+  // check their shares themselves.)
+  DTRAIN_CHECK(sharding.weighted() || sharding.equal_samples() >= 2, "each of the ", job.world,
+               " process(es) gets ", sharding.equal_samples(), " of the ", task.train_size,
                " training cloud(s) per epoch; PointNet++'s batch norm needs at least 2 (use more "
                "clouds or fewer processes)");
-  spdlog::info(
-      "{} ({} parameters); precision {}; {} clouds per process per epoch, batch {} per process; "
-      "Adam at {} ({}), x{} every {} epochs",
-      task.model_name, parameter_count(*model), precision_name(options), sampler.num_samples(),
-      options.batch_size, options.scaled_lr(job.world), options.lr_scaling_words(),
-      options.lr_decay, options.lr_step);
+  spdlog::info("{} ({} parameters); precision {}; {}; Adam at {} ({}), x{} every {} epochs",
+               task.model_name, parameter_count(*model), precision_name(options),
+               sharding.summary(), options.scaled_lr(job.world), options.lr_scaling_words(),
+               options.lr_decay, options.lr_step);
 
   const LoopSettings settings = loop_settings(options, job, task.eval_batch, scaler.get());
   const auto job_start = std::chrono::steady_clock::now();
   EvalStats eval;
   for (int epoch = first_epoch; epoch <= options.epochs; ++epoch) {
     set_adam_lr(optimizer, lr_at(options, job.world, epoch));
-    const EpochStats stats = train_epoch(*model, optimizer, sampler, settings, epoch, job,
-                                         task.train_batches(job_model));
+    const EpochStats stats = train_epoch(*model, optimizer, sharding, settings, epoch, job,
+                                         task.train_batches(job_model), job_model.join());
     const CommStats comm = job_model.take_comm_stats();
     eval = task.evaluate(job_model, settings, job);
     // The row before the checkpoint: a crash between the two repeats the
@@ -101,6 +98,9 @@ int run_pointnet2_training(const PointNet2RecipeOptions& options, const util::La
     report.record(epoch, stats, eval, comm);
     if (!options.checkpoint.empty() && job.rank == 0) {
       train::save_checkpoint(options.checkpoint, *model, optimizer, epoch, scaler.get());
+    }
+    if (epoch < options.epochs) {  // (auto: the next epoch's split)
+      sharding.measure(stats, comm, job);
     }
   }
   report.finish(eval,

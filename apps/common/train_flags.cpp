@@ -1,6 +1,8 @@
 #include "train_flags.h"
 
 #include "dtrain/util/cli_checks.h"
+#include "dtrain/util/launch_env.h"
+#include "sharding.h"
 
 namespace dtrain::apps {
 
@@ -73,6 +75,15 @@ void add_common_train_flags(CLI::App& app, CommonTrainOptions& options,
       throw CLI::ValidationError("--backend " + options.backend,
                                  "moves CPU tensors; with --device cuda use nccl (or auto)");
     }
+    // Checked against the launcher's world now, before any data is read.
+    const auto weights = parse_rank_weights(options.rank_weights).fixed.size();
+    const int world = util::read_launch_env().world_size.value_or(1);
+    if (weights > 0 && static_cast<int>(weights) != world) {
+      throw CLI::ValidationError(
+          "--rank-weights " + options.rank_weights,
+          std::to_string(weights) + " weight(s) for " + std::to_string(world) +
+              " process(es); give one per process, in rank order (or equal, or auto)");
+    }
   });
   app.add_option("--backend", options.backend,
                  "Process group backend when launched with several processes (auto: nccl for "
@@ -82,6 +93,23 @@ void add_common_train_flags(CLI::App& app, CommonTrainOptions& options,
   app.add_option("--dist-timeout", options.dist_timeout_s,
                  "Seconds a collective may wait for a peer before failing")
       ->check(dtrain::util::positive())
+      ->capture_default_str();
+  app.add_option("--rank-weights", options.rank_weights,
+                 "How each epoch's " + sample_noun +
+                     " and each step's global batch (--batch-size times the processes) are "
+                     "split among processes, for mixed hardware: equal (DistributedSampler), "
+                     "one weight per process in rank order (3,1: relative speeds), or auto "
+                     "(equal first, then each epoch by the compute rates measured in the last)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            try {
+              parse_rank_weights(text);
+              return "";
+            } catch (const std::exception& e) {
+              return std::string(e.what()) + " (got '" + text + "')";
+            }
+          },
+          "WEIGHTS"))
       ->capture_default_str();
 }
 

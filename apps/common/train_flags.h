@@ -34,6 +34,11 @@ struct CommonTrainOptions {
   // backend and how long a collective may wait for a peer.
   std::string backend = "auto";
   int dist_timeout_s = 300;
+  // How each epoch's samples and each step's global batch are split among
+  // the processes: "equal" (DistributedSampler), one weight per process
+  // ("3,1": known relative speeds), or "auto" (measured each epoch); see
+  // sharding.h.
+  std::string rank_weights = "equal";
 
   // The learning rate for `world` processes under lr_scaling.
   double scaled_lr(int world) const { return lr_scaling == "linear" ? lr * world : lr; }

@@ -13,7 +13,10 @@
 
 #include "dtrain/amp/autocast.h"
 #include "dtrain/data/prefetch_loader.h"
+#include "dtrain/ddp/broadcast.h"
+#include "dtrain/dist/init.h"
 #include "dtrain/train/progress_bar.h"
+#include "dtrain/util/errors.h"
 
 namespace dtrain::apps {
 
@@ -56,6 +59,28 @@ uint64_t stream_seed(uint64_t seed, std::initializer_list<uint64_t> parts) {
 constexpr uint64_t kAugmentationStream = 1;
 constexpr uint64_t kDropoutStream = 2;
 
+// After an epoch whose ranks took different numbers of steps: those that
+// finished early skipped the last optimizer steps, and DDP's join gave them
+// only the parameters of `root`, the rank that trained to the end. Its
+// optimizer state (Adam's moments and step counts) and loss scale come too,
+// or the replicas' next updates would differ.
+void adopt_training_state(torch::optim::Optimizer& optimizer, amp::GradScaler* scaler, int root) {
+  ddp::broadcast_optimizer_state(optimizer, root);
+  if (scaler == nullptr) {
+    return;
+  }
+  if (std::optional<amp::GradScalerState> state = scaler->state_dict()) {
+    at::Tensor values = at::tensor({state->scale, static_cast<double>(state->growth_tracker),
+                                    static_cast<double>(state->hysteresis_tracker)},
+                                   at::kDouble);
+    dist::broadcast(values, root);
+    state->scale = values[0].item<double>();
+    state->growth_tracker = values[1].item<int64_t>();
+    state->hysteresis_tracker = values[2].item<int64_t>();
+    scaler->load_state_dict(*state);
+  }
+}
+
 }  // namespace
 
 amp::AutocastOptions LoopSettings::autocast() const {
@@ -82,7 +107,6 @@ std::unique_ptr<amp::GradScaler> make_loss_scaler(const CommonTrainOptions& opti
 LoopSettings loop_settings(const CommonTrainOptions& options, const Job& job, int64_t eval_batch,
                            amp::GradScaler* scaler) {
   return {.epochs = options.epochs,
-          .batch_size = options.batch_size,
           .bf16 = options.amp == "bf16",
           .eval_batch = eval_batch,
           .device = job.device,
@@ -93,28 +117,31 @@ LoopSettings loop_settings(const CommonTrainOptions& options, const Job& job, in
 }
 
 EpochStats train_epoch(torch::nn::Module& module, torch::optim::Optimizer& optimizer,
-                       data::DistributedSampler& sampler, const LoopSettings& settings, int epoch,
-                       const Job& job, const TrainBatches& batches) {
+                       const Sharding& sharding, const LoopSettings& settings, int epoch,
+                       const Job& job, const TrainBatches& batches, const Join& join) {
   module.train();
   seed_epoch_draws(settings.seed, epoch, job.rank);
   reset_peak_device_memory(settings.device);
   const auto start = std::chrono::steady_clock::now();
-  sampler.set_epoch(epoch - 1);
-  const at::Tensor order = at::tensor(sampler.indices(), at::kLong);
-  // A last batch of one sample is left out: batch norm cannot train on a
-  // single sample (LibTorch raises). Every rank has the same number of
-  // samples, so every rank leaves it out and the ranks stay in step.
-  const int64_t n = order.numel() > 1 && order.numel() % settings.batch_size == 1
-                        ? order.numel() - 1
-                        : order.numel();
-  const int64_t num_batches = (n + settings.batch_size - 1) / settings.batch_size;
+  const EpochShard shard = sharding.shard(epoch);
+  sharding.log(shard, epoch, settings.epochs);
+  const bool joined = shard.steps_differ() && job.distributed();
+  DTRAIN_CHECK(!joined || join,
+               "train_epoch: the ranks take different numbers of steps but no join was given (the "
+               "shorter ranks would hang the others)");
+  const at::Tensor order = at::tensor(shard.indices, at::kLong);
+  const int64_t n = order.numel();
+  const int64_t batch_size = shard.batch_size;
+  const int64_t num_batches = shard.steps;
   // Pinned host memory lets the copy to the GPU run without blocking.
   const bool pin = settings.device.is_cuda();
   data::PrefetchLoader<Batch> loader(
       num_batches,
       [&](int64_t b) {
-        const int64_t begin = b * settings.batch_size;
-        const at::Tensor index = order.narrow(0, begin, std::min(settings.batch_size, n - begin));
+        // The last batch takes what is left: fewer, or one more (Sharding).
+        const int64_t begin = b * batch_size;
+        const at::Tensor index =
+            order.narrow(0, begin, b + 1 == num_batches ? n - begin : batch_size);
         at::Generator generator = batch_generator(settings.seed, epoch, job.rank, b);
         Batch batch = batches.make(index, generator);
         if (pin) {
@@ -132,38 +159,55 @@ EpochStats train_epoch(torch::nn::Module& module, torch::optim::Optimizer& optim
   train::ProgressBar bar(fmt::format("epoch {}/{}", epoch, settings.epochs), num_batches,
                          /*enabled=*/job.rank == 0);
   double loss_sum = 0;
-  while (std::optional<Batch> batch = loader.next()) {
-    const int64_t samples = batch->front().size(0);
-    for (at::Tensor& tensor : *batch) {
-      tensor = tensor.to(settings.device, /*non_blocking=*/pin);
+  auto steps = [&] {
+    while (std::optional<Batch> batch = loader.next()) {
+      const int64_t samples = batch->front().size(0);
+      for (at::Tensor& tensor : *batch) {
+        tensor = tensor.to(settings.device, /*non_blocking=*/pin);
+      }
+      optimizer.zero_grad();
+      at::Tensor loss;
+      {
+        amp::AutocastGuard autocast(settings.autocast());
+        loss = batches.loss(*batch);
+      }
+      if (settings.scaler != nullptr) {
+        // A step whose gradients overflowed is skipped and the scale backs off.
+        settings.scaler->scale(loss).backward();
+        settings.scaler->step(optimizer);
+        settings.scaler->update();
+      } else {
+        loss.backward();
+        optimizer.step();
+      }
+      const double batch_loss_value = loss.item<double>();
+      loss_sum += batch_loss_value * static_cast<double>(samples);
+      bar.advance(1, fmt::format("loss {:.4f}", batch_loss_value));
     }
-    optimizer.zero_grad();
-    at::Tensor loss;
-    {
-      amp::AutocastGuard autocast(settings.autocast());
-      loss = batches.loss(*batch);
-    }
-    if (settings.scaler != nullptr) {
-      // A step whose gradients overflowed is skipped and the scale backs off.
-      settings.scaler->scale(loss).backward();
-      settings.scaler->step(optimizer);
-      settings.scaler->update();
-    } else {
-      loss.backward();
-      optimizer.step();
-    }
-    const double batch_loss_value = loss.item<double>();
-    loss_sum += batch_loss_value * static_cast<double>(samples);
-    bar.advance(1, fmt::format("loss {:.4f}", batch_loss_value));
+  };
+  auto seconds_since_start = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  double loop_seconds = 0;
+  if (joined) {
+    join([&] {
+      steps();
+      loop_seconds = seconds_since_start();
+    });
+    adopt_training_state(optimizer, settings.scaler, shard.last_to_finish());
+  } else {
+    steps();
+    loop_seconds = seconds_since_start();
   }
   bar.finish();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = seconds_since_start();
   const auto totals = job.sum({loss_sum, static_cast<double>(n)});
   const std::vector<double> rates = job.each(static_cast<double>(n) / seconds);
   return {.mean_loss = totals[0] / totals[1],
           .samples = static_cast<int64_t>(totals[1]),
           .seconds = seconds,
+          .rank_samples = n,
+          .loop_seconds = loop_seconds,
           .step_ms = num_batches > 0 ? 1000 * seconds / static_cast<double>(num_batches) : 0,
           .rank_samples_per_s_min = *std::min_element(rates.begin(), rates.end()),
           .rank_samples_per_s_max = *std::max_element(rates.begin(), rates.end()),

@@ -1,9 +1,10 @@
 // One epoch of mini-batch training for any loss, shared by the training
-// apps: this rank's share of the samples from DistributedSampler, batches
-// of their indices made ahead on loader threads (data::PrefetchLoader),
-// optional autocast around each loss, a progress bar on rank 0, and the
-// epoch's numbers summed over every rank. Batches go to the job's device
-// (through pinned memory to a GPU); fp16 steps go through a GradScaler.
+// apps: this rank's share of the samples (Sharding: DistributedSampler's,
+// or split by --rank-weights), batches of their indices made ahead on
+// loader threads (data::PrefetchLoader), optional autocast around each
+// loss, a progress bar on rank 0, and the epoch's numbers summed over
+// every rank. Batches go to the job's device (through pinned memory to a
+// GPU); fp16 steps go through a GradScaler.
 #pragma once
 
 #include <cstdint>
@@ -18,16 +19,15 @@
 
 #include "dtrain/amp/autocast.h"
 #include "dtrain/amp/grad_scaler.h"
-#include "dtrain/data/distributed_sampler.h"
+#include "sharding.h"
 #include "train_flags.h"
 #include "training_job.h"
 
 namespace dtrain::apps {
 
 struct LoopSettings {
-  int epochs = 1;           // for the progress bar's title
-  int64_t batch_size = 64;  // per process
-  bool bf16 = false;        // forward passes under bf16 autocast
+  int epochs = 1;     // for the progress bar's title
+  bool bf16 = false;  // forward passes under bf16 autocast
   int64_t eval_batch = 1000;
   c10::Device device{c10::kCPU};  // where the model is and batches go
   bool fp16 = false;              // forward passes under fp16 autocast (CUDA)
@@ -65,9 +65,13 @@ LoopSettings loop_settings(const CommonTrainOptions& options, const Job& job, in
 
 struct EpochStats {
   double mean_loss = 0;
-  int64_t samples = 0;  // over every rank
-  double seconds = 0;   // this rank's
-  double step_ms = 0;   // this rank's mean time per step
+  int64_t samples = 0;       // over every rank
+  double seconds = 0;        // this rank's
+  int64_t rank_samples = 0;  // this rank's
+  // This rank's time until its own last step ended: without the wait in
+  // DDP's join for ranks with more steps (Sharding::measure).
+  double loop_seconds = 0;
+  double step_ms = 0;  // this rank's mean time per step
   // The slowest and the fastest rank's own samples per second: a wide gap
   // means the fast ranks wait for the slow one at every all-reduce.
   double rank_samples_per_s_min = 0;
@@ -104,12 +108,19 @@ struct TrainBatches {
   std::function<at::Tensor(const Batch& batch)> loss;
 };
 
-// Trains one epoch over this rank's share of the samples (the sampler, set
-// to `epoch` - 1), leaving out a last batch of a single sample (batch norm
-// cannot train on one). `module` is switched to training mode.
+// Runs an epoch's steps inside DDP's join (JobModel::join).
+using Join = std::function<void(const std::function<void()>& steps)>;
+
+// Trains one epoch over this rank's share of the samples
+// (sharding.shard(epoch), logged when weighted). `module` is switched to
+// training mode. When the ranks' step counts differ (--rank-weights), the
+// steps run inside `join`, and then every rank takes the optimizer state
+// (and fp16 loss scale) of the rank that trained to the end, as join gives
+// it that rank's parameters: replicas must stay identical. `join` may be
+// empty when step counts never differ (equal shards, one process).
 EpochStats train_epoch(torch::nn::Module& module, torch::optim::Optimizer& optimizer,
-                       data::DistributedSampler& sampler, const LoopSettings& settings, int epoch,
-                       const Job& job, const TrainBatches& batches);
+                       const Sharding& sharding, const LoopSettings& settings, int epoch,
+                       const Job& job, const TrainBatches& batches, const Join& join = {});
 
 // Number of trainable values in `module`, for logs.
 int64_t parameter_count(const torch::nn::Module& module);

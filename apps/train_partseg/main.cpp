@@ -3,8 +3,8 @@
 // synthetic shapes (a cube's top, bottom and sides, ...) by default, or on
 // ShapeNet-Part's HDF5 files with --dataset shapenet-part; in one process
 // or data-parallel over several (dtrun, torchrun-style variables, mpirun or
-// srun: DistributedDataParallel and DistributedSampler, --batch-size per
-// process).
+// srun: DistributedDataParallel and DistributedSampler, or --rank-weights
+// for mixed hardware; --batch-size per process).
 //
 // Each epoch: Adam steps over augmented clouds (a progress bar on rank 0),
 // then the test set's loss, point accuracy, instance mIoU and class mIoU

@@ -4,13 +4,12 @@
 //
 // Launched with a world size above 1 (dtrun, torchrun-style variables,
 // mpirun or srun) it joins the process group, wraps the model in
-// DistributedDataParallel and shards every epoch with DistributedSampler;
-// --batch-size is per process. Each epoch: Adam steps over augmented
-// clouds (a progress bar on rank 0), then test loss and accuracy over the
-// whole test set, logged and appended to the CSV report by rank 0, and a
-// checkpoint when --checkpoint names one. The recipe is PointNet++'s:
-// Adam at 1e-3 with weight decay 1e-4, the rate times 0.7 every 20 epochs,
-// batch norm, dropout 0.5 in the head, random scale/shift/jitter.
+// DistributedDataParallel and shards every epoch with DistributedSampler
+// (or by --rank-weights, for mixed hardware); --batch-size is per process. Each epoch: Adam steps
+// over augmented clouds (a progress bar on rank 0), then test loss and accuracy over the whole test
+// set, logged and appended to the CSV report by rank 0, and a checkpoint when --checkpoint names
+// one. The recipe is PointNet++'s: Adam at 1e-3 with weight decay 1e-4, the rate times 0.7 every 20
+// epochs, batch norm, dropout 0.5 in the head, random scale/shift/jitter.
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>

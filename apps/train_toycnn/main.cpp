@@ -6,7 +6,8 @@
 // mpirun or srun) it joins the process group, wraps the model in
 // DistributedDataParallel and shards every epoch with DistributedSampler
 // (PyTorch's semantics: seed + epoch shuffle, padded to a multiple of the
-// world size); --batch-size is per process, as in PyTorch DDP. Each epoch:
+// world size; --rank-weights splits it unequally, for mixed hardware);
+// --batch-size is per process, as in PyTorch DDP. Each epoch:
 // mini-batch SGD with a progress bar, then test loss and accuracy over the
 // whole test set (each rank evaluates a slice), logged and appended to the
 // CSV report by rank 0. --augment adds the standard CIFAR augmentation
@@ -18,7 +19,6 @@
 #include <torch/optim/sgd.h>
 
 #include "classification_loop.h"
-#include "dtrain/data/distributed_sampler.h"
 #include "dtrain/data/image_augment.h"
 #include "dtrain/models/toy_cnn.h"
 #include "dtrain/util/cli_app.h"
@@ -26,6 +26,7 @@
 #include "epoch_report.h"
 #include "image_data.h"
 #include "job_model.h"
+#include "sharding.h"
 #include "train_options.h"
 #include "training_job.h"
 
@@ -71,29 +72,29 @@ int train(const TrainOptions& options) {
                    .in_channels(data.channels)
                    .num_classes(static_cast<int64_t>(data.class_names.size())));
   model->to(device);
-  JobModel<ToyCnn> job_model(model, job);
+  Sharding sharding(options, train.size(), job, "samples");
+  JobModel<ToyCnn> job_model(model, job, /*sample_count=*/sharding.weighted());
   const double lr = options.scaled_lr(job.world);
   torch::optim::SGD optimizer(model->parameters(),
                               torch::optim::SGDOptions(lr).momentum(options.momentum));
-  dtrain::data::DistributedSampler sampler(
-      train.size(), dtrain::data::DistributedSamplerOptions(job.world, job.rank)
-                        .seed(static_cast<int64_t>(options.seed)));
-  spdlog::info(
-      "precision: {}; {} samples per process per epoch, batch {} per process, learning rate {} "
-      "({})",
-      precision_name(options), sampler.num_samples(), options.batch_size, lr,
-      options.lr_scaling_words());
+  spdlog::info("precision: {}; {}, learning rate {} ({})", precision_name(options),
+               sharding.summary(), lr, options.lr_scaling_words());
 
   const auto scaler = make_loss_scaler(options);
   const LoopSettings settings = loop_settings(options, job, /*eval_batch=*/1000, scaler.get());
   const auto job_start = std::chrono::steady_clock::now();
   EvalStats eval;
   for (int epoch = 1; epoch <= options.epochs; ++epoch) {
-    const EpochStats stats = train_epoch(job_model.train_forward(), *model, optimizer, train,
-                                         sampler, settings, epoch, job, make_augment(options));
+    const EpochStats stats =
+        train_epoch(*model, optimizer, sharding, settings, epoch, job,
+                    classification_batches(job_model.train_forward(), train, make_augment(options)),
+                    job_model.join());
     const CommStats comm = job_model.take_comm_stats();
     eval = evaluate(job_model.eval_forward(), *model, test, settings, job);
     report.record(epoch, stats, eval, comm);
+    if (epoch < options.epochs) {  // (auto: the next epoch's split)
+      sharding.measure(stats, comm, job);
+    }
   }
   report.finish(eval,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - job_start).count(),

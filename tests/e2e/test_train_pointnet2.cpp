@@ -1,8 +1,8 @@
 // train_pointnet2 as a user runs it: bad input ends with one clear line; a
 // run generates the synthetic shapes where told, trains, and writes its
 // report; a resumed run continues the report from its checkpoint; two
-// processes under dtrun share the data; a worker killed mid-job costs only
-// the epoch it was in.
+// processes under dtrun share the data, equally or by --rank-weights; a
+// worker killed mid-job costs only the epoch it was in.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -202,6 +202,152 @@ TEST(TrainPointNet2, TwoProcessesUnderDtrunShareTheData) {
     ++entries;
   }
   EXPECT_EQ(entries, 2u) << "expected only shapes/ and report.csv";
+}
+
+// Two processes of small_synthetic_run under dtrun, with `more` flags.
+ProcessResult two_processes(const TempDir& dir, const std::string& csv,
+                            std::vector<std::string> more) {
+  std::vector<std::string> args{DTRAIN_DTRUN_PATH, "--standalone", "--nproc-per-node", "2",
+                                DTRAIN_TRAIN_POINTNET2_PATH};
+  for (const auto& arg : small_synthetic_run(dir.file("shapes"), csv)) {
+    args.push_back(arg);
+  }
+  args.insert(args.end(), more.begin(), more.end());
+  return run_process(args);
+}
+
+// The line of a worker's error (each rank prints the same one), or "".
+std::string error_line(const std::string& output) {
+  const size_t start = output.find("train_pointnet2: error: ");
+  return start == std::string::npos ? "" : output.substr(start, output.find('\n', start) - start);
+}
+
+// --rank-weights takes equal, auto or one positive number per process; a
+// split that leaves a process fewer than 2 clouds of the epoch or of the
+// global batch (batch norm) is refused. Each ends in one line naming the
+// flag and its value, before any training.
+TEST(TrainPointNet2Errors, RankWeightsAreCheckedBeforeTraining) {
+  expect_one_line_error(run_app({"--rank-weights", "0,1"}), 2,
+                        "--rank-weights: expected equal, auto or one positive number per process, "
+                        "in rank order, such as 3,1; 0 is not positive and finite (got '0,1')");
+  expect_one_line_error(run_app({"--rank-weights", "a,b"}), 2, "'a' is not a number (got 'a,b')");
+  expect_one_line_error(run_app({"--rank-weights", "3,1"}), 2,
+                        "--rank-weights 3,1: 2 weight(s) for 1 process(es)");
+  TempDir dir;
+  const auto one = two_processes(dir, dir.file("one.csv"), {"--rank-weights", "1"});
+  EXPECT_NE(one.exit_code, 0) << one.output;
+  EXPECT_EQ(error_line(one.output),
+            "train_pointnet2: error: --rank-weights 1: 1 weight(s) for 2 process(es); give one "
+            "per process, in rank order (or equal, or auto); see train_pointnet2 --help")
+      << one.output;
+  // 48 clouds at 100:1 leave process 1 none (and none of the batch of 16).
+  const auto lopsided = two_processes(dir, dir.file("lopsided.csv"), {"--rank-weights", "100,1"});
+  EXPECT_NE(lopsided.exit_code, 0) << lopsided.output;
+  EXPECT_EQ(
+      error_line(lopsided.output)
+          .rfind("train_pointnet2: error: --rank-weights 100,1: process 1 would get 0 of the 48 "
+                 "training clouds per epoch and 0 of each global batch of 16",
+                 0),
+      0u)
+      << lopsided.output;
+  EXPECT_EQ(lopsided.output.find("epoch 1/"), std::string::npos) << "it trained";
+  EXPECT_LE(read_csv(dir.file("lopsided.csv")).size(), 1u) << "a report row was written";
+}
+
+// Fixed weights 3:1 split each epoch's 48 clouds 36 and 12, and the global
+// batch of 16 into 12 and 4 (3 steps each); every cloud is counted once.
+TEST(TrainPointNet2, RankWeightsSplitTheEpochAndTheBatch) {
+  TempDir dir;
+  const std::string csv = dir.file("report.csv");
+  const auto result = two_processes(dir, csv, {"--epochs", "2", "--rank-weights", "3,1"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("clouds and the global batch of 16 split among processes by "
+                               "--rank-weights 3,1"),
+            std::string::npos)
+      << result.output;
+  for (const std::string epoch : {"1/2", "2/2"}) {
+    EXPECT_NE(result.output.find("[rank 0/local 0] [info] epoch " + epoch +
+                                 ": clouds per process this epoch: 36, 12; batches 12, 4\n"),
+              std::string::npos)
+        << result.output;
+  }
+  EXPECT_EQ(result.output.find("[rank 1/local 1] [info] epoch 1/2: clouds per process"),
+            std::string::npos)
+      << "only rank 0 logs the split";
+  const auto rows = read_csv(csv);
+  ASSERT_EQ(rows.size(), 3u) << result.output;
+  EXPECT_EQ(rows[1][1], "48");
+  EXPECT_EQ(rows[2][1], "48");
+}
+
+// 37 clouds at 3:1 are 28 and 9, in batches of 12 and 4: process 0 takes 3
+// steps, process 1 two (its last single cloud joins the batch before it),
+// then waits in DDP's join and takes process 0's parameters and optimizer
+// state. No cloud is dropped, and a run resumed after the first epoch
+// shards, and ends, as the unbroken one, to the last digit.
+TEST(TrainPointNet2, RankWeightsWithUnevenStepsResumeAsUnbroken) {
+  TempDir dir;
+  auto run = [&](const std::string& name, const std::string& epochs, bool resume) {
+    std::vector<std::string> more{
+        "--epochs",      epochs, "--rank-weights", "3,1",
+        "--train-limit", "37",   "--checkpoint",   dir.file(name + ".pt")};
+    if (resume) {
+      more.push_back("--resume");
+    }
+    return two_processes(dir, dir.file(name + ".csv"), more);
+  };
+  const auto unbroken = run("unbroken", "2", false);
+  ASSERT_EQ(unbroken.exit_code, 0) << unbroken.output;
+  EXPECT_NE(unbroken.output.find("epoch 2/2: clouds per process this epoch: 28, 9; batches 12, 4; "
+                                 "steps 3, 2 (the shorter finish inside DDP's join)"),
+            std::string::npos)
+      << unbroken.output;
+  ASSERT_EQ(run("broken", "1", false).exit_code, 0);
+  const auto resumed = run("broken", "2", true);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto expected = read_csv(dir.file("unbroken.csv"));
+  const auto got = read_csv(dir.file("broken.csv"));
+  ASSERT_EQ(expected.size(), 3u);
+  ASSERT_EQ(got.size(), 3u) << resumed.output;
+  EXPECT_EQ(expected[1][1], "37") << "every cloud once";
+  EXPECT_EQ(expected[2][1], "37");
+  // train_loss, test_loss, test_accuracy of the second epoch.
+  for (size_t column : {5u, 6u, 7u}) {
+    EXPECT_EQ(got[2].at(column), expected[2].at(column)) << "column " << column;
+  }
+}
+
+// auto: the first epoch is split equally (weights 1, 1: the same numbers as
+// --rank-weights 1,1), and each later one by the compute rates measured in
+// the epoch before.
+TEST(TrainPointNet2, RankWeightsAutoMeasuresEachEpoch) {
+  TempDir dir;
+  const auto result =
+      two_processes(dir, dir.file("auto.csv"), {"--epochs", "2", "--rank-weights", "auto"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("epoch 1/2: clouds per process this epoch: 24, 24; batches 8, 8"),
+            std::string::npos)
+      << result.output;
+  const size_t measured = result.output.find("--rank-weights auto: measured ");
+  ASSERT_NE(measured, std::string::npos) << result.output;
+  EXPECT_NE(result.output.find(" clouds/s of compute per process", measured), std::string::npos)
+      << result.output;
+  EXPECT_EQ(result.output.find("--rank-weights auto: measured ", measured + 1), std::string::npos)
+      << "measured after the last epoch too";
+  EXPECT_NE(result.output.find("epoch 2/2: clouds per process this epoch: "), std::string::npos)
+      << result.output;
+  const auto rows = read_csv(dir.file("auto.csv"));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[2][1], "48");
+
+  const auto ones =
+      two_processes(dir, dir.file("ones.csv"), {"--epochs", "1", "--rank-weights", "1,1"});
+  ASSERT_EQ(ones.exit_code, 0) << ones.output;
+  const auto first = read_csv(dir.file("ones.csv"));
+  ASSERT_EQ(first.size(), 2u);
+  for (size_t column : {1u, 5u, 6u, 7u}) {
+    EXPECT_EQ(rows[1].at(column), first[1].at(column)) << "column " << column;
+  }
 }
 
 // The README's main job as scripts/run.sh starts it (10 kinds of shape, 100

@@ -280,4 +280,26 @@ TEST(TrainToyCnn, ThreeProcessesShardTheData) {
   EXPECT_EQ(rows[1][1], "102");
 }
 
+// --rank-weights 3,1 splits the same 100 images 75 and 25, without
+// padding, and the global batch of 16 into 12 and 4: process 0 takes 7
+// steps and process 1 six (its last single image joins the batch before
+// it), waiting in DDP's join for the seventh.
+TEST(TrainToyCnn, RankWeightsSplitTheDataWithoutPadding) {
+  TempDir dir;
+  write_tiny_dataset(dir.path());
+  const std::string csv = dir.file("report.csv");
+  const auto result =
+      run_process({DTRAIN_DTRUN_PATH, "--standalone", "--nproc-per-node", "2",
+                   DTRAIN_TRAIN_TOYCNN_PATH, "--data-dir", dir.path().string(), "--epochs", "1",
+                   "--batch-size", "8", "--rank-weights", "3,1", "--csv", csv});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("epoch 1/1: samples per process this epoch: 75, 25; batches 12, 4; "
+                               "steps 7, 6"),
+            std::string::npos)
+      << result.output;
+  const auto rows = read_csv(csv);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1][1], "100") << "every image once, none padded or dropped";
+}
+
 }  // namespace

@@ -1,0 +1,202 @@
+#include "sharding.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <utility>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include "dtrain/data/throughput_weighted_sampler.h"
+#include "dtrain/util/errors.h"
+#include "job_model.h"
+#include "training_loop.h"
+
+namespace dtrain::apps {
+
+namespace {
+
+// Steps of a weighted shard: a last batch of a single sample would fail
+// batch norm, so it joins the batch before it (every rank has at least 2
+// samples, so there is one) and no sample is left out.
+int64_t weighted_steps(int64_t samples, int64_t batch) {
+  return samples / batch + (samples % batch >= 2 ? 1 : 0);
+}
+
+}  // namespace
+
+RankWeights parse_rank_weights(const std::string& text) {
+  if (text == "equal") {
+    return {};
+  }
+  if (text == "auto") {
+    return {.kind = RankWeights::Kind::kAuto, .fixed = {}};
+  }
+  RankWeights weights{.kind = RankWeights::Kind::kFixed, .fixed = {}};
+  const std::string expected =
+      "expected equal, auto or one positive number per process, in rank order, such as 3,1";
+  size_t begin = 0;
+  while (true) {
+    const size_t comma = text.find(',', begin);
+    const std::string part =
+        text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    char* end = nullptr;
+    const double value = std::strtod(part.c_str(), &end);
+    DTRAIN_CHECK(!part.empty() && end == part.c_str() + part.size(), expected, "; '", part,
+                 "' is not a number");
+    DTRAIN_CHECK(std::isfinite(value) && value > 0, expected, "; ", part,
+                 " is not positive and finite");
+    weights.fixed.push_back(value);
+    if (comma == std::string::npos) {
+      return weights;
+    }
+    begin = comma + 1;
+  }
+}
+
+bool EpochShard::steps_differ() const {
+  return !rank_steps.empty() && *std::min_element(rank_steps.begin(), rank_steps.end()) !=
+                                    *std::max_element(rank_steps.begin(), rank_steps.end());
+}
+
+int EpochShard::last_to_finish() const {
+  const int64_t most = *std::max_element(rank_steps.begin(), rank_steps.end());
+  for (auto r = static_cast<int>(rank_steps.size()) - 1; r > 0; --r) {
+    if (rank_steps[static_cast<size_t>(r)] == most) {
+      return r;
+    }
+  }
+  return 0;
+}
+
+Sharding::Sharding(const CommonTrainOptions& options, int64_t dataset_size, const Job& job,
+                   std::string noun)
+    : flag_("--rank-weights " + options.rank_weights),
+      weights_(parse_rank_weights(options.rank_weights)),
+      dataset_size_(dataset_size),
+      batch_size_(options.batch_size),
+      seed_(static_cast<int64_t>(options.seed)),
+      job_(job),
+      noun_(std::move(noun)) {
+  if (!weighted()) {
+    equal_.emplace(dataset_size, data::DistributedSamplerOptions(job.world, job.rank).seed(seed_));
+    return;
+  }
+  // The flag's parse compared the count with the launcher's world; this is
+  // the process group's.
+  current_ = weights_.kind == RankWeights::Kind::kFixed
+                 ? weights_.fixed
+                 : std::vector<double>(static_cast<size_t>(job.world), 1.0);
+  DTRAIN_CHECK(static_cast<int>(current_.size()) == job.world, flag_, ": ", current_.size(),
+               " weight(s) for ", job.world, " process(es); give one per process");
+  const std::string why = problem(current_);
+  DTRAIN_CHECK(
+      why.empty(), flag_,
+      weights_.kind == RankWeights::Kind::kAuto ? " (whose first epoch is split equally)" : "",
+      ": ", why);
+}
+
+std::string Sharding::problem(const std::vector<double>& weights) const {
+  for (const double weight : weights) {
+    if (!std::isfinite(weight) || weight <= 0) {
+      return fmt::format("weight {} is not positive and finite", weight);
+    }
+  }
+  const int64_t global_batch = batch_size_ * job_.world;
+  const std::vector<int64_t> samples = data::apportion(dataset_size_, weights);
+  const std::vector<int64_t> batches = data::apportion(global_batch, weights);
+  for (size_t r = 0; r < weights.size(); ++r) {
+    if (samples[r] < 2 || batches[r] < 2) {
+      return fmt::format(
+          "process {} would get {} of the {} training {} per epoch and {} of each global batch of "
+          "{} (--batch-size {} times {} process(es)); each needs at least 2 of both, since batch "
+          "norm cannot train on one sample (use more even weights, a larger --batch-size or more "
+          "data)",
+          r, samples[r], dataset_size_, noun_, batches[r], global_batch, batch_size_, job_.world);
+    }
+  }
+  return "";
+}
+
+EpochShard Sharding::shard(int epoch) const {
+  EpochShard shard;
+  if (!weighted()) {
+    equal_->set_epoch(epoch - 1);
+    shard.indices = equal_->indices();
+    // A last batch of one sample is left out: batch norm cannot train on
+    // a single sample (LibTorch raises). Every rank has the same number of
+    // samples, so every rank leaves it out and the ranks stay in step.
+    const auto n = static_cast<int64_t>(shard.indices.size());
+    if (n > 1 && n % batch_size_ == 1) {
+      shard.indices.pop_back();
+    }
+    shard.batch_size = batch_size_;
+    shard.steps = (static_cast<int64_t>(shard.indices.size()) + batch_size_ - 1) / batch_size_;
+    return shard;
+  }
+  data::ThroughputWeightedSampler sampler(
+      dataset_size_, current_,
+      data::ThroughputWeightedSamplerOptions().rank(job_.rank).seed(seed_));
+  sampler.set_epoch(epoch - 1);
+  shard.indices = sampler.indices();
+  shard.rank_samples = sampler.shares();
+  shard.rank_batches = data::apportion(batch_size_ * job_.world, current_);
+  for (size_t r = 0; r < current_.size(); ++r) {
+    shard.rank_steps.push_back(weighted_steps(shard.rank_samples[r], shard.rank_batches[r]));
+  }
+  shard.batch_size = shard.rank_batches[static_cast<size_t>(job_.rank)];
+  shard.steps = shard.rank_steps[static_cast<size_t>(job_.rank)];
+  return shard;
+}
+
+int64_t Sharding::equal_samples() const {
+  return equal_ ? equal_->num_samples() : 0;
+}
+
+std::string Sharding::summary() const {
+  if (!weighted()) {
+    return fmt::format("{} {} per process per epoch, batch {} per process", equal_->num_samples(),
+                       noun_, batch_size_);
+  }
+  return fmt::format("{} and the global batch of {} split among processes by {}", noun_,
+                     batch_size_ * job_.world, flag_);
+}
+
+void Sharding::log(const EpochShard& shard, int epoch, int epochs) const {
+  if (!shard.weighted() || job_.rank != 0) {
+    return;
+  }
+  spdlog::info("epoch {}/{}: {} per process this epoch: {}; batches {}{}", epoch, epochs, noun_,
+               fmt::join(shard.rank_samples, ", "), fmt::join(shard.rank_batches, ", "),
+               shard.steps_differ()
+                   ? fmt::format("; steps {} (the shorter finish inside DDP's join)",
+                                 fmt::join(shard.rank_steps, ", "))
+                   : "");
+}
+
+void Sharding::measure(const EpochStats& stats, const CommStats& comm, const Job& job) {
+  if (weights_.kind != RankWeights::Kind::kAuto) {
+    return;
+  }
+  // Waiting for a slower peer's gradients is not this process's work; its
+  // time before its last step ended (not the join after it) is.
+  const double own = stats.loop_seconds - comm.wait_seconds;
+  const double rate =
+      static_cast<double>(stats.rank_samples) / (own > 0 ? own : stats.loop_seconds);
+  // Every rank gets the same numbers, so every rank splits alike.
+  const std::vector<double> rates = job.each(rate);
+  const std::string why = problem(rates);
+  if (job.rank == 0) {
+    spdlog::info("--rank-weights auto: measured {:.1f} {}/s of compute per process{}",
+                 fmt::join(rates, ", "), noun_,
+                 why.empty() ? "; the next epoch is split by them"
+                             : "; the next epoch keeps the last split: " + why);
+  }
+  if (why.empty()) {
+    current_ = rates;
+  }
+}
+
+}  // namespace dtrain::apps

@@ -1,0 +1,105 @@
+// How each epoch's training samples and each step's global batch are split
+// among the job's processes (--rank-weights):
+//
+// - "equal": DistributedSampler's shards (PyTorch's, padded to a multiple
+//   of the world size) and --batch-size on every process.
+// - one weight per process ("3,1", known relative speeds): the epoch's
+//   order cut into one slice per process in proportion to the weights
+//   (ThroughputWeightedSampler: no padding, nothing dropped), and each
+//   process's batch its share of the global batch (--batch-size times the
+//   processes), so a slow process reads less and waits less. A last batch
+//   of a single sample joins the batch before it (batch norm), and ranks
+//   whose step counts differ finish the epoch inside DDP's join.
+// - "auto": the first epoch as weights all 1, each later one by the compute
+//   rates the processes measured in the epoch before (measure()).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dtrain/data/distributed_sampler.h"
+#include "train_flags.h"
+#include "training_job.h"
+
+namespace dtrain::apps {
+
+struct EpochStats;
+struct CommStats;
+
+// --rank-weights as given: "equal", "auto", or one weight per process.
+struct RankWeights {
+  enum class Kind { kEqual, kFixed, kAuto };
+  Kind kind = Kind::kEqual;
+  std::vector<double> fixed;  // kFixed: positive and finite, in rank order
+};
+
+// Throws dtrain::Error saying what is wrong (the caller names the flag)
+// when `text` is neither "equal", "auto" nor positive finite numbers
+// separated by commas.
+RankWeights parse_rank_weights(const std::string& text);
+
+// This process's part of one epoch.
+struct EpochShard {
+  std::vector<int64_t> indices;  // the samples it trains, in order
+  int64_t batch_size = 0;        // its samples per step
+  int64_t steps = 0;             // its batches; the last may be shorter, or one longer
+  // Weighted splits only: every process's samples, batch and steps, in
+  // rank order (for the log, and to know who trains longest).
+  std::vector<int64_t> rank_samples, rank_batches, rank_steps;
+
+  bool weighted() const { return !rank_samples.empty(); }
+  // Some processes take fewer steps than others: they finish the epoch
+  // inside DDP's join, and then adopt the state of last_to_finish().
+  bool steps_differ() const;
+  // The highest rank among those taking the most steps: the one whose
+  // parameters DDP's join hands to every rank.
+  int last_to_finish() const;
+};
+
+class Sharding {
+ public:
+  // Throws dtrain::Error naming --rank-weights and its value when a
+  // weighted split (auto: its first, equal one) leaves a process fewer
+  // than 2 samples of the epoch or of the global batch: batch norm cannot
+  // train on one sample. `noun` names samples in logs ("clouds").
+  Sharding(const CommonTrainOptions& options, int64_t dataset_size, const Job& job,
+           std::string noun);
+
+  // Not "equal": DDP must average gradients by sample count.
+  bool weighted() const { return weights_.kind != RankWeights::Kind::kEqual; }
+  // The split of `epoch` (from 1), the same on every run for the same
+  // weights (a resumed run shards as an unbroken one).
+  EpochShard shard(int epoch) const;
+  // "equal": each process's samples per epoch (DistributedSampler's).
+  int64_t equal_samples() const;
+  // For the start of the log: "24 clouds per process per epoch, batch 8
+  // per process" or how the weights split them.
+  std::string summary() const;
+  // "auto" only, a collective then: every rank's compute rate in the epoch
+  // just trained -- its samples over its own time until its last step,
+  // less the time it waited for its peers' gradients after its backward
+  // (CommStats::wait_seconds) -- gathered as the next epoch's weights.
+  // A split that would leave a process fewer than 2 samples of the epoch
+  // or batch keeps the weights it had. Logged on rank 0.
+  void measure(const EpochStats& stats, const CommStats& comm, const Job& job);
+  // Logs the epoch's split on rank 0 when it is weighted.
+  void log(const EpochShard& shard, int epoch, int epochs) const;
+
+ private:
+  // Why `weights` cannot split this job (empty: they can).
+  std::string problem(const std::vector<double>& weights) const;
+
+  std::string flag_;  // --rank-weights and its value, for messages
+  RankWeights weights_;
+  std::vector<double> current_;  // the weighted split's weights now
+  int64_t dataset_size_;
+  int64_t batch_size_;  // per process; the global batch is world times it
+  int64_t seed_;
+  Job job_;
+  std::string noun_;
+  mutable std::optional<data::DistributedSampler> equal_;
+};
+
+}  // namespace dtrain::apps
