@@ -11,7 +11,8 @@
 //    order, then std::nullopt, whatever the number of workers.
 //  - With workers() = 0, next() calls make on the caller's thread (no
 //    threads at all, as num_workers=0). Otherwise make runs on the workers,
-//    each call on one worker, and up to `workers` calls at once: make must
+//    each call on one worker, and up to min(workers, depth) calls at once
+//    (more threads than batches allowed ahead would idle): make must
 //    be safe to call concurrently, and its result must depend only on the
 //    batch number (derive random draws from it, e.g. a generator seeded by
 //    it) if batches are to be the same for any worker count.
