@@ -109,6 +109,68 @@ TEST(Checkpoint, GradScalerStateRoundTrips) {
   EXPECT_EQ(untouched.get_scale(), 65536.0);
 }
 
+// A checkpoint taken mid-epoch keeps its step count and the app's own
+// values, each with its dtype and shape; an epoch-end checkpoint reads back
+// as step 0 with nothing extra.
+TEST(Checkpoint, ProgressRoundTripsWithStepsAndExtraValues) {
+  TempDir dir;
+  torch::manual_seed(0);
+  auto model = make_model();
+  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-2));
+  step(model, optimizer);
+  const dtrain::train::TrainingProgress progress{
+      .epochs_done = 3,
+      .steps_done = 5,
+      .extra = {{"sharding/weights", at::tensor({3.0, 1.5}, at::kDouble)},
+                {"epoch/samples", at::tensor({40}, at::kLong)},
+                {"epoch/loss", at::rand({2, 2})}}};
+  const std::string path = dir.file("mid.pt");
+  save_checkpoint(path, *model, optimizer, progress);
+
+  auto restored = make_model();
+  torch::optim::Adam restored_optimizer(restored->parameters(), torch::optim::AdamOptions(1e-2));
+  const auto loaded = dtrain::train::load_checkpoint_progress(path, *restored, restored_optimizer);
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->epochs_done, 3);
+  EXPECT_EQ(loaded->steps_done, 5);
+  ASSERT_EQ(loaded->extra.size(), progress.extra.size());
+  for (const auto& [name, value] : progress.extra) {
+    ASSERT_TRUE(loaded->extra.contains(name)) << name;
+    const at::Tensor& back = loaded->extra.at(name);
+    EXPECT_EQ(back.scalar_type(), value.scalar_type()) << name;
+    EXPECT_TRUE(at::equal(back, value)) << name;
+  }
+  EXPECT_EQ(load_checkpoint(path, *restored, restored_optimizer), 3);
+
+  const std::string at_end = dir.file("end.pt");
+  save_checkpoint(at_end, *model, optimizer, 4);
+  const auto end = dtrain::train::load_checkpoint_progress(at_end, *restored, restored_optimizer);
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(end->epochs_done, 4);
+  EXPECT_EQ(end->steps_done, 0);
+  EXPECT_TRUE(end->extra.empty());
+}
+
+TEST(Checkpoint, BadProgressIsNamedAndWritesNothing) {
+  TempDir dir;
+  auto model = make_model();
+  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-2));
+  const std::string path = dir.file("bad.pt");
+  expect_error<dtrain::Error>(
+      [&] {
+        save_checkpoint(path, *model, optimizer,
+                        dtrain::train::TrainingProgress{.epochs_done = 1, .steps_done = -2});
+      },
+      "steps_done is -2");
+  expect_error<dtrain::Error>(
+      [&] {
+        save_checkpoint(path, *model, optimizer,
+                        dtrain::train::TrainingProgress{.epochs_done = 1, .extra = {{"w", {}}}});
+      },
+      "extra value 'w' holds no tensor");
+  EXPECT_FALSE(fs::exists(path));
+}
+
 TEST(Checkpoint, MissingFileIsNoCheckpoint) {
   TempDir dir;
   auto model = make_model();

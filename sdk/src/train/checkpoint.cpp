@@ -31,6 +31,8 @@ constexpr const char* kOptimizerKey = "optimizer";
 constexpr const char* kEpochsKey = "epochs_done";
 constexpr const char* kScalerKey = "grad_scaler";
 constexpr const char* kOptimizerTypeKey = "optimizer_type";
+constexpr const char* kStepsKey = "steps_done";
+constexpr const char* kExtraKey = "extra";
 
 // The optimizer's class, as the checkpoint records it: LibTorch's
 // Optimizer::load fails with an internal assertion when the state is of
@@ -134,6 +136,20 @@ bool sync_file(const std::string& path) {
 void save_checkpoint(const std::string& path, const torch::nn::Module& module,
                      const torch::optim::Optimizer& optimizer, int64_t epochs_done,
                      const amp::GradScaler* scaler) {
+  save_checkpoint(path, module, optimizer, TrainingProgress{.epochs_done = epochs_done}, scaler);
+}
+
+void save_checkpoint(const std::string& path, const torch::nn::Module& module,
+                     const torch::optim::Optimizer& optimizer, const TrainingProgress& progress,
+                     const amp::GradScaler* scaler) {
+  DTRAIN_CHECK(progress.epochs_done >= 0, "save_checkpoint: epochs_done is ", progress.epochs_done,
+               "; expected 0 or more");
+  DTRAIN_CHECK(progress.steps_done >= 0, "save_checkpoint: steps_done is ", progress.steps_done,
+               "; expected 0 or more");
+  for (const auto& [name, value] : progress.extra) {
+    DTRAIN_CHECK(!name.empty() && value.defined(), "save_checkpoint: extra value '", name, "' ",
+                 name.empty() ? "has an empty name" : "holds no tensor");
+  }
   const fs::path target(path);
   std::error_code ec;
   if (target.has_parent_path()) {
@@ -151,7 +167,13 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& module,
     optimizer.save(optimizer_archive);
     archive.write(kOptimizerKey, optimizer_archive);
     archive.write(kOptimizerTypeKey, c10::IValue(optimizer_type(optimizer)));
-    archive.write(kEpochsKey, c10::IValue(epochs_done));
+    archive.write(kEpochsKey, c10::IValue(progress.epochs_done));
+    archive.write(kStepsKey, c10::IValue(progress.steps_done));
+    torch::serialize::OutputArchive extra_archive;
+    for (const auto& [name, value] : progress.extra) {
+      extra_archive.write(name, value.cpu(), /*is_buffer=*/true);
+    }
+    archive.write(kExtraKey, extra_archive);
     if (scaler != nullptr && scaler->is_enabled()) {
       torch::serialize::OutputArchive scaler_archive;
       scaler->save(scaler_archive);
@@ -200,6 +222,14 @@ void check_checkpoint_path(const std::string& path) {
 std::optional<int64_t> load_checkpoint(const std::string& path, torch::nn::Module& module,
                                        torch::optim::Optimizer& optimizer,
                                        amp::GradScaler* scaler) {
+  const auto progress = load_checkpoint_progress(path, module, optimizer, scaler);
+  return progress ? std::optional<int64_t>(progress->epochs_done) : std::nullopt;
+}
+
+std::optional<TrainingProgress> load_checkpoint_progress(const std::string& path,
+                                                         torch::nn::Module& module,
+                                                         torch::optim::Optimizer& optimizer,
+                                                         amp::GradScaler* scaler) {
   std::error_code ec;
   const bool present = fs::exists(path, ec);
   // Only a file that is not there means "no checkpoint yet": one that
@@ -252,7 +282,22 @@ std::optional<int64_t> load_checkpoint(const std::string& path, torch::nn::Modul
     c10::IValue epochs;
     DTRAIN_CHECK_AS(IOError, archive.try_read(kEpochsKey, epochs) && epochs.isInt(), "checkpoint '",
                     path, "' holds no epoch count");
-    return epochs.toInt();
+    TrainingProgress progress{.epochs_done = epochs.toInt()};
+    c10::IValue steps;
+    if (archive.try_read(kStepsKey, steps)) {
+      DTRAIN_CHECK_AS(IOError, steps.isInt() && steps.toInt() >= 0, "checkpoint '", path,
+                      "' holds a step count that is not a count: ", steps);
+      progress.steps_done = steps.toInt();
+    }
+    torch::serialize::InputArchive extra_archive;
+    if (archive.try_read(kExtraKey, extra_archive)) {
+      for (const std::string& name : extra_archive.keys()) {
+        at::Tensor value;
+        extra_archive.read(name, value, /*is_buffer=*/true);
+        progress.extra[name] = value.cpu();
+      }
+    }
+    return progress;
   } catch (const c10::Error& e) {
     throw IOError(
         detail::concat("cannot load checkpoint '", path, "': ", e.what_without_backtrace()));

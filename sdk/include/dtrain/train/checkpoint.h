@@ -1,6 +1,8 @@
 // Training checkpoints: a module's parameters and buffers, its optimizer's
-// state, the number of epochs done and, in fp16 training, the GradScaler's
-// state, in one file that is either the old one or the whole new one.
+// state, how far training had got (epochs, and steps into the next one)
+// with the app's own values needed to go on from there and, in fp16
+// training, the GradScaler's state, in one file that is either the old one
+// or the whole new one.
 //
 //   if (auto done = load_checkpoint(path, *model, optimizer)) first_epoch = *done + 1;
 //   ...
@@ -13,9 +15,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
+#include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
@@ -23,8 +27,27 @@
 
 namespace dtrain::train {
 
+// How far a run had trained when it wrote a checkpoint, and the values of
+// its own that it needs to go on exactly from there.
+struct TrainingProgress {
+  int64_t epochs_done = 0;
+  // Steps of epoch epochs_done + 1 already trained: a checkpoint taken in
+  // the middle of an epoch. 0 at an epoch's end.
+  int64_t steps_done = 0;
+  // The app's own named values (a sampler's weights, an epoch's partial
+  // sums), saved from and loaded onto the CPU.
+  std::map<std::string, at::Tensor> extra = {};
+};
+
 // Throws dtrain::IOError naming `path` when it cannot be written. An
 // enabled `scaler` is saved too (call between iterations, after update()).
+// Throws dtrain::Error naming the field when `progress` counts are
+// negative or an extra value has an empty name or no tensor.
+void save_checkpoint(const std::string& path, const torch::nn::Module& module,
+                     const torch::optim::Optimizer& optimizer, const TrainingProgress& progress,
+                     const amp::GradScaler* scaler = nullptr);
+
+// At the end of epoch `epochs_done`, with nothing else to keep.
 void save_checkpoint(const std::string& path, const torch::nn::Module& module,
                      const torch::optim::Optimizer& optimizer, int64_t epochs_done,
                      const amp::GradScaler* scaler = nullptr);
@@ -48,5 +71,12 @@ void check_checkpoint_path(const std::string& path);
 std::optional<int64_t> load_checkpoint(const std::string& path, torch::nn::Module& module,
                                        torch::optim::Optimizer& optimizer,
                                        amp::GradScaler* scaler = nullptr);
+
+// As load_checkpoint, returning the whole progress saved: its steps_done
+// and extra values too (0 and none in a file written without them).
+std::optional<TrainingProgress> load_checkpoint_progress(const std::string& path,
+                                                         torch::nn::Module& module,
+                                                         torch::optim::Optimizer& optimizer,
+                                                         amp::GradScaler* scaler = nullptr);
 
 }  // namespace dtrain::train
