@@ -4,12 +4,11 @@
 #include <cmath>
 
 #include <ATen/ATen.h>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <torch/optim/adam.h>
 
 #include "dtrain/config.h"
-#include "dtrain/dist/init.h"
-#include "dtrain/train/checkpoint.h"
 #include "dtrain/util/cli_checks.h"
 #include "dtrain/util/errors.h"
 
@@ -50,14 +49,7 @@ void add_recipe_flags(CLI::App& app, PointNet2RecipeOptions& options) {
   app.add_flag("--augment,!--no-augment", options.augment,
                "Randomly scale, shift and jitter training clouds and reorder their points")
       ->capture_default_str();
-  app.add_option("--checkpoint", options.checkpoint,
-                 "Checkpoint file, written by rank 0 after every epoch (atomically)");
-  app.add_flag("--resume", options.resume,
-               "Continue from --checkpoint when it exists (every rank reads it)");
   app.callback([&options] {
-    if (options.resume && options.checkpoint.empty()) {
-      throw CLI::ValidationError("--resume", "needs --checkpoint, the file to resume from");
-    }
     if (options.batch_size < 2) {
       throw CLI::ValidationError("--batch-size " + std::to_string(options.batch_size),
                                  "PointNet++'s batch norm needs at least 2 clouds per step");
@@ -101,36 +93,16 @@ double lr_at(const PointNet2RecipeOptions& options, int world, int epoch) {
   return options.scaled_lr(world) * std::pow(options.lr_decay, (epoch - 1) / options.lr_step);
 }
 
-void set_adam_lr(torch::optim::Optimizer& optimizer, double lr) {
-  for (auto& group : optimizer.param_groups()) {
-    static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
-  }
-}
-
-int64_t resume_from_checkpoint(const PointNet2RecipeOptions& options, torch::nn::Module& module,
-                               torch::optim::Optimizer& optimizer, amp::GradScaler* scaler) {
-  if (!options.resume) {
-    return 0;
-  }
-  const auto done = train::load_checkpoint(options.checkpoint, module, optimizer, scaler);
-  if (!done) {
-    spdlog::info("no checkpoint at {} yet: starting at epoch 1", options.checkpoint);
-    return 0;
-  }
-  spdlog::info("resumed from {} after epoch {}", options.checkpoint, *done);
-  return *done;
-}
-
-void check_same_resume_point(const Job& job, int64_t epochs_done) {
-  if (!job.distributed()) {
-    return;
-  }
-  at::Tensor extremes = at::tensor({epochs_done, -epochs_done}, at::kLong);
-  dist::all_reduce(extremes, dist::ReduceOp::kMax);
-  const int64_t most = extremes[0].item<int64_t>();
-  const int64_t least = -extremes[1].item<int64_t>();
-  DTRAIN_CHECK(most == least, "the ranks would resume from different epochs (", least, " to ", most,
-               "; this rank: ", epochs_done, "): every rank must read the same --checkpoint file");
+TrainingOptimizer adam_training_optimizer(const PointNet2RecipeOptions& options,
+                                          const std::vector<at::Tensor>& parameters) {
+  return {.optimizer = std::make_unique<torch::optim::Adam>(
+              parameters, torch::optim::AdamOptions(options.lr).weight_decay(options.weight_decay)),
+          .lr_at = [options](int world, int epoch) { return lr_at(options, world, epoch); },
+          .summary =
+              [options](int world) {
+                return fmt::format("Adam at {} ({}), x{} every {} epochs", options.scaled_lr(world),
+                                   options.lr_scaling_words(), options.lr_decay, options.lr_step);
+              }};
 }
 
 }  // namespace dtrain::apps

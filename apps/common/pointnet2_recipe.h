@@ -1,8 +1,7 @@
 // PointNet++'s training recipe, shared by train_pointnet2 (classification)
 // and train_partseg (part segmentation): the flags both take, Adam at 1e-3
 // with weight decay 1e-4 and the rate times 0.7 every 20 epochs, the
-// synthetic shapes as the default data, the seeds of augmentation, and
-// checkpoints every rank resumes from at the same epoch.
+// synthetic shapes as the default data.
 #pragma once
 
 #include <cstdint>
@@ -13,11 +12,10 @@
 #include <torch/optim/optimizer.h>
 #include <CLI/CLI.hpp>
 
-#include "dtrain/amp/grad_scaler.h"
 #include "dtrain/datasets/synthetic_shapes.h"
 #include "dtrain/models/set_abstraction.h"
 #include "train_flags.h"
-#include "training_job.h"
+#include "training_optimizer.h"
 
 namespace dtrain::apps {
 
@@ -34,9 +32,7 @@ struct PointNet2RecipeOptions : CommonTrainOptions {
   double weight_decay = 1e-4;
   double lr_decay = 0.7;  // the rate is multiplied by this every lr_step epochs
   int lr_step = 20;
-  bool augment = true;     // random scale, shift and jitter, and a new point order
-  std::string checkpoint;  // written by rank 0 after every epoch; empty: none
-  bool resume = false;     // continue from `checkpoint` when it exists
+  bool augment = true;  // random scale, shift and jitter, and a new point order
 
   PointNet2RecipeOptions() {
     epochs = 20;
@@ -69,17 +65,8 @@ bool synthetic_in_memory(const PointNet2RecipeOptions& options);
 
 // The step schedule: lr (scaled for `world`) * decay^floor((epoch - 1) / step).
 double lr_at(const PointNet2RecipeOptions& options, int world, int epoch);
-// Sets every parameter group of an Adam optimizer to `lr`.
-void set_adam_lr(torch::optim::Optimizer& optimizer, double lr);
-
-// Loads --checkpoint into the module, the optimizer and the fp16 loss
-// scaler (when there is one) when --resume asks for it; returns the epochs
-// it holds (0 when there is none yet).
-int64_t resume_from_checkpoint(const PointNet2RecipeOptions& options, torch::nn::Module& module,
-                               torch::optim::Optimizer& optimizer, amp::GradScaler* scaler);
-// Throws unless every rank resumes from the same epoch: a rank that found
-// no checkpoint (another node, the file not copied there) would otherwise
-// train from scratch beside the others and run epochs they skip.
-void check_same_resume_point(const Job& job, int64_t epochs_done);
+// Adam over `parameters` with --weight-decay, stepped down by lr_at.
+TrainingOptimizer adam_training_optimizer(const PointNet2RecipeOptions& options,
+                                          const std::vector<at::Tensor>& parameters);
 
 }  // namespace dtrain::apps

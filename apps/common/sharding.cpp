@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include <ATen/ATen.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -24,6 +25,9 @@ namespace {
 int64_t weighted_steps(int64_t samples, int64_t batch) {
   return samples / batch + (samples % batch >= 2 ? 1 : 0);
 }
+
+constexpr const char* kLayoutKey = "sharding/layout";    // samples, seed, world, batch
+constexpr const char* kWeightsKey = "sharding/weights";  // weighted splits only
 
 }  // namespace
 
@@ -197,6 +201,50 @@ void Sharding::measure(const EpochStats& stats, const CommStats& comm, const Job
   if (why.empty()) {
     current_ = rates;
   }
+}
+
+std::map<std::string, at::Tensor> Sharding::state() const {
+  std::map<std::string, at::Tensor> state{
+      {kLayoutKey, at::tensor({dataset_size_, seed_, static_cast<int64_t>(job_.world), batch_size_},
+                              at::kLong)}};
+  if (weighted()) {
+    state[kWeightsKey] = at::tensor(current_, at::kDouble);
+  }
+  return state;
+}
+
+bool Sharding::restore(const std::map<std::string, at::Tensor>& state) {
+  const auto layout = state.find(kLayoutKey);
+  const auto weights = state.find(kWeightsKey);
+  if (layout == state.end() || layout->second.numel() != 4) {
+    return false;
+  }
+  const at::Tensor saved = layout->second.to(at::kLong);
+  const bool same_world = saved[2].item<int64_t>() == job_.world;
+  const bool same_layout = same_world && saved[0].item<int64_t>() == dataset_size_ &&
+                           saved[1].item<int64_t>() == seed_ &&
+                           saved[3].item<int64_t>() == batch_size_;
+  std::vector<double> saved_weights;
+  if (weights != state.end()) {
+    const at::Tensor values = weights->second.to(at::kDouble).contiguous();
+    saved_weights.assign(values.data_ptr<double>(), values.data_ptr<double>() + values.numel());
+  }
+  if (weights_.kind == RankWeights::Kind::kAuto) {
+    const bool usable = same_world && static_cast<int>(saved_weights.size()) == job_.world &&
+                        problem(saved_weights).empty();
+    if (job_.rank == 0) {
+      spdlog::info("{}: {}", flag_,
+                   usable ? fmt::format("continuing from the weights measured before the restart, "
+                                        "{:.1f}",
+                                        fmt::join(saved_weights, ", "))
+                          : "the checkpoint holds no weights measured for this many processes; "
+                            "starting again from an equal split");
+    }
+    if (usable) {
+      current_ = saved_weights;
+    }
+  }
+  return same_layout && saved_weights == (weighted() ? current_ : std::vector<double>{});
 }
 
 }  // namespace dtrain::apps

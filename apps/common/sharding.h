@@ -15,9 +15,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <ATen/core/Tensor.h>
 
 #include "dtrain/data/distributed_sampler.h"
 #include "train_flags.h"
@@ -86,6 +89,17 @@ class Sharding {
   void measure(const EpochStats& stats, const CommStats& comm, const Job& job);
   // Logs the epoch's split on rank 0 when it is weighted.
   void log(const EpochShard& shard, int epoch, int epochs) const;
+
+  // What a checkpoint keeps of the split: the dataset's size, the seed,
+  // the world size, the batch and the weights now (auto: the last measured).
+  std::map<std::string, at::Tensor> state() const;
+  // Takes back a checkpoint's state (one written without any is taken as
+  // another split): "auto" continues from the weights measured before the
+  // restart when the world size is the same, and starts again from an
+  // equal split otherwise (logged on rank 0). True when the checkpoint's
+  // epochs were split exactly as this run splits them, so a position in
+  // the middle of one carries over.
+  bool restore(const std::map<std::string, at::Tensor>& state);
 
  private:
   // Why `weights` cannot split this job (empty: they can).

@@ -75,6 +75,13 @@ void add_common_train_flags(CLI::App& app, CommonTrainOptions& options,
       throw CLI::ValidationError("--backend " + options.backend,
                                  "moves CPU tensors; with --device cuda use nccl (or auto)");
     }
+    if (options.resume && options.checkpoint.empty()) {
+      throw CLI::ValidationError("--resume", "needs --checkpoint, the file to resume from");
+    }
+    if (options.checkpoint_steps > 0 && options.checkpoint.empty()) {
+      throw CLI::ValidationError("--checkpoint-steps " + std::to_string(options.checkpoint_steps),
+                                 "needs --checkpoint, the file to write");
+    }
     // Checked against the launcher's world now, before any data is read.
     const auto weights = parse_rank_weights(options.rank_weights).fixed.size();
     const int world = util::read_launch_env().world_size.value_or(1);
@@ -94,6 +101,16 @@ void add_common_train_flags(CLI::App& app, CommonTrainOptions& options,
                  "Seconds a collective may wait for a peer before failing")
       ->check(dtrain::util::positive())
       ->capture_default_str();
+  app.add_option("--checkpoint", options.checkpoint,
+                 "Checkpoint file, written by rank 0 after every epoch (atomically)");
+  app.add_option("--checkpoint-steps", options.checkpoint_steps,
+                 "Also write --checkpoint after every N steps of an epoch, so a restart loses at "
+                 "most N steps (0: at epochs' ends only)")
+      ->check(dtrain::util::non_negative())
+      ->capture_default_str();
+  app.add_flag("--resume", options.resume,
+               "Continue from --checkpoint when it exists, at the epoch and step it was written "
+               "(every rank reads it)");
   app.add_option("--rank-weights", options.rank_weights,
                  "How each epoch's " + sample_noun +
                      " and each step's global batch (--batch-size times the processes) are "

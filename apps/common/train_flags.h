@@ -39,6 +39,11 @@ struct CommonTrainOptions {
   // ("3,1": known relative speeds), or "auto" (measured each epoch); see
   // sharding.h.
   std::string rank_weights = "equal";
+  // Written by rank 0 after every epoch (atomically); empty: none.
+  std::string checkpoint;
+  // Also after every this many steps of an epoch (0: at epochs' ends only).
+  int64_t checkpoint_steps = 0;
+  bool resume = false;  // continue from `checkpoint` when it exists
 
   // The learning rate for `world` processes under lr_scaling.
   double scaled_lr(int world) const { return lr_scaling == "linear" ? lr * world : lr; }

@@ -15,6 +15,7 @@
 #include "dtrain/data/prefetch_loader.h"
 #include "dtrain/ddp/broadcast.h"
 #include "dtrain/dist/init.h"
+#include "dtrain/train/graceful_stop.h"
 #include "dtrain/train/progress_bar.h"
 #include "dtrain/util/errors.h"
 
@@ -95,9 +96,18 @@ at::Generator batch_generator(uint64_t seed, int epoch, int rank, int64_t batch)
                          static_cast<uint64_t>(rank), static_cast<uint64_t>(batch)}));
 }
 
-void seed_epoch_draws(uint64_t seed, int epoch, int rank) {
-  torch::manual_seed(stream_seed(
-      seed, {kDropoutStream, static_cast<uint64_t>(epoch), static_cast<uint64_t>(rank)}));
+void seed_step_draws(uint64_t seed, int epoch, int rank, int64_t step) {
+  torch::manual_seed(stream_seed(seed, {kDropoutStream, static_cast<uint64_t>(epoch),
+                                        static_cast<uint64_t>(rank), static_cast<uint64_t>(step)}));
+}
+
+int agreed_stop_signal(const Job& job) {
+  const double local = train::GracefulStop::signal();
+  if (!job.distributed()) {
+    return static_cast<int>(local);
+  }
+  const std::vector<double> signals = job.each(local);
+  return static_cast<int>(*std::max_element(signals.begin(), signals.end()));
 }
 
 std::unique_ptr<amp::GradScaler> make_loss_scaler(const CommonTrainOptions& options) {
@@ -113,16 +123,19 @@ LoopSettings loop_settings(const CommonTrainOptions& options, const Job& job, in
           .fp16 = options.amp == "fp16",
           .scaler = scaler,
           .seed = options.seed,
-          .loader_workers = options.loader_workers};
+          .loader_workers = options.loader_workers,
+          .checkpoint_steps = options.checkpoint.empty() ? 0 : options.checkpoint_steps,
+          .save_mid_epoch = {},
+          .stop_on_signal = !options.checkpoint.empty()};
 }
 
 EpochStats train_epoch(torch::nn::Module& module, torch::optim::Optimizer& optimizer,
                        const Sharding& sharding, const LoopSettings& settings, int epoch,
-                       const Job& job, const TrainBatches& batches, const Join& join) {
+                       const Job& job, const TrainBatches& batches, const Join& join,
+                       const EpochPosition& start) {
   module.train();
-  seed_epoch_draws(settings.seed, epoch, job.rank);
   reset_peak_device_memory(settings.device);
-  const auto start = std::chrono::steady_clock::now();
+  const auto start_time = std::chrono::steady_clock::now();
   const EpochShard shard = sharding.shard(epoch);
   sharding.log(shard, epoch, settings.epochs);
   const bool joined = shard.steps_differ() && job.distributed();
@@ -133,12 +146,21 @@ EpochStats train_epoch(torch::nn::Module& module, torch::optim::Optimizer& optim
   const int64_t n = order.numel();
   const int64_t batch_size = shard.batch_size;
   const int64_t num_batches = shard.steps;
+  // Steps every rank takes: positions before the last of them can be summed
+  // and saved by all ranks together (the others may already have joined).
+  const int64_t common_steps =
+      shard.weighted() ? *std::min_element(shard.rank_steps.begin(), shard.rank_steps.end())
+                       : num_batches;
+  DTRAIN_CHECK(start.steps >= 0 && start.steps < common_steps, "train_epoch: epoch ", epoch,
+               " cannot resume after step ", start.steps, "; its ranks take ", common_steps,
+               " step(s) each");
   // Pinned host memory lets the copy to the GPU run without blocking.
   const bool pin = settings.device.is_cuda();
   data::PrefetchLoader<Batch> loader(
-      num_batches,
-      [&](int64_t b) {
+      num_batches - start.steps,
+      [&](int64_t i) {
         // The last batch takes what is left: fewer, or one more (Sharding).
+        const int64_t b = start.steps + i;
         const int64_t begin = b * batch_size;
         const at::Tensor index =
             order.narrow(0, begin, b + 1 == num_batches ? n - begin : batch_size);
@@ -156,15 +178,35 @@ EpochStats train_epoch(torch::nn::Module& module, torch::optim::Optimizer& optim
           .workers(settings.loader_workers)
           .depth(2 * std::max(settings.loader_workers, 1))
           .device(settings.device));
-  train::ProgressBar bar(fmt::format("epoch {}/{}", epoch, settings.epochs), num_batches,
-                         /*enabled=*/job.rank == 0);
-  double loss_sum = 0;
+  train::ProgressBar bar(start.steps == 0 ? fmt::format("epoch {}/{}", epoch, settings.epochs)
+                                          : fmt::format("epoch {}/{} from step {}", epoch,
+                                                        settings.epochs, start.steps + 1),
+                         num_batches - start.steps, /*enabled=*/job.rank == 0);
+  // The epoch so far over every rank (summed at each checkpoint step, so a
+  // resumed epoch adds up exactly as an unbroken one), and this rank's
+  // steps since.
+  EpochPosition position = start;
+  double loss_since = 0;
+  int64_t samples_since = 0;
+  int64_t trained_samples = 0;  // this rank's, in this run
+  int stop_signal = 0;
+  int64_t stopped_after = 0;
+  auto fold_in = [&](int64_t steps) {
+    const auto sums = job.sum({loss_since, static_cast<double>(samples_since)});
+    position = {.steps = steps,
+                .loss_sum = position.loss_sum + sums[0],
+                .samples = position.samples + static_cast<int64_t>(sums[1])};
+    loss_since = 0;
+    samples_since = 0;
+  };
   auto steps = [&] {
+    int64_t step = start.steps;
     while (std::optional<Batch> batch = loader.next()) {
       const int64_t samples = batch->front().size(0);
       for (at::Tensor& tensor : *batch) {
         tensor = tensor.to(settings.device, /*non_blocking=*/pin);
       }
+      seed_step_draws(settings.seed, epoch, job.rank, step);
       optimizer.zero_grad();
       at::Tensor loss;
       {
@@ -181,12 +223,32 @@ EpochStats train_epoch(torch::nn::Module& module, torch::optim::Optimizer& optim
         optimizer.step();
       }
       const double batch_loss_value = loss.item<double>();
-      loss_sum += batch_loss_value * static_cast<double>(samples);
+      loss_since += batch_loss_value * static_cast<double>(samples);
+      samples_since += samples;
+      trained_samples += samples;
+      ++step;
       bar.advance(1, fmt::format("loss {:.4f}", batch_loss_value));
+      // Positions are saved only while every rank still steps: ranks with
+      // fewer steps may already wait in DDP's join.
+      if (step >= common_steps) {
+        continue;
+      }
+      const bool checkpoint_due =
+          settings.checkpoint_steps > 0 && step % settings.checkpoint_steps == 0;
+      const int stop = settings.stop_on_signal ? agreed_stop_signal(job) : 0;
+      if ((checkpoint_due || stop != 0) && settings.save_mid_epoch) {
+        fold_in(step);
+        settings.save_mid_epoch(epoch, position);
+      }
+      if (stop != 0) {
+        stop_signal = stop;
+        stopped_after = step;
+        return;
+      }
     }
   };
   auto seconds_since_start = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
   };
   double loop_seconds = 0;
   if (joined) {
@@ -199,19 +261,25 @@ EpochStats train_epoch(torch::nn::Module& module, torch::optim::Optimizer& optim
     steps();
     loop_seconds = seconds_since_start();
   }
-  bar.finish();
+  bar.finish(stop_signal != 0 ? fmt::format("stopped by signal {}", stop_signal) : "");
+  if (stop_signal != 0) {
+    return {.stop_signal = stop_signal, .stopped_after = stopped_after};
+  }
+  fold_in(num_batches);
   const double seconds = seconds_since_start();
-  const auto totals = job.sum({loss_sum, static_cast<double>(n)});
-  const std::vector<double> rates = job.each(static_cast<double>(n) / seconds);
-  return {.mean_loss = totals[0] / totals[1],
-          .samples = static_cast<int64_t>(totals[1]),
+  const std::vector<double> rates = job.each(static_cast<double>(trained_samples) / seconds);
+  const int64_t steps_taken = num_batches - start.steps;
+  return {.mean_loss = position.loss_sum / static_cast<double>(position.samples),
+          .samples = position.samples,
           .seconds = seconds,
-          .rank_samples = n,
+          .rank_samples = trained_samples,
           .loop_seconds = loop_seconds,
-          .step_ms = num_batches > 0 ? 1000 * seconds / static_cast<double>(num_batches) : 0,
+          .step_ms = steps_taken > 0 ? 1000 * seconds / static_cast<double>(steps_taken) : 0,
           .rank_samples_per_s_min = *std::min_element(rates.begin(), rates.end()),
           .rank_samples_per_s_max = *std::max_element(rates.begin(), rates.end()),
-          .peak_device_mb = peak_device_mb(settings.device)};
+          .peak_device_mb = peak_device_mb(settings.device),
+          .stop_signal = 0,
+          .stopped_after = 0};
 }
 
 int64_t parameter_count(const torch::nn::Module& module) {

@@ -25,6 +25,14 @@
 
 namespace dtrain::apps {
 
+// Where an epoch stands after some of its steps, summed over every rank:
+// what a mid-epoch checkpoint keeps, and where a resumed epoch starts.
+struct EpochPosition {
+  int64_t steps = 0;    // steps every rank has taken
+  double loss_sum = 0;  // their losses times their samples
+  int64_t samples = 0;  // their samples
+};
+
 struct LoopSettings {
   int epochs = 1;     // for the progress bar's title
   bool bf16 = false;  // forward passes under bf16 autocast
@@ -39,6 +47,14 @@ struct LoopSettings {
   // Threads making training batches ahead of the steps (0: each batch
   // is made in the step, on the training thread).
   int loader_workers = 1;
+  // Mid-epoch checkpoints (--checkpoint-steps): after every this many steps
+  // of an epoch (0: none), save_mid_epoch is called on every rank.
+  int64_t checkpoint_steps = 0;
+  std::function<void(int epoch, const EpochPosition& position)> save_mid_epoch;
+  // After every step, the ranks agree whether a stop was asked for
+  // (agreed_stop_signal); if so the epoch's position is saved and it ends
+  // there. Set with --checkpoint: there is somewhere to save to.
+  bool stop_on_signal = false;
 
   // Autocast for this device and precision (disabled in fp32).
   amp::AutocastOptions autocast() const;
@@ -51,10 +67,14 @@ struct LoopSettings {
 at::Generator batch_generator(uint64_t seed, int epoch, int rank, int64_t batch);
 
 // Seeds LibTorch's default generators (dropout's masks) from --seed, the
-// epoch and the rank; train_epoch calls it first, so a run resumed from a
-// checkpoint trains its epochs exactly as an unbroken run would, and ranks
-// draw differently.
-void seed_epoch_draws(uint64_t seed, int epoch, int rank);
+// epoch, the rank and the step; train_epoch calls it before every step, so
+// a run resumed from a checkpoint, even one taken mid-epoch, trains exactly
+// as an unbroken run would, and ranks draw differently.
+void seed_step_draws(uint64_t seed, int epoch, int rank, int64_t step);
+
+// The signal that asked this run to stop (train::GracefulStop), agreed by
+// every rank, or 0: a collective, for the ranks to stop after the same step.
+int agreed_stop_signal(const Job& job);
 
 // The loss scaler of --amp fp16 (torch.amp's defaults); nullptr otherwise.
 std::unique_ptr<amp::GradScaler> make_loss_scaler(const CommonTrainOptions& options);
@@ -67,7 +87,7 @@ struct EpochStats {
   double mean_loss = 0;
   int64_t samples = 0;       // over every rank
   double seconds = 0;        // this rank's
-  int64_t rank_samples = 0;  // this rank's
+  int64_t rank_samples = 0;  // this rank's, in the steps this run took
   // This rank's time until its own last step ended: without the wait in
   // DDP's join for ranks with more steps (Sharding::measure).
   double loop_seconds = 0;
@@ -80,6 +100,11 @@ struct EpochStats {
   // epoch's training, in MiB (torch.cuda.max_memory_allocated after
   // reset_peak_memory_stats at its start); 0 on the CPU.
   double peak_device_mb = 0;
+  // Not 0: a stop was asked for by this signal, and the epoch ended after
+  // `stopped_after` steps, saved by settings.save_mid_epoch; the other
+  // numbers are then not the epoch's.
+  int stop_signal = 0;
+  int64_t stopped_after = 0;
 };
 
 // What an evaluation found, over the whole test set: the mean loss, the
@@ -88,7 +113,7 @@ struct EvalStats {
   double mean_loss = 0;
   double accuracy = 0;
   // Further metrics, in the order of the report's extra columns (EpochReport).
-  std::vector<double> extra;
+  std::vector<double> extra = {};
 };
 
 // One training batch's tensors (inputs first, one row per sample; then
@@ -118,9 +143,21 @@ using Join = std::function<void(const std::function<void()>& steps)>;
 // (and fp16 loss scale) of the rank that trained to the end, as join gives
 // it that rank's parameters: replicas must stay identical. `join` may be
 // empty when step counts never differ (equal shards, one process).
+//
+// With settings.checkpoint_steps, after every that many steps (while every
+// rank still has steps to take, and not at the epoch's end) the ranks sum
+// their position and call settings.save_mid_epoch. The epoch's loss is
+// summed over the ranks at those same steps, so a run resumed there
+// (`start`: a position a mid-epoch checkpoint saved) reports the same
+// numbers as an unbroken one; its time and rates cover the steps it took.
+// With settings.stop_on_signal, a stop asked for between two steps saves
+// the position there too and ends the epoch early (EpochStats::stop_signal);
+// a run resumed from it trains as an unbroken one, and its epoch's loss
+// differs from an unbroken run's only by the order of the sum.
 EpochStats train_epoch(torch::nn::Module& module, torch::optim::Optimizer& optimizer,
                        const Sharding& sharding, const LoopSettings& settings, int epoch,
-                       const Job& job, const TrainBatches& batches, const Join& join = {});
+                       const Job& job, const TrainBatches& batches, const Join& join = {},
+                       const EpochPosition& start = {});
 
 // Number of trainable values in `module`, for logs.
 int64_t parameter_count(const torch::nn::Module& module);

@@ -19,9 +19,10 @@
 #include "dtrain/util/cli_app.h"
 #include "dtrain/util/launch_env.h"
 #include "part_data.h"
-#include "pointnet2_training.h"
+#include "pointnet2_recipe.h"
 #include "segmentation_loop.h"
 #include "train_options.h"
+#include "training_run.h"
 
 namespace {
 
@@ -54,16 +55,19 @@ int train(const PartSegTrainOptions& options) {
   PointNet2PartSeg model(dtrain::models::pointnet2_part_seg_preset(
       options.model, data.num_parts, static_cast<int64_t>(data.train.category_names.size())));
   model->to(device);
-  PointNet2Task<PointNet2PartSeg> task{
+  TrainingTask<PointNet2PartSeg> task{
       .model = model,
       .model_name = "PointNet++ part segmentation " + options.model,
       .data_summary = fmt::format(
           "{} from {}: {} categories, {} parts, {} training and {} test clouds of {} points",
           options.dataset, data.root, data.train.category_names.size(), data.num_parts,
           data.train.size(), data.test.size(), options.num_points),
+      .noun = "clouds",
       .train_size = data.train.size(),
+      .needs_two_per_process = true,
       .eval_batch = 32,
       .extra_columns = segmentation_metric_names(),
+      .optimizer = adam_training_optimizer(options, model->parameters()),
       .train_batches =
           [&](JobModel<PointNet2PartSeg>& job_model) {
             const SegmentationForward forward = [&job_model](const at::Tensor& points,
@@ -80,7 +84,7 @@ int train(const PartSegTrainOptions& options) {
             };
             return segmentation_evaluate(forward, *model, data.test, data.owned, settings, job);
           }};
-  return run_pointnet2_training(options, env, device, std::move(task));
+  return run_training(options, env, device, std::move(task));
 }
 
 }  // namespace

@@ -20,8 +20,9 @@
 #include "dtrain/util/cli_app.h"
 #include "dtrain/util/launch_env.h"
 #include "point_cloud_data.h"
-#include "pointnet2_training.h"
+#include "pointnet2_recipe.h"
 #include "train_options.h"
+#include "training_run.h"
 
 namespace {
 
@@ -65,7 +66,7 @@ int train(const PointNet2TrainOptions& options) {
   PointNet2Cls model(dtrain::models::pointnet2_cls_preset(
       options.model, static_cast<int64_t>(data.class_names.size()), options.normals ? 3 : 0));
   model->to(device);
-  dtrain::apps::PointNet2Task<PointNet2Cls> task{
+  dtrain::apps::TrainingTask<PointNet2Cls> task{
       .model = model,
       .model_name = "PointNet++ " + options.model,
       .data_summary =
@@ -73,9 +74,12 @@ int train(const PointNet2TrainOptions& options) {
                       "points{}",
                       options.dataset, data.root, data.class_names.size(), data.train.size(),
                       data.test.size(), options.num_points, options.normals ? " with normals" : ""),
+      .noun = "clouds",
       .train_size = data.train.size(),
+      .needs_two_per_process = true,
       .eval_batch = 64,
       .extra_columns = {},
+      .optimizer = dtrain::apps::adam_training_optimizer(options, model->parameters()),
       .train_batches =
           [&](JobModel<PointNet2Cls>& job_model) {
             return dtrain::apps::classification_batches(job_model.train_forward(), data.train,
@@ -86,7 +90,7 @@ int train(const PointNet2TrainOptions& options) {
             return dtrain::apps::evaluate(job_model.eval_forward(), *model, data.test, settings,
                                           job);
           }};
-  return dtrain::apps::run_pointnet2_training(options, env, device, std::move(task));
+  return dtrain::apps::run_training(options, env, device, std::move(task));
 }
 
 }  // namespace

@@ -10,12 +10,15 @@
 // --batch-size is per process, as in PyTorch DDP. Each epoch:
 // mini-batch SGD with a progress bar, then test loss and accuracy over the
 // whole test set (each rank evaluates a slice), logged and appended to the
-// CSV report by rank 0. --augment adds the standard CIFAR augmentation
-// (random crop with 4 pixels of black padding, horizontal flip).
-#include <chrono>
+// CSV report by rank 0, and a checkpoint when --checkpoint names one
+// (--resume continues from it). --augment adds the standard CIFAR
+// augmentation (random crop with 4 pixels of black padding, horizontal
+// flip).
+#include <memory>
+#include <vector>
 
 #include <ATen/ATen.h>
-#include <spdlog/spdlog.h>
+#include <fmt/format.h>
 #include <torch/optim/sgd.h>
 
 #include "classification_loop.h"
@@ -23,12 +26,9 @@
 #include "dtrain/models/toy_cnn.h"
 #include "dtrain/util/cli_app.h"
 #include "dtrain/util/launch_env.h"
-#include "epoch_report.h"
 #include "image_data.h"
-#include "job_model.h"
-#include "sharding.h"
 #include "train_options.h"
-#include "training_job.h"
+#include "training_run.h"
 
 namespace {
 
@@ -50,6 +50,20 @@ Augment make_augment(const TrainOptions& options) {
   };
 }
 
+// SGD with momentum at the (scaled) rate of --lr, the same every epoch.
+TrainingOptimizer sgd_training_optimizer(const TrainOptions& options,
+                                         const std::vector<at::Tensor>& parameters) {
+  return {.optimizer = std::make_unique<torch::optim::SGD>(
+              parameters, torch::optim::SGDOptions(options.lr).momentum(options.momentum)),
+          .lr_at = [options](int world, int /*epoch*/) { return options.scaled_lr(world); },
+          .summary =
+              [options](int world) {
+                return fmt::format("SGD with momentum {} at learning rate {} ({})",
+                                   options.momentum, options.scaled_lr(world),
+                                   options.lr_scaling_words());
+              }};
+}
+
 int train(const TrainOptions& options) {
   if (options.threads > 0) {
     at::set_num_threads(options.threads);
@@ -57,50 +71,35 @@ int train(const TrainOptions& options) {
   const dtrain::util::LaunchEnv env = dtrain::util::read_launch_env();
   // First: a missing GPU is named before any data is read.
   const c10::Device device = choose_device(env, options.device);
-  EpochReport report(options.csv, /*writes=*/env.rank.value_or(0) == 0, options.epochs);
   const ImageData data = load_image_data(options);
-  const LabeledTensors& train = data.train;
-  const LabeledTensors& test = data.test;
-  const Job job = start_job(env, options.backend, options.dist_timeout_s, device);
-  spdlog::info("{} from {}: {} training, {} test images{}; {} process(es) on {}, {} thread(s) each",
-               data.name, data.root, train.size(), test.size(),
-               options.augment ? " (training images randomly cropped and flipped)" : "", job.world,
-               device.str(), at::get_num_threads());
-
   torch::manual_seed(options.seed);
   ToyCnn model(dtrain::models::ToyCnnOptions()
                    .in_channels(data.channels)
                    .num_classes(static_cast<int64_t>(data.class_names.size())));
   model->to(device);
-  Sharding sharding(options, train.size(), job, "samples");
-  JobModel<ToyCnn> job_model(model, job, /*sample_count=*/sharding.weighted());
-  const double lr = options.scaled_lr(job.world);
-  torch::optim::SGD optimizer(model->parameters(),
-                              torch::optim::SGDOptions(lr).momentum(options.momentum));
-  spdlog::info("precision: {}; {}, learning rate {} ({})", precision_name(options),
-               sharding.summary(), lr, options.lr_scaling_words());
-
-  const auto scaler = make_loss_scaler(options);
-  const LoopSettings settings = loop_settings(options, job, /*eval_batch=*/1000, scaler.get());
-  const auto job_start = std::chrono::steady_clock::now();
-  EvalStats eval;
-  for (int epoch = 1; epoch <= options.epochs; ++epoch) {
-    const EpochStats stats =
-        train_epoch(*model, optimizer, sharding, settings, epoch, job,
-                    classification_batches(job_model.train_forward(), train, make_augment(options)),
-                    job_model.join());
-    const CommStats comm = job_model.take_comm_stats();
-    eval = evaluate(job_model.eval_forward(), *model, test, settings, job);
-    report.record(epoch, stats, eval, comm);
-    if (epoch < options.epochs) {  // (auto: the next epoch's split)
-      sharding.measure(stats, comm, job);
-    }
-  }
-  report.finish(eval,
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - job_start).count(),
-                job.world);
-  finish_job(job);
-  return 0;
+  TrainingTask<ToyCnn> task{
+      .model = model,
+      .model_name = "toy CNN",
+      .data_summary =
+          fmt::format("{} from {}: {} training, {} test images{}", data.name, data.root,
+                      data.train.size(), data.test.size(),
+                      options.augment ? " (training images randomly cropped and flipped)" : ""),
+      .noun = "images",
+      .train_size = data.train.size(),
+      .needs_two_per_process = false,  // no batch norm
+      .eval_batch = 1000,
+      .extra_columns = {},
+      .optimizer = sgd_training_optimizer(options, model->parameters()),
+      .train_batches =
+          [&](JobModel<ToyCnn>& job_model) {
+            return classification_batches(job_model.train_forward(), data.train,
+                                          make_augment(options));
+          },
+      .evaluate =
+          [&](JobModel<ToyCnn>& job_model, const LoopSettings& settings, const Job& job) {
+            return evaluate(job_model.eval_forward(), *model, data.test, settings, job);
+          }};
+  return run_training(options, env, device, std::move(task));
 }
 
 }  // namespace

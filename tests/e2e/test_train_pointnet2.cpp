@@ -2,7 +2,8 @@
 // run generates the synthetic shapes where told, trains, and writes its
 // report; a resumed run continues the report from its checkpoint; two
 // processes under dtrun share the data, equally or by --rank-weights; a
-// worker killed mid-job costs only the epoch it was in.
+// worker killed mid-epoch costs only the steps since the last checkpoint,
+// and a signal stops the job at a step with a checkpoint.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 
 #include "background_process.h"
 #include "test_support.h"
@@ -76,7 +78,7 @@ TEST(TrainPointNet2Errors, ProblemsAreNamedBeforeTraining) {
   const auto one_cloud = with({"--train-limit", "1"});
   EXPECT_EQ(one_cloud.exit_code, 1) << one_cloud.output;
   EXPECT_NE(one_cloud.output.find("error: each of the 1 process(es) gets 1 of the 1 training "
-                                  "cloud(s) per epoch; PointNet++'s batch norm needs at least 2"),
+                                  "clouds per epoch; the model's batch norm needs at least 2"),
             std::string::npos)
       << one_cloud.output;
 }
@@ -350,6 +352,30 @@ TEST(TrainPointNet2, RankWeightsAutoMeasuresEachEpoch) {
   }
 }
 
+// auto's measured weights are kept in the checkpoint: a resumed run with
+// the same number of processes splits by the weights measured before the
+// restart rather than starting again from an equal split.
+TEST(TrainPointNet2, RankWeightsAutoResumesWithTheMeasuredWeights) {
+  TempDir dir;
+  const std::string checkpoint = dir.file("auto.pt");
+  const auto first =
+      two_processes(dir, dir.file("auto.csv"),
+                    {"--epochs", "2", "--rank-weights", "auto", "--checkpoint", checkpoint});
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const std::regex measured_line(R"(--rank-weights auto: measured ([0-9., ]+) clouds/s)");
+  std::smatch measured;
+  ASSERT_TRUE(std::regex_search(first.output, measured, measured_line)) << first.output;
+
+  const auto resumed = two_processes(
+      dir, dir.file("auto.csv"),
+      {"--epochs", "3", "--rank-weights", "auto", "--checkpoint", checkpoint, "--resume"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("continuing from the weights measured before the restart, " +
+                                measured[1].str()),
+            std::string::npos)
+      << "measured " << measured[1] << " before; " << resumed.output;
+}
+
 // The README's main job as scripts/run.sh starts it (10 kinds of shape, 100
 // training clouds each, 512 points, ssg-lite, 5 epochs, two processes):
 // it learns the shapes, far above chance (10%).
@@ -389,31 +415,54 @@ std::map<std::string, std::vector<std::string>> last_row_per_epoch(const std::st
   return rows;
 }
 
-// What dtrun's restarts and the apps' checkpoints give together: a worker
-// SIGKILLed after the first epoch's checkpoint costs the job only the epoch
-// it was in. dtrun restarts the group, every rank resumes from the
-// checkpoint, and the epochs after it train exactly as in an unbroken run
-// (the same batches, augmentation and dropout masks, each drawn from the
-// epoch's own seeds), so the last epoch's losses and accuracy equal the
-// unbroken run's to the last digit.
-TEST(TrainPointNet2, AWorkerKilledMidJobCostsOnlyItsEpoch) {
-  TempDir dir;
-  auto job = [&](const std::string& name, const std::string& max_restarts) {
-    std::vector<std::string> args{
-        DTRAIN_DTRUN_PATH,          "--standalone", "--nproc-per-node",   "2",
-        "--max-restarts",           max_restarts,   "--monitor-interval", "0.1",
-        DTRAIN_TRAIN_POINTNET2_PATH};
-    for (const auto& arg : small_synthetic_run(dir.file("shapes"), dir.file(name + ".csv"))) {
-      args.push_back(arg);
+// True once rank 0's progress bar in `output` shows at least `step` steps
+// of `epoch` ("epoch 2/4 [###   ] 5/12"): the log lines of a bar that is
+// not on a terminal.
+bool reached_step(const std::string& output, const std::string& epoch, int step) {
+  static const std::regex bar(R"(\[rank 0/local 0\] \[info\] epoch (\d+/\d+) \[[# ]*\] (\d+)/)");
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), bar);
+       it != std::sregex_iterator(); ++it) {
+    if ((*it)[1] == epoch && std::stoi((*it)[2]) >= step) {
+      return true;
     }
-    args.insert(args.end(), {"--epochs", "4", "--checkpoint", dir.file(name + ".pt"), "--resume"});
-    return args;
-  };
-  const auto unbroken = run_process(job("unbroken", "0"));
+  }
+  return false;
+}
+
+// A two-process job of 4 epochs of 12 steps (2 clouds per step) under dtrun,
+// checkpointing to `name`.pt and reporting to `name`.csv.
+std::vector<std::string> checkpointed_job(const TempDir& dir, const std::string& name,
+                                          std::vector<std::string> more) {
+  std::vector<std::string> args{
+      DTRAIN_DTRUN_PATH,    "--standalone", "--nproc-per-node",         "2",
+      "--monitor-interval", "0.1",          DTRAIN_TRAIN_POINTNET2_PATH};
+  for (const auto& arg : small_synthetic_run(dir.file("shapes"), dir.file(name + ".csv"))) {
+    args.push_back(arg);
+  }
+  args.insert(args.end(), {"--epochs", "4", "--batch-size", "2", "--checkpoint",
+                           dir.file(name + ".pt"), "--resume"});
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+// What dtrun's restarts and the apps' checkpoints give together: a worker
+// SIGKILLed in the middle of an epoch costs the job only the steps since
+// the last --checkpoint-steps checkpoint. dtrun restarts the group, every
+// rank resumes at that step, and the steps after it train exactly as in an
+// unbroken run (the same batches, augmentation and dropout masks, each
+// drawn from its step's own seeds; the epoch's loss summed at the same
+// steps), so every epoch's losses and accuracy equal the unbroken run's to
+// the last digit.
+TEST(TrainPointNet2, AWorkerKilledMidEpochCostsOnlyTheStepsSinceItsCheckpoint) {
+  TempDir dir;
+  const std::vector<std::string> every_two{"--checkpoint-steps", "2"};
+  const auto unbroken = run_process(checkpointed_job(dir, "unbroken", every_two));
   ASSERT_EQ(unbroken.exit_code, 0) << unbroken.output;
 
-  BackgroundProcess broken(job("broken", "1"), dir.file("broken.log"));
-  ASSERT_TRUE(eventually([&] { return fs::exists(dir.file("broken.pt")); }, 120s))
+  auto broken_args = checkpointed_job(dir, "broken", every_two);
+  broken_args.insert(broken_args.begin() + 1, {"--max-restarts", "1"});
+  BackgroundProcess broken(broken_args, dir.file("broken.log"));
+  ASSERT_TRUE(eventually([&] { return reached_step(broken.output(), "2/4", 5); }, 120s))
       << broken.output();
   const std::vector<pid_t> workers = children_of(broken.pid());
   ASSERT_EQ(workers.size(), 2u) << broken.output();
@@ -421,17 +470,69 @@ TEST(TrainPointNet2, AWorkerKilledMidJobCostsOnlyItsEpoch) {
   ASSERT_EQ(broken.wait(240s), 0) << broken.output();
   const std::string output = broken.output();
   EXPECT_NE(output.find("restart count 1"), std::string::npos) << "no restart: " << output;
-  EXPECT_NE(output.find("resumed from " + dir.file("broken.pt") + " after epoch"),
-            std::string::npos)
+  std::smatch resumed;
+  ASSERT_TRUE(std::regex_search(
+      output, resumed, std::regex(R"(resumed from \S+broken\.pt after step (\d+) of epoch 2)")))
       << output;
+  EXPECT_GE(std::stoi(resumed[1]), 4) << output;
 
   const auto expected = last_row_per_epoch(dir.file("unbroken.csv"));
   const auto got = last_row_per_epoch(dir.file("broken.csv"));
   ASSERT_EQ(expected.size(), 4u);
   ASSERT_EQ(got.size(), 4u) << "an epoch is missing from the report: " << output;
-  // train_loss, test_loss, test_accuracy of the last epoch.
-  for (size_t column : {5u, 6u, 7u}) {
-    EXPECT_EQ(got.at("4").at(column), expected.at("4").at(column)) << "column " << column;
+  for (const auto& [epoch, row] : expected) {
+    // train_loss, test_loss, test_accuracy.
+    for (size_t column : {5u, 6u, 7u}) {
+      EXPECT_EQ(got.at(epoch).at(column), row.at(column))
+          << "epoch " << epoch << " column " << column;
+    }
+  }
+}
+
+// A scheduler's warning (Slurm's SIGTERM before its time limit, scancel,
+// preemption) reaching dtrun: dtrun passes it on, the workers agree on the
+// step to stop after, rank 0 writes the checkpoint there, and the job ends
+// with the signal's exit code. The same command with --resume continues at
+// that step and trains as an unbroken run would: the same test results in
+// every epoch and the same train loss in the epochs after the stop (the
+// stopped epoch's train loss is summed in another order).
+TEST(TrainPointNet2, ASignalStopsTheJobAtAStepWithACheckpoint) {
+  TempDir dir;
+  const auto unbroken = run_process(checkpointed_job(dir, "unbroken", {}));
+  ASSERT_EQ(unbroken.exit_code, 0) << unbroken.output;
+
+  BackgroundProcess stopped(checkpointed_job(dir, "stopped", {}), dir.file("stopped.log"));
+  ASSERT_TRUE(eventually([&] { return reached_step(stopped.output(), "2/4", 3); }, 120s))
+      << stopped.output();
+  stopped.signal(SIGTERM);
+  EXPECT_EQ(stopped.wait(60s), 128 + SIGTERM) << stopped.output();
+  const std::string output = stopped.output();
+  std::smatch at;
+  ASSERT_TRUE(std::regex_search(output, at,
+                                std::regex(R"(stopped by signal 15 after step (\d+) of epoch 2)")))
+      << output;
+  EXPECT_EQ(last_row_per_epoch(dir.file("stopped.csv")).size(), 1u)
+      << "the stopped epoch has no report row";
+
+  const auto resumed = run_process(checkpointed_job(dir, "stopped", {}));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("after step " + at[1].str() + " of epoch 2"), std::string::npos)
+      << resumed.output;
+
+  const auto expected = last_row_per_epoch(dir.file("unbroken.csv"));
+  const auto got = last_row_per_epoch(dir.file("stopped.csv"));
+  ASSERT_EQ(got.size(), 4u) << resumed.output;
+  for (const auto& [epoch, row] : expected) {
+    for (size_t column : {6u, 7u}) {  // test_loss, test_accuracy
+      EXPECT_EQ(got.at(epoch).at(column), row.at(column))
+          << "epoch " << epoch << " column " << column;
+    }
+    if (epoch == "2") {
+      EXPECT_NEAR(std::stod(got.at(epoch).at(5)), std::stod(row.at(5)),
+                  1e-5 * std::stod(row.at(5)));
+    } else {
+      EXPECT_EQ(got.at(epoch).at(5), row.at(5)) << "epoch " << epoch << " train_loss";
+    }
   }
 }
 

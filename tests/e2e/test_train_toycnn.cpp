@@ -149,6 +149,50 @@ TEST(TrainToyCnn, ShortRunWritesReport) {
   EXPECT_GT(std::stod(rows[2][7]), 0.5);
 }
 
+// --checkpoint and --resume: a run that stops after epoch 1 and is resumed
+// for epoch 2 (SGD's momentum buffers restored with the weights) ends
+// exactly as an unbroken two-epoch run; a checkpoint of another model is
+// refused, naming the file.
+TEST(TrainToyCnn, ResumeContinuesAsAnUnbrokenRun) {
+  if (!dtrain::datasets::fashion_mnist_installed()) {
+    GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
+  }
+  TempDir dir;
+  auto run = [&](const std::string& name, const std::string& epochs,
+                 std::vector<std::string> more) {
+    std::vector<std::string> args{
+        "--epochs", epochs,  "--train-limit",        "2000", "--test-limit", "500", "--threads",
+        "1",        "--csv", dir.file(name + ".csv")};
+    args.insert(args.end(), more.begin(), more.end());
+    return run_app(args);
+  };
+  const auto unbroken = run("unbroken", "2", {});
+  ASSERT_EQ(unbroken.exit_code, 0) << unbroken.output;
+  const std::string checkpoint = dir.file("toycnn.pt");
+  const auto first = run("split", "1", {"--checkpoint", checkpoint});
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const auto second = run("split", "2", {"--checkpoint", checkpoint, "--resume"});
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find("resumed from " + checkpoint + " after epoch 1"), std::string::npos)
+      << second.output;
+  const auto expected = read_csv(dir.file("unbroken.csv"));
+  const auto got = read_csv(dir.file("split.csv"));
+  ASSERT_EQ(got.size(), 3u) << "the resumed run adds its epoch to the report";
+  for (size_t column : {5u, 6u, 7u}) {  // train_loss, test_loss, test_accuracy
+    EXPECT_EQ(got[2].at(column), expected[2].at(column)) << "column " << column;
+  }
+  // The CIFAR-10 model has three input channels: this checkpoint is not its.
+  const std::string cifar = dir.file("cifar10");
+  std::filesystem::create_directories(cifar);
+  write_tiny_cifar10(cifar, 20, 10);
+  const auto other = run_app({"--dataset", "cifar10", "--data-dir", cifar, "--epochs", "1", "--csv",
+                              dir.file("other.csv"), "--checkpoint", checkpoint, "--resume"});
+  EXPECT_EQ(other.exit_code, 1) << other.output;
+  EXPECT_NE(other.output.find("checkpoint '" + checkpoint + "' does not fit the model"),
+            std::string::npos)
+      << other.output;
+}
+
 TEST(TrainToyCnn, FullRunReaches85Percent) {
   if (!dtrain::datasets::fashion_mnist_installed()) {
     GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
@@ -223,7 +267,7 @@ TEST(TrainToyCnnCifar10, TwoProcessesUnderDtrunWithAugmentation) {
   EXPECT_NE(result.output.find("(training images randomly cropped and flipped); 2 process(es)"),
             std::string::npos)
       << result.output;
-  EXPECT_NE(result.output.find("500 samples per process per epoch"), std::string::npos)
+  EXPECT_NE(result.output.find("500 images per process per epoch"), std::string::npos)
       << result.output;
   const auto rows = read_csv(csv);
   ASSERT_EQ(rows.size(), 9u) << "only rank 0 writes the report, once per epoch";
@@ -273,7 +317,7 @@ TEST(TrainToyCnn, ThreeProcessesShardTheData) {
                                    DTRAIN_TRAIN_TOYCNN_PATH, "--data-dir", dir.path().string(),
                                    "--epochs", "1", "--batch-size", "8", "--csv", csv});
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_NE(result.output.find("34 samples per process per epoch"), std::string::npos)
+  EXPECT_NE(result.output.find("34 images per process per epoch"), std::string::npos)
       << result.output;
   const auto rows = read_csv(csv);
   ASSERT_EQ(rows.size(), 2u);
@@ -293,7 +337,7 @@ TEST(TrainToyCnn, RankWeightsSplitTheDataWithoutPadding) {
                    DTRAIN_TRAIN_TOYCNN_PATH, "--data-dir", dir.path().string(), "--epochs", "1",
                    "--batch-size", "8", "--rank-weights", "3,1", "--csv", csv});
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_NE(result.output.find("epoch 1/1: samples per process this epoch: 75, 25; batches 12, 4; "
+  EXPECT_NE(result.output.find("epoch 1/1: images per process this epoch: 75, 25; batches 12, 4; "
                                "steps 7, 6"),
             std::string::npos)
       << result.output;

@@ -1,0 +1,73 @@
+// A training run's checkpoints (--checkpoint, --checkpoint-steps,
+// --resume): the file rank 0 writes at every epoch's end and, with
+// --checkpoint-steps, every so many steps into an epoch; and where a
+// resumed run starts, which every rank must agree on.
+//
+// Besides the model, the optimizer and the loss scaler, a checkpoint keeps
+// the sharding's state (the split, auto's measured weights) and, written
+// mid-epoch, the epoch's position (steps and loss so far over every rank).
+// A run resumes mid-epoch only when its split is the checkpoint's; with
+// another world size, batch or weights it repeats that epoch from its start.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+#include "dtrain/amp/grad_scaler.h"
+#include "dtrain/train/checkpoint.h"
+#include "sharding.h"
+#include "train_flags.h"
+#include "training_job.h"
+#include "training_loop.h"
+
+namespace dtrain::apps {
+
+class RunCheckpoints {
+ public:
+  // Before the job starts: on rank 0 checks that --checkpoint can be
+  // written (a bad path fails before any training), and with --resume
+  // loads the checkpoint into the model, the optimizer and the scaler
+  // when there is one. Nothing is kept for the references' lifetime but
+  // the pointers given.
+  RunCheckpoints(const CommonTrainOptions& options, int rank, torch::nn::Module& module,
+                 torch::optim::Optimizer& optimizer, amp::GradScaler* scaler);
+
+  // Epochs the loaded checkpoint holds whole (0: training starts afresh).
+  int64_t epochs_done() const { return loaded_ ? loaded_->epochs_done : 0; }
+
+  // Throws unless every rank resumes from the same epoch and step: a rank
+  // that found no checkpoint (another node, the file not copied there)
+  // would otherwise train from scratch beside the others.
+  void check_same_resume_point(const Job& job) const;
+
+  // Restores the sharding's state from the loaded checkpoint, and returns
+  // where the first epoch to train starts: mid-epoch when the checkpoint
+  // was taken there with this run's split, at its start otherwise (logged).
+  EpochPosition start(Sharding& sharding, const Job& job) const;
+
+  // Rank 0 writes a checkpoint after `epochs_done` epochs and, when
+  // `position` has steps, that far into the next one; other ranks return.
+  void save(int64_t epochs_done, const EpochPosition& position, const Sharding& sharding,
+            const Job& job) const;
+
+ private:
+  std::string path_;  // empty: no checkpoints
+  torch::nn::Module* module_;
+  torch::optim::Optimizer* optimizer_;
+  amp::GradScaler* scaler_;
+  std::optional<train::TrainingProgress> loaded_;
+};
+
+// After a stop asked for by signal `sig` (train::GracefulStop), with the
+// checkpoint saved after `epochs_done` epochs and `steps_done` steps: says
+// so on rank 0, leaves the job, and returns the exit code of a process
+// ended by that signal (128 + sig), so a scheduler sees a run that did not
+// finish.
+int stopped(int sig, int64_t epochs_done, int64_t steps_done, const CommonTrainOptions& options,
+            const Job& job);
+
+}  // namespace dtrain::apps
