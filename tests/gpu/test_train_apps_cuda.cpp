@@ -127,7 +127,8 @@ TEST(TrainAppsCuda, CpuCheckpointResumesOnTheGpu) {
   ASSERT_EQ(first.exit_code, 0) << first.output;
 
   auto on_gpu = small_run(DTRAIN_TRAIN_POINTNET2_PATH, dir, csv);
-  on_gpu.insert(on_gpu.end(), {"--checkpoint", checkpoint, "--resume"});
+  // Mid-epoch checkpoints of a CUDA model too.
+  on_gpu.insert(on_gpu.end(), {"--checkpoint", checkpoint, "--resume", "--checkpoint-steps", "2"});
   const ProcessResult second = run_process(on_gpu);
   if (no_gpu(second)) {
     GTEST_SKIP() << "no CUDA device visible";
@@ -139,7 +140,7 @@ TEST(TrainAppsCuda, CpuCheckpointResumesOnTheGpu) {
 }
 
 // The README's job on GPUs: two processes under dtrun, one GPU each, DDP
-// over NCCL (the default backend for --device cuda).
+// over NCCL (the default backend for --device cuda), checkpointing.
 TEST(TrainAppsCuda, TwoProcessesOnTwoGpus) {
   TempDir dir;
   const std::string csv = dir.file("report.csv");
@@ -147,6 +148,9 @@ TEST(TrainAppsCuda, TwoProcessesOnTwoGpus) {
   for (const auto& arg : small_run(DTRAIN_TRAIN_POINTNET2_PATH, dir, csv)) {
     args.push_back(arg);
   }
+  // With a checkpoint the ranks agree after every step whether to stop (a
+  // CPU value staged through the GPU on NCCL) and sum positions every 2.
+  args.insert(args.end(), {"--checkpoint", dir.file("model.pt"), "--checkpoint-steps", "2"});
   const ProcessResult result = run_process(args);
   if (no_gpu(result)) {
     GTEST_SKIP() << "needs two CUDA devices";
