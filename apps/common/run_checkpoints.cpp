@@ -14,6 +14,16 @@ namespace {
 // The position of a mid-epoch checkpoint, beside the steps the checkpoint
 // itself records.
 constexpr const char* kPositionKey = "epoch/position";  // loss sum, samples
+// The samples no process had reached (Sharding::untrained), and whether the
+// epoch was itself split from such a rest.
+constexpr const char* kRestKey = "epoch/rest";
+constexpr const char* kSplitOfRestKey = "epoch/split_of_rest";
+
+// A flag saved as a one-element tensor.
+bool flag(const std::map<std::string, at::Tensor>& values, const char* key) {
+  const auto it = values.find(key);
+  return it != values.end() && it->second.numel() == 1 && it->second.item<int64_t>() != 0;
+}
 
 }  // namespace
 
@@ -64,21 +74,46 @@ EpochPosition RunCheckpoints::start(Sharding& sharding, const Job& job) const {
   if (loaded_->steps_done == 0) {
     return {};
   }
-  const auto position = loaded_->extra.find(kPositionKey);
-  if (!same_split || position == loaded_->extra.end() || position->second.numel() != 2) {
+  const auto& extra = loaded_->extra;
+  const int epoch = static_cast<int>(loaded_->epochs_done) + 1;
+  const auto position = extra.find(kPositionKey);
+  const auto rest = extra.find(kRestKey);
+  if (position == extra.end() || position->second.numel() != 2) {
     if (job.rank == 0) {
       spdlog::warn(
-          "{} was written {} steps into epoch {}, which this run splits otherwise (another "
-          "number of processes, --batch-size, --seed, --rank-weights or data): epoch {} starts "
-          "again from its first step",
-          path_, loaded_->steps_done, loaded_->epochs_done + 1, loaded_->epochs_done + 1);
+          "{} was written {} steps into epoch {} but holds no position in it: epoch {} "
+          "starts again from its first step",
+          path_, loaded_->steps_done, epoch, epoch);
     }
     return {};
   }
   const at::Tensor sums = position->second.to(at::kDouble);
-  return {.steps = loaded_->steps_done,
-          .loss_sum = sums[0].item<double>(),
-          .samples = static_cast<int64_t>(sums[1].item<double>())};
+  EpochPosition start{.steps = loaded_->steps_done,
+                      .loss_sum = sums[0].item<double>(),
+                      .samples = static_cast<int64_t>(sums[1].item<double>())};
+  // The same split: on at the very step, exactly as an unbroken run.
+  if (same_split && !flag(extra, kSplitOfRestKey)) {
+    return start;
+  }
+  // Another split (processes, batch, weights): the samples not yet trained
+  // in the epoch, split among this run's processes.
+  const at::Tensor untrained = rest == extra.end() ? at::Tensor() : rest->second.to(at::kLong);
+  if (!untrained.defined() || !sharding.same_dataset(extra)) {
+    if (job.rank == 0) {
+      spdlog::warn(
+          "{} was written {} steps into epoch {} under another split and {}: epoch {} "
+          "starts again from its first step",
+          path_, loaded_->steps_done, epoch,
+          untrained.defined() ? "for a dataset of another size" : "does not list the samples left",
+          epoch);
+    }
+    return {};
+  }
+  sharding.continue_with(epoch,
+                         std::vector<int64_t>(untrained.data_ptr<int64_t>(),
+                                              untrained.data_ptr<int64_t>() + untrained.numel()));
+  start.steps = 0;  // into the rest's own split
+  return start;
 }
 
 void RunCheckpoints::save(int64_t epochs_done, const EpochPosition& position,
@@ -89,8 +124,12 @@ void RunCheckpoints::save(int64_t epochs_done, const EpochPosition& position,
   train::TrainingProgress progress{
       .epochs_done = epochs_done, .steps_done = position.steps, .extra = sharding.state()};
   if (position.steps > 0) {
+    const int epoch = static_cast<int>(epochs_done) + 1;
     progress.extra[kPositionKey] =
         at::tensor({position.loss_sum, static_cast<double>(position.samples)}, at::kDouble);
+    progress.extra[kRestKey] = at::tensor(sharding.untrained(epoch, position.steps), at::kLong);
+    progress.extra[kSplitOfRestKey] =
+        at::tensor({static_cast<int64_t>(sharding.splits_rest(epoch))}, at::kLong);
   }
   train::save_checkpoint(path_, *module_, *optimizer_, progress, scaler_);
 }

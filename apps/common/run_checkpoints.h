@@ -6,8 +6,10 @@
 // Besides the model, the optimizer and the loss scaler, a checkpoint keeps
 // the sharding's state (the split, auto's measured weights) and, written
 // mid-epoch, the epoch's position (steps and loss so far over every rank).
-// A run resumes mid-epoch only when its split is the checkpoint's; with
-// another world size, batch or weights it repeats that epoch from its start.
+// A run with the checkpoint's split resumes at the very step, exactly as
+// an unbroken run; one with another split (a node joined or left, another
+// --batch-size or --rank-weights) trains the samples of that epoch no
+// process had reached, split among its own processes.
 #pragma once
 
 #include <cstdint>
@@ -45,8 +47,9 @@ class RunCheckpoints {
   void check_same_resume_point(const Job& job) const;
 
   // Restores the sharding's state from the loaded checkpoint, and returns
-  // where the first epoch to train starts: mid-epoch when the checkpoint
-  // was taken there with this run's split, at its start otherwise (logged).
+  // where the first epoch to train starts: at the checkpoint's step with
+  // its split; under another split, at the start of the rest of the epoch
+  // (Sharding::continue_with), with the loss summed before.
   EpochPosition start(Sharding& sharding, const Job& job) const;
 
   // Rank 0 writes a checkpoint after `epochs_done` epochs and, when

@@ -85,7 +85,10 @@ Sharding::Sharding(const CommonTrainOptions& options, int64_t dataset_size, cons
       job_(job),
       noun_(std::move(noun)) {
   if (!weighted()) {
-    equal_.emplace(dataset_size, data::DistributedSamplerOptions(job.world, job.rank).seed(seed_));
+    equal_samples_ =
+        data::DistributedSampler(dataset_size,
+                                 data::DistributedSamplerOptions(job.world, job.rank).seed(seed_))
+            .num_samples();
     return;
   }
   // The flag's parse compared the count with the launcher's world; this is
@@ -125,44 +128,130 @@ std::string Sharding::problem(const std::vector<double>& weights) const {
 }
 
 EpochShard Sharding::shard(int epoch) const {
-  EpochShard shard;
+  return shard_of(epoch, job_.rank);
+}
+
+EpochShard Sharding::shard_of(int epoch, int rank) const {
+  if (rest_ && rest_->epoch == epoch) {
+    return split_rest(rest_->indices, rank);
+  }
   if (!weighted()) {
-    equal_->set_epoch(epoch - 1);
-    shard.indices = equal_->indices();
-    // A last batch of one sample is left out: batch norm cannot train on
-    // a single sample (LibTorch raises). Every rank has the same number of
-    // samples, so every rank leaves it out and the ranks stay in step.
-    const auto n = static_cast<int64_t>(shard.indices.size());
-    if (n > 1 && n % batch_size_ == 1) {
-      shard.indices.pop_back();
-    }
-    shard.batch_size = batch_size_;
-    shard.steps = (static_cast<int64_t>(shard.indices.size()) + batch_size_ - 1) / batch_size_;
-    return shard;
+    data::DistributedSampler sampler(dataset_size_,
+                                     data::DistributedSamplerOptions(job_.world, rank).seed(seed_));
+    sampler.set_epoch(epoch - 1);
+    return equal_shard(sampler.indices());
   }
   data::ThroughputWeightedSampler sampler(
-      dataset_size_, current_,
-      data::ThroughputWeightedSamplerOptions().rank(job_.rank).seed(seed_));
+      dataset_size_, current_, data::ThroughputWeightedSamplerOptions().rank(rank).seed(seed_));
   sampler.set_epoch(epoch - 1);
-  shard.indices = sampler.indices();
-  shard.rank_samples = sampler.shares();
+  return weighted_shard(sampler.indices(), sampler.shares(), rank);
+}
+
+EpochShard Sharding::equal_shard(std::vector<int64_t> indices) const {
+  EpochShard shard;
+  shard.indices = std::move(indices);
+  // A last batch of one sample is left out: batch norm cannot train on
+  // a single sample (LibTorch raises). Every rank has the same number of
+  // samples, so every rank leaves it out and the ranks stay in step.
+  const auto n = static_cast<int64_t>(shard.indices.size());
+  if (n > 1 && n % batch_size_ == 1) {
+    shard.indices.pop_back();
+  }
+  shard.batch_size = batch_size_;
+  shard.steps = (static_cast<int64_t>(shard.indices.size()) + batch_size_ - 1) / batch_size_;
+  return shard;
+}
+
+EpochShard Sharding::weighted_shard(std::vector<int64_t> indices, std::vector<int64_t> rank_samples,
+                                    int rank) const {
+  EpochShard shard;
+  shard.indices = std::move(indices);
+  shard.rank_samples = std::move(rank_samples);
   shard.rank_batches = data::apportion(batch_size_ * job_.world, current_);
   for (size_t r = 0; r < current_.size(); ++r) {
     shard.rank_steps.push_back(weighted_steps(shard.rank_samples[r], shard.rank_batches[r]));
   }
-  shard.batch_size = shard.rank_batches[static_cast<size_t>(job_.rank)];
-  shard.steps = shard.rank_steps[static_cast<size_t>(job_.rank)];
+  shard.batch_size = shard.rank_batches[static_cast<size_t>(rank)];
+  shard.steps = shard.rank_steps[static_cast<size_t>(rank)];
   return shard;
 }
 
+// As whole epochs are split: interleaved and padded to a multiple of the
+// world size (DistributedSampler's way), or cut into slices by the weights.
+EpochShard Sharding::split_rest(const std::vector<int64_t>& rest, int rank) const {
+  const auto n = static_cast<int64_t>(rest.size());
+  if (!weighted()) {
+    std::vector<int64_t> indices;
+    const int64_t padded = n == 0 ? 0 : (n + job_.world - 1) / job_.world * job_.world;
+    for (int64_t i = rank; i < padded; i += job_.world) {
+      indices.push_back(rest[static_cast<size_t>(i % n)]);
+    }
+    return equal_shard(std::move(indices));
+  }
+  const std::vector<int64_t> shares = data::apportion(n, current_);
+  int64_t begin = 0;
+  for (int r = 0; r < rank; ++r) {
+    begin += shares[static_cast<size_t>(r)];
+  }
+  return weighted_shard(
+      std::vector<int64_t>(rest.begin() + begin,
+                           rest.begin() + begin + shares[static_cast<size_t>(rank)]),
+      shares, rank);
+}
+
+std::vector<int64_t> Sharding::untrained(int epoch, int64_t steps) const {
+  std::vector<int64_t> rest;
+  for (int r = 0; r < job_.world; ++r) {
+    const EpochShard shard = shard_of(epoch, r);
+    const auto done =
+        std::min(steps * shard.batch_size, static_cast<int64_t>(shard.indices.size()));
+    rest.insert(rest.end(), shard.indices.begin() + done, shard.indices.end());
+  }
+  return rest;
+}
+
+bool Sharding::same_dataset(const std::map<std::string, at::Tensor>& state) const {
+  const auto layout = state.find(kLayoutKey);
+  return layout != state.end() && layout->second.numel() == 4 &&
+         layout->second.to(at::kLong)[0].item<int64_t>() == dataset_size_;
+}
+
+bool Sharding::splits_rest(int epoch) const {
+  return rest_ && rest_->epoch == epoch;
+}
+
+bool Sharding::continue_with(int epoch, std::vector<int64_t> rest) {
+  const size_t left = rest.size();
+  rest_ = Rest{.epoch = epoch, .indices = std::move(rest)};
+  bool enough = true;
+  for (int r = 0; r < job_.world && enough; ++r) {
+    enough = shard_of(epoch, r).indices.size() >= 2;
+  }
+  if (!enough) {
+    rest_->indices.clear();  // too few for batch norm on every process
+  }
+  if (job_.rank == 0 && enough) {
+    spdlog::info(
+        "epoch {}: training the {} {} not reached before the restart, split among {} "
+        "process(es)",
+        epoch, left, noun_, job_.world);
+  } else if (job_.rank == 0) {
+    spdlog::info(
+        "epoch {}: {} {} were not reached before the restart, too few to split among {} "
+        "process(es) (batch norm needs 2 each); the epoch ends",
+        epoch, left, noun_, job_.world);
+  }
+  return enough;
+}
+
 int64_t Sharding::equal_samples() const {
-  return equal_ ? equal_->num_samples() : 0;
+  return equal_samples_;
 }
 
 std::string Sharding::summary() const {
   if (!weighted()) {
-    return fmt::format("{} {} per process per epoch, batch {} per process", equal_->num_samples(),
-                       noun_, batch_size_);
+    return fmt::format("{} {} per process per epoch, batch {} per process", equal_samples_, noun_,
+                       batch_size_);
   }
   return fmt::format("{} and the global batch of {} split among processes by {}", noun_,
                      batch_size_ * job_.world, flag_);

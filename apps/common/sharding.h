@@ -93,6 +93,22 @@ class Sharding {
   // What a checkpoint keeps of the split: the dataset's size, the seed,
   // the world size, the batch and the weights now (auto: the last measured).
   std::map<std::string, at::Tensor> state() const;
+  // The samples of `epoch` that no process has reached after `steps` of
+  // its steps: each process's untrained ones, in rank order. What a
+  // mid-epoch checkpoint keeps, so a run with another split can finish the
+  // epoch (continue_with). Computes every process's split.
+  std::vector<int64_t> untrained(int epoch, int64_t steps) const;
+  // From now on, `epoch` trains only `rest` (the samples a checkpoint's
+  // processes had not reached), split among this job's processes as whole
+  // epochs are. False, and nothing left to train in `epoch`, when that
+  // would leave a process fewer than 2 (batch norm).
+  bool continue_with(int epoch, std::vector<int64_t> rest);
+  // Whether a checkpoint's state (state()) was written for a dataset of
+  // this size: only then can its samples be trained by this run.
+  bool same_dataset(const std::map<std::string, at::Tensor>& state) const;
+  // Whether `epoch` is split from such a rest rather than whole.
+  bool splits_rest(int epoch) const;
+
   // Takes back a checkpoint's state (one written without any is taken as
   // another split): "auto" continues from the weights measured before the
   // restart when the world size is the same, and starts again from an
@@ -104,6 +120,12 @@ class Sharding {
  private:
   // Why `weights` cannot split this job (empty: they can).
   std::string problem(const std::vector<double>& weights) const;
+  // `rank`'s part of `epoch` (of its rest, after continue_with).
+  EpochShard shard_of(int epoch, int rank) const;
+  EpochShard equal_shard(std::vector<int64_t> indices) const;
+  EpochShard weighted_shard(std::vector<int64_t> indices, std::vector<int64_t> rank_samples,
+                            int rank) const;
+  EpochShard split_rest(const std::vector<int64_t>& rest, int rank) const;
 
   std::string flag_;  // --rank-weights and its value, for messages
   RankWeights weights_;
@@ -113,7 +135,12 @@ class Sharding {
   int64_t seed_;
   Job job_;
   std::string noun_;
-  mutable std::optional<data::DistributedSampler> equal_;
+  int64_t equal_samples_ = 0;  // "equal": each process's samples per epoch
+  struct Rest {
+    int epoch = 0;
+    std::vector<int64_t> indices;
+  };
+  std::optional<Rest> rest_;  // continue_with's
 };
 
 }  // namespace dtrain::apps

@@ -151,9 +151,9 @@ EpochStats train_epoch(torch::nn::Module& module, torch::optim::Optimizer& optim
   const int64_t common_steps =
       shard.weighted() ? *std::min_element(shard.rank_steps.begin(), shard.rank_steps.end())
                        : num_batches;
-  DTRAIN_CHECK(start.steps >= 0 && start.steps < common_steps, "train_epoch: epoch ", epoch,
-               " cannot resume after step ", start.steps, "; its ranks take ", common_steps,
-               " step(s) each");
+  DTRAIN_CHECK(start.steps == 0 || (start.steps > 0 && start.steps < common_steps),
+               "train_epoch: epoch ", epoch, " cannot resume after step ", start.steps,
+               "; its ranks take ", common_steps, " step(s) each");
   // Pinned host memory lets the copy to the GPU run without blocking.
   const bool pin = settings.device.is_cuda();
   data::PrefetchLoader<Batch> loader(

@@ -429,12 +429,14 @@ bool reached_step(const std::string& output, const std::string& epoch, int step)
   return false;
 }
 
-// A two-process job of 4 epochs of 12 steps (2 clouds per step) under dtrun,
-// checkpointing to `name`.pt and reporting to `name`.csv.
+// A job of 4 epochs under dtrun, two processes by default (12 steps of 2
+// clouds each per epoch), checkpointing to `name`.pt and reporting to
+// `name`.csv.
 std::vector<std::string> checkpointed_job(const TempDir& dir, const std::string& name,
-                                          std::vector<std::string> more) {
+                                          std::vector<std::string> more,
+                                          const std::string& processes = "2") {
   std::vector<std::string> args{
-      DTRAIN_DTRUN_PATH,    "--standalone", "--nproc-per-node",         "2",
+      DTRAIN_DTRUN_PATH,    "--standalone", "--nproc-per-node",         processes,
       "--monitor-interval", "0.1",          DTRAIN_TRAIN_POINTNET2_PATH};
   for (const auto& arg : small_synthetic_run(dir.file("shapes"), dir.file(name + ".csv"))) {
     args.push_back(arg);
@@ -495,7 +497,8 @@ TEST(TrainPointNet2, AWorkerKilledMidEpochCostsOnlyTheStepsSinceItsCheckpoint) {
 // with the signal's exit code. The same command with --resume continues at
 // that step and trains as an unbroken run would: the same test results in
 // every epoch and the same train loss in the epochs after the stop (the
-// stopped epoch's train loss is summed in another order).
+// stopped epoch's train loss is summed in another order). Resumed with
+// another number of processes, it trains the rest of the stopped epoch.
 TEST(TrainPointNet2, ASignalStopsTheJobAtAStepWithACheckpoint) {
   TempDir dir;
   const auto unbroken = run_process(checkpointed_job(dir, "unbroken", {}));
@@ -513,6 +516,11 @@ TEST(TrainPointNet2, ASignalStopsTheJobAtAStepWithACheckpoint) {
       << output;
   EXPECT_EQ(last_row_per_epoch(dir.file("stopped.csv")).size(), 1u)
       << "the stopped epoch has no report row";
+  // For resumes with other numbers of processes, below.
+  for (const std::string copy : {"one", "three"}) {
+    fs::copy_file(dir.file("stopped.pt"), dir.file(copy + ".pt"));
+    fs::copy_file(dir.file("stopped.csv"), dir.file(copy + ".csv"));
+  }
 
   const auto resumed = run_process(checkpointed_job(dir, "stopped", {}));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
@@ -534,6 +542,29 @@ TEST(TrainPointNet2, ASignalStopsTheJobAtAStepWithACheckpoint) {
       EXPECT_EQ(got.at(epoch).at(5), row.at(5)) << "epoch " << epoch << " train_loss";
     }
   }
+
+  // Resumed with another number of processes (a node left or joined), the
+  // split of the stopped epoch no longer fits: its samples that no process
+  // had reached are trained, split among the new processes. Alone, that is
+  // each of them once: the epoch counts every cloud exactly once.
+  const int stopped_after = std::stoi(at[1]);
+  const std::string left = std::to_string(48 - 2 * 2 * stopped_after);
+  const auto alone = run_process(checkpointed_job(dir, "one", {}, "1"));
+  ASSERT_EQ(alone.exit_code, 0) << alone.output;
+  EXPECT_NE(alone.output.find("epoch 2: training the " + left +
+                              " clouds not reached before the restart, split among 1 process(es)"),
+            std::string::npos)
+      << alone.output;
+  const auto one = last_row_per_epoch(dir.file("one.csv"));
+  ASSERT_EQ(one.size(), 4u) << alone.output;
+  EXPECT_EQ(one.at("2").at(1), "48") << "samples of the resumed epoch";
+  const auto three = run_process(checkpointed_job(dir, "three", {}, "3"));
+  ASSERT_EQ(three.exit_code, 0) << three.output;
+  EXPECT_NE(three.output.find("epoch 2: training the " + left +
+                              " clouds not reached before the restart, split among 3 process(es)"),
+            std::string::npos)
+      << three.output;
+  EXPECT_EQ(last_row_per_epoch(dir.file("three.csv")).size(), 4u) << three.output;
 }
 
 }  // namespace
