@@ -139,7 +139,7 @@ EpochShard Sharding::shard_of(int epoch, int rank) const {
     data::DistributedSampler sampler(dataset_size_,
                                      data::DistributedSamplerOptions(job_.world, rank).seed(seed_));
     sampler.set_epoch(epoch - 1);
-    return equal_shard(sampler.indices());
+    return equal_shard(sampler.indices(), /*keep_every_sample=*/false);
   }
   data::ThroughputWeightedSampler sampler(
       dataset_size_, current_, data::ThroughputWeightedSamplerOptions().rank(rank).seed(seed_));
@@ -147,17 +147,23 @@ EpochShard Sharding::shard_of(int epoch, int rank) const {
   return weighted_shard(sampler.indices(), sampler.shares(), rank);
 }
 
-EpochShard Sharding::equal_shard(std::vector<int64_t> indices) const {
+EpochShard Sharding::equal_shard(std::vector<int64_t> indices, bool keep_every_sample) const {
   EpochShard shard;
   shard.indices = std::move(indices);
+  shard.batch_size = batch_size_;
+  const auto n = static_cast<int64_t>(shard.indices.size());
+  if (keep_every_sample) {
+    // A last batch of a single sample joins the batch before it, as in
+    // weighted splits: nothing is left out.
+    shard.steps = weighted_steps(n, batch_size_);
+    return shard;
+  }
   // A last batch of one sample is left out: batch norm cannot train on
   // a single sample (LibTorch raises). Every rank has the same number of
   // samples, so every rank leaves it out and the ranks stay in step.
-  const auto n = static_cast<int64_t>(shard.indices.size());
   if (n > 1 && n % batch_size_ == 1) {
     shard.indices.pop_back();
   }
-  shard.batch_size = batch_size_;
   shard.steps = (static_cast<int64_t>(shard.indices.size()) + batch_size_ - 1) / batch_size_;
   return shard;
 }
@@ -177,7 +183,8 @@ EpochShard Sharding::weighted_shard(std::vector<int64_t> indices, std::vector<in
 }
 
 // As whole epochs are split: interleaved and padded to a multiple of the
-// world size (DistributedSampler's way), or cut into slices by the weights.
+// world size (DistributedSampler's way), or cut into slices by the weights;
+// but no sample is left out (an epoch's rest is trained whole).
 EpochShard Sharding::split_rest(const std::vector<int64_t>& rest, int rank) const {
   const auto n = static_cast<int64_t>(rest.size());
   if (!weighted()) {
@@ -186,7 +193,7 @@ EpochShard Sharding::split_rest(const std::vector<int64_t>& rest, int rank) cons
     for (int64_t i = rank; i < padded; i += job_.world) {
       indices.push_back(rest[static_cast<size_t>(i % n)]);
     }
-    return equal_shard(std::move(indices));
+    return equal_shard(std::move(indices), /*keep_every_sample=*/true);
   }
   const std::vector<int64_t> shares = data::apportion(n, current_);
   int64_t begin = 0;

@@ -122,7 +122,9 @@ class Sharding {
   std::string problem(const std::vector<double>& weights) const;
   // `rank`'s part of `epoch` (of its rest, after continue_with).
   EpochShard shard_of(int epoch, int rank) const;
-  EpochShard equal_shard(std::vector<int64_t> indices) const;
+  // `keep_every_sample`: a last batch of one sample joins the one before
+  // it rather than being left out.
+  EpochShard equal_shard(std::vector<int64_t> indices, bool keep_every_sample) const;
   EpochShard weighted_shard(std::vector<int64_t> indices, std::vector<int64_t> rank_samples,
                             int rank) const;
   EpochShard split_rest(const std::vector<int64_t>& rest, int rank) const;

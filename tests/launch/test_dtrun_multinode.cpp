@@ -4,7 +4,7 @@
 // same over IPv6 (fd77:1::1 and fd77:1::2). Then
 // elasticity (--nnodes 1:2): one node's agent is killed mid-run and the
 // other re-forms the group alone; a node started late is admitted at the
-// next round.
+// next round, and one joining a training job costs it no steps.
 //
 // Needs root (CAP_NET_ADMIN) and iproute2; skips, saying why, without them.
 #include <gtest/gtest.h>
@@ -31,6 +31,7 @@ using dtrain::testing::TempDir;
 
 const std::string kDtrun = DTRAIN_DTRUN_PATH;
 const std::string kWorker = DTRAIN_ALLREDUCE_WORKER_PATH;
+const std::string kTrainPointNet2 = DTRAIN_TRAIN_POINTNET2_PATH;
 
 // Runs a shell command; returns its exit code and appends its output to `log`.
 int sh(const std::string& command, std::string* log = nullptr) {
@@ -121,17 +122,24 @@ class TwoNodes : public ::testing::Test {
   }
 
   // dtrun inside `node`'s namespace; Gloo binds the namespace's own interface.
+  // The workers are the all-reduce worker taking `steps` steps, or `worker`.
   std::unique_ptr<BackgroundProcess> agent(const Node& node, const std::vector<std::string>& flags,
                                            int steps, const std::string& name,
-                                           const std::string& endpoint_host = "") {
+                                           const std::string& endpoint_host = "",
+                                           const std::vector<std::string>& worker = {}) {
     std::vector<std::string> argv{ip_,        "netns",        "exec",
                                   node.netns, "/usr/bin/env", "GLOO_SOCKET_IFNAME=" + node.veth,
                                   kDtrun};
     argv.insert(argv.end(), flags.begin(), flags.end());
     argv.insert(argv.end(), {"--rdzv-backend", "c10d", "--rdzv-endpoint",
                              (endpoint_host.empty() ? a_.addr : endpoint_host) + ":29477",
-                             "--rdzv-id", "two-nodes", "--monitor-interval", "0.05", kWorker,
-                             "--out", dir_.path().string(), "--steps", std::to_string(steps)});
+                             "--rdzv-id", "two-nodes", "--monitor-interval", "0.05"});
+    if (worker.empty()) {
+      argv.insert(argv.end(),
+                  {kWorker, "--out", dir_.path().string(), "--steps", std::to_string(steps)});
+    } else {
+      argv.insert(argv.end(), worker.begin(), worker.end());
+    }
     return std::make_unique<BackgroundProcess>(argv, dir_.file(name + ".out"));
   }
 
@@ -250,6 +258,68 @@ TEST_F(TwoNodes, ANodeStartedLateIsAdmittedAtTheNextRound) {
   EXPECT_EQ(result(), "world=2 restart=0 sum=3 ok\n") << node_a->output() << node_b->output();
   EXPECT_NE(node_a->output().find("a node is waiting to join"), std::string::npos)
       << node_a->output();
+}
+
+// What elastic training needs of dtrun and the apps together: node A trains
+// alone with --checkpoint; when node B joins, dtrun ends A's round with
+// SIGTERM, A's worker stops after its step with a checkpoint there, and
+// the next round's two workers resume from it: the rest of the interrupted
+// epoch split between them (or, if the stop fell between epochs, the next
+// epoch), every epoch in the report once.
+TEST_F(TwoNodes, ANodeJoiningMidTrainingCostsNoSteps) {
+  const std::vector<std::string> flags{
+      "--nnodes",       "1:2", "--nproc-per-node", "1",
+      "--max-restarts", "0",   "--rdzv-conf",      "last_call_timeout=1,join_timeout=30"};
+  const std::string csv = dir_.file("report.csv");
+  const std::vector<std::string> train{kTrainPointNet2,
+                                       "--data-dir",
+                                       dir_.file("shapes"),
+                                       "--synthetic-classes",
+                                       "3",
+                                       "--synthetic-train-per-class",
+                                       "16",
+                                       "--synthetic-test-per-class",
+                                       "8",
+                                       "--num-points",
+                                       "256",
+                                       "--model",
+                                       "ssg-lite",
+                                       "--batch-size",
+                                       "2",
+                                       "--threads",
+                                       "1",
+                                       "--epochs",
+                                       "12",
+                                       "--csv",
+                                       csv,
+                                       "--checkpoint",
+                                       dir_.file("model.pt"),
+                                       "--resume"};
+  auto node_a = agent(a_, flags, 0, "a", "", train);
+  ASSERT_TRUE(
+      eventually([&] { return node_a->output().find("epoch 2/12 [") != std::string::npos; }, 90s))
+      << node_a->output();
+  auto node_b = agent(b_, flags, 0, "b", "", train);
+  EXPECT_EQ(node_b->wait(150s), 0) << node_b->output();
+  EXPECT_EQ(node_a->wait(30s), 0) << node_a->output();
+  const std::string output = node_a->output() + node_b->output();
+  std::smatch stop;
+  ASSERT_TRUE(std::regex_search(output, stop,
+                                std::regex(R"(stopped by signal 15 after (step \d+ of )?epoch)")))
+      << output;
+  EXPECT_NE(output.find("resumed from " + dir_.file("model.pt") + " after "), std::string::npos)
+      << output;
+  if (stop[1].matched) {
+    EXPECT_NE(output.find(" clouds not reached before the restart, split among 2 process(es)"),
+              std::string::npos)
+        << output;
+  }
+  const auto rows = dtrain::testing::read_csv(csv);
+  ASSERT_EQ(rows.size(), 13u) << output;
+  for (size_t epoch = 1; epoch <= 12; ++epoch) {
+    EXPECT_EQ(rows[epoch][0], std::to_string(epoch));
+    EXPECT_EQ(rows[epoch][1], "48") << "epoch " << epoch << ": every cloud once";
+  }
 }
 
 }  // namespace
