@@ -271,30 +271,13 @@ TEST_F(TwoNodes, ANodeJoiningMidTrainingCostsNoSteps) {
       "--nnodes",       "1:2", "--nproc-per-node", "1",
       "--max-restarts", "0",   "--rdzv-conf",      "last_call_timeout=1,join_timeout=30"};
   const std::string csv = dir_.file("report.csv");
-  const std::vector<std::string> train{kTrainPointNet2,
-                                       "--data-dir",
-                                       dir_.file("shapes"),
-                                       "--synthetic-classes",
-                                       "3",
-                                       "--synthetic-train-per-class",
-                                       "16",
-                                       "--synthetic-test-per-class",
-                                       "8",
-                                       "--num-points",
-                                       "256",
-                                       "--model",
-                                       "ssg-lite",
-                                       "--batch-size",
-                                       "2",
-                                       "--threads",
-                                       "1",
-                                       "--epochs",
-                                       "12",
-                                       "--csv",
-                                       csv,
-                                       "--checkpoint",
-                                       dir_.file("model.pt"),
-                                       "--resume"};
+  std::vector<std::string> train{kTrainPointNet2};
+  for (const auto& arg : dtrain::testing::small_synthetic_run(dir_.file("shapes"), csv)) {
+    train.push_back(arg);
+  }
+  // (a flag given twice takes its last value)
+  train.insert(train.end(), {"--batch-size", "2", "--epochs", "12", "--checkpoint",
+                             dir_.file("model.pt"), "--resume"});
   auto node_a = agent(a_, flags, 0, "a", "", train);
   ASSERT_TRUE(
       eventually([&] { return node_a->output().find("epoch 2/12 [") != std::string::npos; }, 90s))
