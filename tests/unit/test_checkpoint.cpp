@@ -171,6 +171,79 @@ TEST(Checkpoint, BadProgressIsNamedAndWritesNothing) {
   EXPECT_FALSE(fs::exists(path));
 }
 
+// CheckpointWriter: what is written is the state at save(), whatever the
+// steps after it change; saves in a row leave the last; a failed write is
+// thrown by the next call, and the previous checkpoint stays.
+TEST(CheckpointWriter, WritesTheStateAtSaveInTheBackground) {
+  TempDir dir;
+  const std::string path = dir.file("async.pt");
+  torch::manual_seed(0);
+  auto model = make_model();
+  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-2));
+  step(model, optimizer);
+  dtrain::train::CheckpointWriter writer;
+  writer.save(path, *model, optimizer, dtrain::train::TrainingProgress{.epochs_done = 1});
+  for (int i = 0; i < 3; ++i) {
+    step(model, optimizer);  // while the file may still be written
+  }
+  std::vector<at::Tensor> at_save;
+  for (const auto& parameter : model->parameters()) {
+    at_save.push_back(parameter.detach().clone());
+  }
+  writer.save(path, *model, optimizer,
+              dtrain::train::TrainingProgress{.epochs_done = 1, .steps_done = 3});
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& parameter : model->parameters()) {
+      parameter.fill_(7);  // at once, while the second write runs
+    }
+  }
+  writer.wait();
+  auto restored = make_model();
+  torch::optim::Adam restored_optimizer(restored->parameters(), torch::optim::AdamOptions(1e-2));
+  const auto progress =
+      dtrain::train::load_checkpoint_progress(path, *restored, restored_optimizer);
+  ASSERT_TRUE(progress.has_value());
+  EXPECT_EQ(progress->steps_done, 3) << "the second save is the one on disk";
+  const auto parameters = restored->parameters();
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    EXPECT_TRUE(at::equal(parameters[i], at_save[i]))
+        << "parameter " << i << " is not as it was at save()";
+  }
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 1)
+      << "a temporary file was left behind";
+}
+
+TEST(CheckpointWriter, AFailedWriteIsThrownByTheNextCallAndKeepsTheOldFile) {
+  TempDir dir;
+  const std::string path = dir.file("async.pt");
+  auto model = make_model();
+  torch::optim::Adam optimizer(model->parameters());
+  dtrain::train::CheckpointWriter writer;
+  writer.save(path, *model, optimizer, dtrain::train::TrainingProgress{.epochs_done = 1});
+  writer.wait();
+  // A directory where the temporary file goes: the write fails.
+  const fs::path in_the_way = path + ".tmp-" + std::to_string(::getpid());
+  fs::create_directories(in_the_way / "inside");
+  writer.save(path, *model, optimizer, dtrain::train::TrainingProgress{.epochs_done = 2});
+  expect_error<dtrain::IOError>([&] { writer.wait(); }, "cannot write checkpoint '" + path + "'");
+  writer.wait();  // reported once
+  auto reloaded = make_model();
+  torch::optim::Adam reloaded_optimizer(reloaded->parameters());
+  EXPECT_EQ(load_checkpoint(path, *reloaded, reloaded_optimizer), 1);
+  // The failure of a write also surfaces at the next save.
+  writer.save(path, *model, optimizer, dtrain::train::TrainingProgress{.epochs_done = 3});
+  expect_error<dtrain::IOError>(
+      [&] {
+        writer.save(path, *model, optimizer, dtrain::train::TrainingProgress{.epochs_done = 4});
+      },
+      "cannot write checkpoint '" + path + "'");
+  fs::remove_all(in_the_way);
+  writer.save(path, *model, optimizer, dtrain::train::TrainingProgress{.epochs_done = 5});
+  writer.wait();
+  EXPECT_EQ(load_checkpoint(path, *reloaded, reloaded_optimizer), 5);
+}
+
 TEST(Checkpoint, MissingFileIsNoCheckpoint) {
   TempDir dir;
   auto model = make_model();

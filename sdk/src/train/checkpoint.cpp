@@ -9,12 +9,15 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <system_error>
 #include <typeinfo>
+#include <utility>
 #include <vector>
 
 #include <c10/util/StringUtil.h>
 #include <c10/util/Type.h>
+#include <spdlog/spdlog.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
@@ -139,9 +142,13 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& module,
   save_checkpoint(path, module, optimizer, TrainingProgress{.epochs_done = epochs_done}, scaler);
 }
 
-void save_checkpoint(const std::string& path, const torch::nn::Module& module,
-                     const torch::optim::Optimizer& optimizer, const TrainingProgress& progress,
-                     const amp::GradScaler* scaler) {
+namespace {
+
+// The whole checkpoint as the bytes of LibTorch's archive: taken at once,
+// so what a later step changes is not in it.
+std::string serialize_checkpoint(const std::string& path, const torch::nn::Module& module,
+                                 const torch::optim::Optimizer& optimizer,
+                                 const TrainingProgress& progress, const amp::GradScaler* scaler) {
   DTRAIN_CHECK(progress.epochs_done >= 0, "save_checkpoint: epochs_done is ", progress.epochs_done,
                "; expected 0 or more");
   DTRAIN_CHECK(progress.steps_done >= 0, "save_checkpoint: steps_done is ", progress.steps_done,
@@ -150,14 +157,6 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& module,
     DTRAIN_CHECK(!name.empty() && value.defined(), "save_checkpoint: extra value '", name, "' ",
                  name.empty() ? "has an empty name" : "holds no tensor");
   }
-  const fs::path target(path);
-  std::error_code ec;
-  if (target.has_parent_path()) {
-    fs::create_directories(target.parent_path(), ec);
-    DTRAIN_CHECK_AS(IOError, !ec, "cannot create directory '", target.parent_path().string(),
-                    "' for checkpoint '", path, "': ", ec.message());
-  }
-  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
   try {
     torch::serialize::OutputArchive archive;
     torch::serialize::OutputArchive model_archive;
@@ -179,20 +178,59 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& module,
       scaler->save(scaler_archive);
       archive.write(kScalerKey, scaler_archive);
     }
-    archive.save_to(temporary);
-    // On disk before the rename: after a power cut the name must not point
-    // at data the disk never got.
-    DTRAIN_CHECK_AS(IOError, sync_file(temporary), "cannot flush checkpoint '", temporary,
-                    "' to disk: ", std::strerror(errno));
-  } catch (...) {
+    std::string bytes;
+    archive.save_to([&bytes](const void* data, size_t size) {
+      bytes.append(static_cast<const char*>(data), size);
+      return size;
+    });
+    return bytes;
+  } catch (const c10::Error& e) {
+    throw IOError(
+        detail::concat("cannot write checkpoint '", path, "': ", e.what_without_backtrace()));
+  }
+}
+
+// Writes `bytes` to a temporary file beside `path`, flushes it to disk and
+// renames it over `path`: `path` is the old checkpoint or the whole new one.
+void write_atomically(const std::string& path, const std::string& bytes) {
+  const fs::path target(path);
+  std::error_code ec;
+  if (target.has_parent_path()) {
+    fs::create_directories(target.parent_path(), ec);
+    DTRAIN_CHECK_AS(IOError, !ec, "cannot create directory '", target.parent_path().string(),
+                    "' for checkpoint '", path, "': ", ec.message());
+  }
+  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
+  auto fail = [&](const std::string& what) {
+    const std::string reason = std::strerror(errno);
     std::error_code ignored;
     fs::remove(temporary, ignored);
-    try {
-      throw;
-    } catch (const c10::Error& e) {
-      throw IOError(
-          detail::concat("cannot write checkpoint '", path, "': ", e.what_without_backtrace()));
+    throw IOError(detail::concat("cannot write checkpoint '", path, "': ", what, " '", temporary,
+                                 "': ", reason));
+  };
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    fail("cannot create");
+  }
+  for (size_t written = 0; written < bytes.size();) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) {
+      continue;
     }
+    if (n <= 0) {
+      ::close(fd);
+      fail("cannot write");
+    }
+    written += static_cast<size_t>(n);
+  }
+  // On disk before the rename: after a power cut the name must not point
+  // at data the disk never got.
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    fail("cannot flush to disk");
+  }
+  if (::close(fd) != 0) {
+    fail("cannot close");
   }
   fs::rename(temporary, target, ec);
   if (ec) {
@@ -203,6 +241,52 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& module,
   }
   // The rename itself lives in the directory.
   sync_file(target.has_parent_path() ? target.parent_path().string() : std::string("."));
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, const torch::nn::Module& module,
+                     const torch::optim::Optimizer& optimizer, const TrainingProgress& progress,
+                     const amp::GradScaler* scaler) {
+  write_atomically(path, serialize_checkpoint(path, module, optimizer, progress, scaler));
+}
+
+CheckpointWriter::~CheckpointWriter() {
+  if (writing_.joinable()) {
+    writing_.join();
+  }
+  if (failure_) {
+    try {
+      std::rethrow_exception(failure_);
+    } catch (const std::exception& e) {
+      spdlog::error("{}", e.what());
+    }
+  }
+}
+
+void CheckpointWriter::save(const std::string& path, const torch::nn::Module& module,
+                            const torch::optim::Optimizer& optimizer,
+                            const TrainingProgress& progress, const amp::GradScaler* scaler) {
+  wait();
+  auto bytes = std::make_shared<const std::string>(
+      serialize_checkpoint(path, module, optimizer, progress, scaler));
+  writing_ = std::thread([this, path, bytes] {
+    try {
+      write_atomically(path, *bytes);
+    } catch (...) {
+      failure_ = std::current_exception();
+    }
+  });
+}
+
+void CheckpointWriter::wait() {
+  if (writing_.joinable()) {
+    writing_.join();
+  }
+  if (failure_) {
+    std::exception_ptr failure = std::exchange(failure_, nullptr);
+    std::rethrow_exception(failure);
+  }
 }
 
 void check_checkpoint_path(const std::string& path) {

@@ -15,9 +15,11 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
@@ -51,6 +53,36 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& module,
 void save_checkpoint(const std::string& path, const torch::nn::Module& module,
                      const torch::optim::Optimizer& optimizer, int64_t epochs_done,
                      const amp::GradScaler* scaler = nullptr);
+
+// Writes checkpoints without holding up training for the disk: save()
+// serializes the state at once (later steps cannot change what is
+// written) and leaves the write, the flush to disk and the rename to a
+// thread of its own. One write at a time: a save() while one is in flight
+// waits for it first. A write that failed is thrown (dtrain::IOError naming
+// the path) by the next save() or wait(); the previous checkpoint stays.
+//
+//   train::CheckpointWriter writer;
+//   for (...) { step(); if (rank == 0) writer.save(path, *model, optimizer, progress); }
+//   writer.wait();  // on disk before the process ends
+class CheckpointWriter {
+ public:
+  CheckpointWriter() = default;
+  // Waits for a write in flight; logs its failure (a destructor cannot throw).
+  ~CheckpointWriter();
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+
+  // As save_checkpoint, but returns once the state is serialized.
+  void save(const std::string& path, const torch::nn::Module& module,
+            const torch::optim::Optimizer& optimizer, const TrainingProgress& progress,
+            const amp::GradScaler* scaler = nullptr);
+  // Until the last save() is on disk under its path; throws its failure.
+  void wait();
+
+ private:
+  std::thread writing_;
+  std::exception_ptr failure_;  // of the last write; set by its thread
+};
 
 // Throws dtrain::IOError naming `path` unless save_checkpoint can write
 // there: `path` is not a directory and its directory exists (it is created
