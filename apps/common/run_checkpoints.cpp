@@ -117,7 +117,7 @@ EpochPosition RunCheckpoints::start(Sharding& sharding, const Job& job) const {
 }
 
 void RunCheckpoints::save(int64_t epochs_done, const EpochPosition& position,
-                          const Sharding& sharding, const Job& job) const {
+                          const Sharding& sharding, const Job& job) {
   if (path_.empty() || job.rank != 0) {
     return;
   }
@@ -131,11 +131,15 @@ void RunCheckpoints::save(int64_t epochs_done, const EpochPosition& position,
     progress.extra[kSplitOfRestKey] =
         at::tensor({static_cast<int64_t>(sharding.splits_rest(epoch))}, at::kLong);
   }
-  train::save_checkpoint(path_, *module_, *optimizer_, progress, scaler_);
+  writer_.save(path_, *module_, *optimizer_, progress, scaler_);
 }
 
-int stopped(int sig, int64_t epochs_done, int64_t steps_done, const CommonTrainOptions& options,
-            const Job& job) {
+void RunCheckpoints::finish() {
+  writer_.wait();
+}
+
+int RunCheckpoints::stopped(int sig, int64_t epochs_done, int64_t steps_done, const Job& job) {
+  finish();
   if (job.rank == 0) {
     spdlog::warn(
         "stopped by signal {} after {}: {} holds the run there; the same command with --resume "
@@ -143,7 +147,7 @@ int stopped(int sig, int64_t epochs_done, int64_t steps_done, const CommonTrainO
         sig,
         steps_done > 0 ? fmt::format("step {} of epoch {}", steps_done, epochs_done + 1)
                        : fmt::format("epoch {}", epochs_done),
-        options.checkpoint);
+        path_);
   }
   finish_job(job);
   return 128 + sig;

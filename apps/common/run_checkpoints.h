@@ -54,8 +54,19 @@ class RunCheckpoints {
 
   // Rank 0 writes a checkpoint after `epochs_done` epochs and, when
   // `position` has steps, that far into the next one; other ranks return.
+  // The state is taken at once and written to disk in the background
+  // (train::CheckpointWriter), so training goes on meanwhile; a failed
+  // write is thrown by the next save or by finish().
   void save(int64_t epochs_done, const EpochPosition& position, const Sharding& sharding,
-            const Job& job) const;
+            const Job& job);
+  // Until the last checkpoint is on disk (before the process ends).
+  void finish();
+  // After a stop asked for by signal `sig` (train::GracefulStop), with the
+  // checkpoint saved after `epochs_done` epochs and `steps_done` steps:
+  // waits for it to be on disk, says so on rank 0, leaves the job, and
+  // returns the exit code of a process ended by that signal (128 + sig), so
+  // a scheduler sees a run that did not finish.
+  int stopped(int sig, int64_t epochs_done, int64_t steps_done, const Job& job);
 
  private:
   std::string path_;  // empty: no checkpoints
@@ -63,14 +74,7 @@ class RunCheckpoints {
   torch::optim::Optimizer* optimizer_;
   amp::GradScaler* scaler_;
   std::optional<train::TrainingProgress> loaded_;
+  train::CheckpointWriter writer_;
 };
-
-// After a stop asked for by signal `sig` (train::GracefulStop), with the
-// checkpoint saved after `epochs_done` epochs and `steps_done` steps: says
-// so on rank 0, leaves the job, and returns the exit code of a process
-// ended by that signal (128 + sig), so a scheduler sees a run that did not
-// finish.
-int stopped(int sig, int64_t epochs_done, int64_t steps_done, const CommonTrainOptions& options,
-            const Job& job);
 
 }  // namespace dtrain::apps

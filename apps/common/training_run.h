@@ -54,7 +54,7 @@ int run_training(const CommonTrainOptions& options, const util::LaunchEnv& env, 
   torch::optim::Optimizer& optimizer = *task.optimizer.optimizer;
   // fp16 steps go through a loss scaler, checkpointed with the model.
   const auto scaler = make_loss_scaler(options);
-  const RunCheckpoints checkpoints(options, env.rank.value_or(0), *model, optimizer, scaler.get());
+  RunCheckpoints checkpoints(options, env.rank.value_or(0), *model, optimizer, scaler.get());
   if (!options.checkpoint.empty()) {
     // SIGTERM and SIGINT now stop the run at a step with a checkpoint.
     train::GracefulStop::install();
@@ -99,7 +99,7 @@ int run_training(const CommonTrainOptions& options, const util::LaunchEnv& env, 
                                          task.train_batches(job_model), job_model.join(),
                                          epoch == first_epoch ? resumed_at : EpochPosition{});
     if (stats.stop_signal != 0) {
-      return stopped(stats.stop_signal, epoch - 1, stats.stopped_after, options, job);
+      return checkpoints.stopped(stats.stop_signal, epoch - 1, stats.stopped_after, job);
     }
     const CommStats comm = job_model.take_comm_stats();
     eval = task.evaluate(job_model, settings, job);
@@ -112,10 +112,11 @@ int run_training(const CommonTrainOptions& options, const util::LaunchEnv& env, 
     checkpoints.save(epoch, EpochPosition{}, sharding, job);
     if (settings.stop_on_signal && epoch < options.epochs) {
       if (const int sig = agreed_stop_signal(job)) {
-        return stopped(sig, epoch, 0, options, job);
+        return checkpoints.stopped(sig, epoch, 0, job);
       }
     }
   }
+  checkpoints.finish();
   report.finish(eval,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - job_start).count(),
                 job.world);
