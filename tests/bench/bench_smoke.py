@@ -142,6 +142,14 @@ TRAIN = [
         {"batch_size": "4", "points": "256", "threads": "1", "steps": "2"}),
 ]
 
+CHECKPOINT = Csv("checkpoint_cpu.csv",
+                 ["impl", "preset", "parameters", "file_mb", "mode", "repeats", "median_ms"],
+                 ("impl", "mode"),
+                 [("dtrain", mode) for mode in ["blocking", "background", "on_disk"]]
+                 + [("torch", mode) for mode in ["blocking", "no_flush"]],
+                 {"parameters": POSITIVE, "file_mb": POSITIVE, "median_ms": POSITIVE},
+                 {"preset": "ssg-lite", "repeats": "2"})
+
 # name -> (runner, the CSVs it writes, its plots when matplotlib is importable)
 RUNNERS = {
     "pointnet2_ops": ("run_pointnet2_ops.sh", ops_csvs(), ["pointnet2_ops_vs_torch_cpu.png"]),
@@ -152,6 +160,7 @@ RUNNERS = {
     "amp": ("run_amp.sh", [AMP], []),
     "ddp": ("run_ddp.sh", DDP, ["ddp_cpu.png"]),
     "pointnet2_train": ("run_pointnet2_train.sh", TRAIN, ["pointnet2_train_cpu.png"]),
+    "checkpoint": ("run_checkpoint.sh", [CHECKPOINT], []),
 }
 
 
