@@ -207,9 +207,18 @@ EpochShard Sharding::split_rest(const std::vector<int64_t>& rest, int rank) cons
 }
 
 std::vector<int64_t> Sharding::untrained(int epoch, int64_t steps) const {
+  // Every process's split, made once per epoch (a permutation of the whole
+  // dataset each), however many checkpoints the epoch has.
+  if (!every_shard_ || every_shard_->first != epoch || rest_changed_) {
+    std::vector<EpochShard> shards;
+    for (int r = 0; r < job_.world; ++r) {
+      shards.push_back(shard_of(epoch, r));
+    }
+    every_shard_.emplace(epoch, std::move(shards));
+    rest_changed_ = false;
+  }
   std::vector<int64_t> rest;
-  for (int r = 0; r < job_.world; ++r) {
-    const EpochShard shard = shard_of(epoch, r);
+  for (const EpochShard& shard : every_shard_->second) {
     const auto done =
         std::min(steps * shard.batch_size, static_cast<int64_t>(shard.indices.size()));
     rest.insert(rest.end(), shard.indices.begin() + done, shard.indices.end());
@@ -230,6 +239,7 @@ bool Sharding::splits_rest(int epoch) const {
 bool Sharding::continue_with(int epoch, std::vector<int64_t> rest) {
   const size_t left = rest.size();
   rest_ = Rest{.epoch = epoch, .indices = std::move(rest)};
+  rest_changed_ = true;
   bool enough = true;
   for (int r = 0; r < job_.world && enough; ++r) {
     enough = shard_of(epoch, r).indices.size() >= 2;

@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -143,6 +144,9 @@ class Sharding {
     std::vector<int64_t> indices;
   };
   std::optional<Rest> rest_;  // continue_with's
+  // untrained()'s: every process's split of one epoch.
+  mutable std::optional<std::pair<int, std::vector<EpochShard>>> every_shard_;
+  mutable bool rest_changed_ = false;
 };
 
 }  // namespace dtrain::apps
