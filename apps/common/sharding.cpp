@@ -209,13 +209,12 @@ EpochShard Sharding::split_rest(const std::vector<int64_t>& rest, int rank) cons
 std::vector<int64_t> Sharding::untrained(int epoch, int64_t steps) const {
   // Every process's split, made once per epoch (a permutation of the whole
   // dataset each), however many checkpoints the epoch has.
-  if (!every_shard_ || every_shard_->first != epoch || rest_changed_) {
+  if (!every_shard_ || every_shard_->first != epoch) {
     std::vector<EpochShard> shards;
     for (int r = 0; r < job_.world; ++r) {
       shards.push_back(shard_of(epoch, r));
     }
     every_shard_.emplace(epoch, std::move(shards));
-    rest_changed_ = false;
   }
   std::vector<int64_t> rest;
   for (const EpochShard& shard : every_shard_->second) {
@@ -239,7 +238,7 @@ bool Sharding::splits_rest(int epoch) const {
 bool Sharding::continue_with(int epoch, std::vector<int64_t> rest) {
   const size_t left = rest.size();
   rest_ = Rest{.epoch = epoch, .indices = std::move(rest)};
-  rest_changed_ = true;
+  every_shard_.reset();  // the epoch's splits are the rest's now
   bool enough = true;
   for (int r = 0; r < job_.world && enough; ++r) {
     enough = shard_of(epoch, r).indices.size() >= 2;
@@ -306,6 +305,7 @@ void Sharding::measure(const EpochStats& stats, const CommStats& comm, const Job
   }
   if (why.empty()) {
     current_ = rates;
+    every_shard_.reset();
   }
 }
 
@@ -348,6 +348,7 @@ bool Sharding::restore(const std::map<std::string, at::Tensor>& state) {
     }
     if (usable) {
       current_ = saved_weights;
+      every_shard_.reset();
     }
   }
   return same_layout && saved_weights == (weighted() ? current_ : std::vector<double>{});

@@ -144,9 +144,9 @@ class Sharding {
     std::vector<int64_t> indices;
   };
   std::optional<Rest> rest_;  // continue_with's
-  // untrained()'s: every process's split of one epoch.
+  // untrained()'s: every process's split of one epoch, forgotten when the
+  // weights or the rest change.
   mutable std::optional<std::pair<int, std::vector<EpochShard>>> every_shard_;
-  mutable bool rest_changed_ = false;
 };
 
 }  // namespace dtrain::apps

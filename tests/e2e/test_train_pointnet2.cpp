@@ -42,6 +42,8 @@ void expect_one_line_error(const ProcessResult& result, int exit_code,
 TEST(TrainPointNet2Errors, BadFlags) {
   expect_one_line_error(run_app({"--model", "pointnet"}), 2, "--model");
   expect_one_line_error(run_app({"--resume"}), 2, "--resume: needs --checkpoint");
+  expect_one_line_error(run_app({"--checkpoint-steps", "5"}), 2,
+                        "--checkpoint-steps 5: needs --checkpoint");
   expect_one_line_error(run_app({"--synthetic-classes", "99"}), 2, "--synthetic-classes");
 }
 
