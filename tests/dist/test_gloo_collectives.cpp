@@ -125,6 +125,25 @@ TEST_P(GlooWorld, GatherScatterAllToAll) {
   });
 }
 
+// Strings of different lengths, an empty one and bytes a C string would
+// end at: each rank's comes back whole, in rank order, on every rank.
+TEST_P(GlooWorld, AllGatherStringsOfAnyLength) {
+  run_gloo_ranks(GetParam(), 30s, [](int rank, int world) {
+    auto value_of = [](int r) {
+      return r == 0 ? std::string()
+                    : std::string(static_cast<size_t>(5 * r), 'a' + r) + std::string(1, '\0') +
+                          "rank " + std::to_string(r);
+    };
+    const std::vector<std::string> all = dist::all_gather_strings(value_of(rank));
+    ASSERT_EQ(all.size(), static_cast<size_t>(world));
+    for (int r = 0; r < world; ++r) {
+      EXPECT_EQ(all[r], value_of(r)) << "rank " << r << "'s string";
+    }
+    // All empty: nothing to pad.
+    EXPECT_EQ(dist::all_gather_strings(""), std::vector<std::string>(world));
+  });
+}
+
 TEST_P(GlooWorld, PointToPointRingAndOutOfOrder) {
   run_gloo_ranks(GetParam(), 30s, [](int rank, int world) {
     const int next = (rank + 1) % world;

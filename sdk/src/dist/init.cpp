@@ -428,4 +428,34 @@ WorkPtr barrier(const ProcessGroupPtr& group, bool async_op) {
   return finish(group_or_default(group)->barrier(), async_op);
 }
 
+std::vector<std::string> all_gather_strings(const std::string& value,
+                                            const ProcessGroupPtr& group) {
+  const int world = group_or_default(group)->size();
+  const at::Tensor length = at::tensor({static_cast<int64_t>(value.size())}, at::kLong);
+  std::vector<at::Tensor> lengths(static_cast<size_t>(world));
+  for (at::Tensor& l : lengths) {
+    l = at::empty_like(length);
+  }
+  all_gather(lengths, length, group);
+  int64_t longest = 0;
+  for (const at::Tensor& l : lengths) {
+    longest = std::max(longest, l.item<int64_t>());
+  }
+  // Padded to the longest: every rank's block has the same size.
+  at::Tensor bytes = at::zeros({longest}, at::kByte);
+  std::copy(value.begin(), value.end(), bytes.data_ptr<uint8_t>());
+  std::vector<at::Tensor> blocks(static_cast<size_t>(world));
+  for (at::Tensor& b : blocks) {
+    b = at::empty_like(bytes);
+  }
+  all_gather(blocks, bytes, group);
+  std::vector<std::string> values;
+  values.reserve(blocks.size());
+  for (size_t r = 0; r < blocks.size(); ++r) {
+    const auto* data = reinterpret_cast<const char*>(blocks[r].data_ptr<uint8_t>());
+    values.emplace_back(data, static_cast<size_t>(lengths[r].item<int64_t>()));
+  }
+  return values;
+}
+
 }  // namespace dtrain::dist

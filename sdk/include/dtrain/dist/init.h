@@ -110,4 +110,11 @@ WorkPtr all_to_all(std::vector<at::Tensor>& output_list, const std::vector<at::T
                    const ProcessGroupPtr& group = nullptr, bool async_op = false);
 WorkPtr barrier(const ProcessGroupPtr& group = nullptr, bool async_op = false);
 
+// Every rank's `value`, in rank order, strings of any length and content
+// (torch.distributed's all_gather_object for text): two all_gathers, the
+// lengths and then the bytes padded to the longest. Blocking; every rank
+// of the group must call it.
+std::vector<std::string> all_gather_strings(const std::string& value,
+                                            const ProcessGroupPtr& group = nullptr);
+
 }  // namespace dtrain::dist
