@@ -34,6 +34,23 @@ void add_synthetic_flags(CLI::App& app, PointNet2RecipeOptions& options) {
       ->capture_default_str();
 }
 
+std::vector<Setting> shared_settings(const PointNet2RecipeOptions& options) {
+  auto text = [](const auto& value) { return fmt::format("{}", value); };
+  std::vector<Setting> settings = shared_settings(static_cast<const CommonTrainOptions&>(options));
+  settings.insert(settings.end(),
+                  {{"--dataset", options.dataset},
+                   {"--synthetic-classes", text(options.synthetic_classes)},
+                   {"--synthetic-train-per-class", text(options.synthetic_train_per_class)},
+                   {"--synthetic-test-per-class", text(options.synthetic_test_per_class)},
+                   {"--num-points", text(options.num_points)},
+                   {"--model", options.model},
+                   {"--weight-decay", text(options.weight_decay)},
+                   {"--lr-decay", text(options.lr_decay)},
+                   {"--lr-step", text(options.lr_step)},
+                   {"--augment", text(options.augment)}});
+  return settings;
+}
+
 void add_recipe_flags(CLI::App& app, PointNet2RecipeOptions& options) {
   add_common_train_flags(app, options, "clouds");
   app.add_option("--weight-decay", options.weight_decay, "Adam weight decay")

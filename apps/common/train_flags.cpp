@@ -1,5 +1,7 @@
 #include "train_flags.h"
 
+#include <fmt/format.h>
+
 #include "dtrain/util/cli_checks.h"
 #include "dtrain/util/launch_env.h"
 #include "sharding.h"
@@ -14,6 +16,24 @@ std::string precision_name(const CommonTrainOptions& options) {
     return "fp16 autocast with loss scaling";
   }
   return "fp32";
+}
+
+std::vector<Setting> shared_settings(const CommonTrainOptions& options) {
+  auto text = [](const auto& value) { return fmt::format("{}", value); };
+  return {{"--epochs", text(options.epochs)},
+          {"--batch-size", text(options.batch_size)},
+          {"--lr", text(options.lr)},
+          {"--lr-scaling", options.lr_scaling},
+          {"--seed", text(options.seed)},
+          {"--train-limit", text(options.train_limit)},
+          {"--test-limit", text(options.test_limit)},
+          {"--amp", options.amp},
+          {"--device", options.device},
+          {"--backend", options.backend},
+          {"--rank-weights", options.rank_weights},
+          // With a checkpoint the ranks agree on stopping after every step.
+          {"--checkpoint", options.checkpoint.empty() ? "not given" : "given"},
+          {"--checkpoint-steps", text(options.checkpoint_steps)}};
 }
 
 void take_last_flag_values(CLI::App& app) {

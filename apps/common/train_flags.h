@@ -5,7 +5,11 @@
 #include <cstdint>
 #include <string>
 
+#include <vector>
+
 #include <CLI/CLI.hpp>
+
+#include "same_settings.h"
 
 namespace dtrain::apps {
 
@@ -52,6 +56,11 @@ struct CommonTrainOptions {
     return lr_scaling == "linear" ? "linear scaling" : "not scaled";
   }
 };
+
+// The common flags every process of a job must be given alike
+// (check_same_settings): all but --threads, --loader-workers, --csv,
+// --dist-timeout, and --checkpoint's path (whether there is one counts).
+std::vector<Setting> shared_settings(const CommonTrainOptions& options);
 
 // For logs: "fp32", "bf16 autocast (CPU)", "fp16 autocast with loss scaling".
 std::string precision_name(const CommonTrainOptions& options);

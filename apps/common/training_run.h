@@ -20,6 +20,7 @@
 #include "epoch_report.h"
 #include "job_model.h"
 #include "run_checkpoints.h"
+#include "same_settings.h"
 #include "sharding.h"
 #include "train_flags.h"
 #include "training_job.h"
@@ -40,7 +41,9 @@ struct TrainingTask {
   bool needs_two_per_process = true;
   int64_t eval_batch = 64;
   std::vector<std::string> extra_columns;  // EvalStats::extra's names in the report
-  TrainingOptimizer optimizer;             // over the model's parameters
+  // The flags every process must be given alike (shared_settings).
+  std::vector<Setting> shared_settings;
+  TrainingOptimizer optimizer;  // over the model's parameters
   // How training batches are made and scored, given the model in the job
   // (DDP when distributed).
   std::function<TrainBatches(JobModel<ModuleHolder>&)> train_batches;
@@ -65,6 +68,11 @@ int run_training(const CommonTrainOptions& options, const util::LaunchEnv& env, 
   EpochReport report(options.csv, /*writes=*/env.rank.value_or(0) == 0, options.epochs,
                      /*append=*/checkpoints.epochs_done() > 0, task.extra_columns);
   const Job job = start_job(env, options.backend, options.dist_timeout_s, device);
+  // The flags, and the training set each process loaded (--data-dir may
+  // name another copy on each node).
+  std::vector<Setting> shared = task.shared_settings;
+  shared.push_back({"training " + task.noun, std::to_string(task.train_size)});
+  check_same_settings(job, shared);
   checkpoints.check_same_resume_point(job);
   spdlog::info("{}; {} process(es) on {}, {} thread(s) each", task.data_summary, job.world,
                device.str(), at::get_num_threads());

@@ -67,6 +67,7 @@ int train(const PartSegTrainOptions& options) {
       .needs_two_per_process = true,
       .eval_batch = 32,
       .extra_columns = segmentation_metric_names(),
+      .shared_settings = dtrain::apps::shared_settings(options),
       .optimizer = adam_training_optimizer(options, model->parameters()),
       .train_batches =
           [&](JobModel<PointNet2PartSeg>& job_model) {

@@ -79,6 +79,7 @@ int train(const PointNet2TrainOptions& options) {
       .needs_two_per_process = true,
       .eval_batch = 64,
       .extra_columns = {},
+      .shared_settings = dtrain::apps::shared_settings(options),
       .optimizer = dtrain::apps::adam_training_optimizer(options, model->parameters()),
       .train_batches =
           [&](JobModel<PointNet2Cls>& job_model) {

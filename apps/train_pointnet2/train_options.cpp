@@ -1,8 +1,19 @@
 #include "train_options.h"
 
+#include <fmt/format.h>
+
 #include "dtrain/models/pointnet2_cls.h"
 
 namespace dtrain::apps {
+
+std::vector<Setting> shared_settings(const PointNet2TrainOptions& options) {
+  std::vector<Setting> settings =
+      shared_settings(static_cast<const PointNet2RecipeOptions&>(options));
+  settings.insert(settings.end(), {{"--normals", fmt::format("{}", options.normals)},
+                                   {"--rotate", fmt::format("{}", options.rotate)},
+                                   {"--point-dropout", fmt::format("{}", options.point_dropout)}});
+  return settings;
+}
 
 void add_train_flags(CLI::App& app, PointNet2TrainOptions& options) {
   take_last_flag_values(app);

@@ -17,6 +17,9 @@ struct PointNet2TrainOptions : PointNet2RecipeOptions {
   PointNet2TrainOptions() { csv = "out/train_pointnet2.csv"; }
 };
 
+// The recipe's shared settings and --normals, --rotate, --point-dropout.
+std::vector<Setting> shared_settings(const PointNet2TrainOptions& options);
+
 // Registers every flag on `app`, with ranges checked by CLI11 at parse time.
 void add_train_flags(CLI::App& app, PointNet2TrainOptions& options);
 

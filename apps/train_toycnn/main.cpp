@@ -89,6 +89,7 @@ int train(const TrainOptions& options) {
       .needs_two_per_process = false,  // no batch norm
       .eval_batch = 1000,
       .extra_columns = {},
+      .shared_settings = dtrain::apps::shared_settings(options),
       .optimizer = sgd_training_optimizer(options, model->parameters()),
       .train_batches =
           [&](JobModel<ToyCnn>& job_model) {

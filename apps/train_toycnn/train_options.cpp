@@ -1,8 +1,18 @@
 #include "train_options.h"
 
+#include <fmt/format.h>
+
 #include "dtrain/datasets/fashion_mnist.h"
 
 namespace dtrain::apps {
+
+std::vector<Setting> shared_settings(const TrainOptions& options) {
+  std::vector<Setting> settings = shared_settings(static_cast<const CommonTrainOptions&>(options));
+  settings.insert(settings.end(), {{"--dataset", options.dataset},
+                                   {"--momentum", fmt::format("{}", options.momentum)},
+                                   {"--augment", fmt::format("{}", options.augment)}});
+  return settings;
+}
 
 void add_train_flags(CLI::App& app, TrainOptions& options) {
   take_last_flag_values(app);

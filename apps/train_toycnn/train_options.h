@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -23,6 +24,10 @@ struct TrainOptions : CommonTrainOptions {
 };
 
 // Registers every flag on `app`, with ranges checked by CLI11 at parse time.
+// The common shared settings and --dataset, --momentum, --augment
+// (check_same_settings); --data-dir may differ.
+std::vector<Setting> shared_settings(const TrainOptions& options);
+
 void add_train_flags(CLI::App& app, TrainOptions& options);
 
 }  // namespace dtrain::apps
