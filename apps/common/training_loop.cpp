@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <initializer_list>
 #include <optional>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "dtrain/data/prefetch_loader.h"
 #include "dtrain/ddp/broadcast.h"
 #include "dtrain/dist/init.h"
+#include "dtrain/train/finite_gradients.h"
 #include "dtrain/train/graceful_stop.h"
 #include "dtrain/train/progress_bar.h"
 #include "dtrain/util/errors.h"
@@ -100,6 +102,15 @@ void seed_step_draws(uint64_t seed, int epoch, int rank, int64_t step) {
   torch::manual_seed(stream_seed(seed, {kDropoutStream, static_cast<uint64_t>(epoch),
                                         static_cast<uint64_t>(rank), static_cast<uint64_t>(step)}));
 }
+
+namespace {
+
+// "NaN" for either sign of NaN, "inf", "1.2009".
+std::string loss_text(double loss) {
+  return std::isnan(loss) ? "NaN" : fmt::format("{:g}", loss);
+}
+
+}  // namespace
 
 int agreed_stop_signal(const Job& job) {
   const double local = train::GracefulStop::signal();
@@ -220,6 +231,13 @@ EpochStats train_epoch(torch::nn::Module& module, torch::optim::Optimizer& optim
         settings.scaler->update();
       } else {
         loss.backward();
+        // (With a scaler such steps are skipped and the scale backs off.)
+        // Every rank holds the same all-reduced gradients, so all of them
+        // stop here together.
+        DTRAIN_CHECK(train::gradients_are_finite(optimizer), "epoch ", epoch, ", step ", step + 1,
+                     ": the gradients hold NaN or infinite values (this process's loss: ",
+                     loss_text(loss.item<double>()),
+                     "): training diverged, and the step was not taken; try a lower --lr");
         optimizer.step();
       }
       const double batch_loss_value = loss.item<double>();

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 
 #include "background_process.h"
 #include "test_support.h"
@@ -117,6 +118,33 @@ TEST(TrainPointNet2Errors, ProcessesGivenDifferentFlagsNameThem) {
   EXPECT_GE(lines, 2u) << result.output;
   EXPECT_EQ(result.output.find("--threads:"), std::string::npos) << result.output;
   EXPECT_LE(read_csv(dir.file("report.csv")).size(), 1u) << "the job trained an epoch";
+}
+
+// A learning rate that makes the run diverge: the gradients turn NaN on
+// every rank at the same step (DDP's all-reduce spreads them), and every
+// rank stops there with the step not taken, instead of training on with
+// NaN parameters. No epoch is reported.
+TEST(TrainPointNet2Errors, ADivergedRunStopsAtTheFirstNonFiniteGradients) {
+  TempDir dir;
+  std::vector<std::string> args{DTRAIN_DTRUN_PATH, "--standalone", "--nproc-per-node", "2",
+                                DTRAIN_TRAIN_POINTNET2_PATH};
+  const auto run = small_synthetic_run(dir.file("shapes"), dir.file("report.csv"));
+  args.insert(args.end(), run.begin(), run.end());
+  args.insert(args.end(), {"--lr", "1e10", "--epochs", "2"});
+  const auto result = run_process(args);
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  const std::regex stopped(
+      R"(train_pointnet2: error: epoch 1, step (\d+): the gradients hold NaN or infinite values \(this process's loss: [^)]+\): training diverged, and the step was not taken; try a lower --lr)");
+  std::set<std::string> steps;
+  size_t lines = 0;
+  for (auto it = std::sregex_iterator(result.output.begin(), result.output.end(), stopped);
+       it != std::sregex_iterator(); ++it) {
+    steps.insert((*it)[1].str());
+    ++lines;
+  }
+  EXPECT_GE(lines, 2u) << "each rank's own error line: " << result.output;
+  EXPECT_EQ(steps.size(), 1u) << "the ranks stopped at different steps: " << result.output;
+  EXPECT_LE(read_csv(dir.file("report.csv")).size(), 1u) << "a diverged epoch was reported";
 }
 
 TEST(TrainPointNet2Errors, MissingModelNetDirectory) {
