@@ -231,9 +231,9 @@ EpochStats train_epoch(torch::nn::Module& module, torch::optim::Optimizer& optim
         settings.scaler->update();
       } else {
         loss.backward();
-        // (With a scaler such steps are skipped and the scale backs off.)
-        // Every rank holds the same all-reduced gradients, so all of them
-        // stop here together.
+        // Non-finite gradients would make every parameter NaN (a scaler,
+        // above, skips such steps instead). Every rank holds the same
+        // all-reduced gradients, so all of them stop here together.
         DTRAIN_CHECK(train::gradients_are_finite(optimizer), "epoch ", epoch, ", step ", step + 1,
                      ": the gradients hold NaN or infinite values (this process's loss: ",
                      loss_text(loss.item<double>()),
