@@ -34,9 +34,10 @@ void add_synthetic_flags(CLI::App& app, PointNet2RecipeOptions& options) {
       ->capture_default_str();
 }
 
-std::vector<Setting> shared_settings(const PointNet2RecipeOptions& options) {
+std::vector<dist::Setting> shared_settings(const PointNet2RecipeOptions& options) {
   auto text = [](const auto& value) { return fmt::format("{}", value); };
-  std::vector<Setting> settings = shared_settings(static_cast<const CommonTrainOptions&>(options));
+  std::vector<dist::Setting> settings =
+      shared_settings(static_cast<const CommonTrainOptions&>(options));
   settings.insert(settings.end(),
                   {{"--dataset", options.dataset},
                    {"--synthetic-classes", text(options.synthetic_classes)},

@@ -43,7 +43,7 @@ struct PointNet2RecipeOptions : CommonTrainOptions {
 
 // The common shared settings and the recipe's (check_same_settings);
 // --data-dir may differ.
-std::vector<Setting> shared_settings(const PointNet2RecipeOptions& options);
+std::vector<dist::Setting> shared_settings(const PointNet2RecipeOptions& options);
 
 // --synthetic-classes, --synthetic-train-per-class, --synthetic-test-per-class, --num-points.
 void add_synthetic_flags(CLI::App& app, PointNet2RecipeOptions& options);

@@ -18,7 +18,7 @@ std::string precision_name(const CommonTrainOptions& options) {
   return "fp32";
 }
 
-std::vector<Setting> shared_settings(const CommonTrainOptions& options) {
+std::vector<dist::Setting> shared_settings(const CommonTrainOptions& options) {
   auto text = [](const auto& value) { return fmt::format("{}", value); };
   return {{"--epochs", text(options.epochs)},
           {"--batch-size", text(options.batch_size)},

@@ -9,7 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "same_settings.h"
+#include "dtrain/dist/same_settings.h"
 
 namespace dtrain::apps {
 
@@ -60,7 +60,11 @@ struct CommonTrainOptions {
 // The common flags every process of a job must be given alike
 // (check_same_settings): all but --threads, --loader-workers, --csv,
 // --dist-timeout, and --checkpoint's path (whether there is one counts).
-std::vector<Setting> shared_settings(const CommonTrainOptions& options);
+std::vector<dist::Setting> shared_settings(const CommonTrainOptions& options);
+// What a job whose processes were given different flags is told.
+inline constexpr const char* kSameFlagsAdvice =
+    "Start every process with the same flags (only --threads, --loader-workers, --csv, "
+    "--data-dir, --dist-timeout and --checkpoint's path may differ)";
 
 // For logs: "fp32", "bf16 autocast (CPU)", "fp16 autocast with loss scaling".
 std::string precision_name(const CommonTrainOptions& options);

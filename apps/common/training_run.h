@@ -14,13 +14,13 @@
 #include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
 
+#include "dtrain/dist/same_settings.h"
 #include "dtrain/train/graceful_stop.h"
 #include "dtrain/util/errors.h"
 #include "dtrain/util/launch_env.h"
 #include "epoch_report.h"
 #include "job_model.h"
 #include "run_checkpoints.h"
-#include "same_settings.h"
 #include "sharding.h"
 #include "train_flags.h"
 #include "training_job.h"
@@ -42,7 +42,7 @@ struct TrainingTask {
   int64_t eval_batch = 64;
   std::vector<std::string> extra_columns;  // EvalStats::extra's names in the report
   // The flags every process must be given alike (shared_settings).
-  std::vector<Setting> shared_settings;
+  std::vector<dist::Setting> shared_settings;
   TrainingOptimizer optimizer;  // over the model's parameters
   // How training batches are made and scored, given the model in the job
   // (DDP when distributed).
@@ -70,9 +70,11 @@ int run_training(const CommonTrainOptions& options, const util::LaunchEnv& env, 
   const Job job = start_job(env, options.backend, options.dist_timeout_s, device);
   // The flags, and the training set each process loaded (--data-dir may
   // name another copy on each node).
-  std::vector<Setting> shared = task.shared_settings;
-  shared.push_back({"training " + task.noun, std::to_string(task.train_size)});
-  check_same_settings(job, shared);
+  if (job.distributed()) {
+    std::vector<dist::Setting> shared = task.shared_settings;
+    shared.push_back({"training " + task.noun, std::to_string(task.train_size)});
+    dist::check_same_settings(shared, kSameFlagsAdvice);
+  }
   checkpoints.check_same_resume_point(job);
   spdlog::info("{}; {} process(es) on {}, {} thread(s) each", task.data_summary, job.world,
                device.str(), at::get_num_threads());

@@ -6,8 +6,8 @@
 
 namespace dtrain::apps {
 
-std::vector<Setting> shared_settings(const PointNet2TrainOptions& options) {
-  std::vector<Setting> settings =
+std::vector<dist::Setting> shared_settings(const PointNet2TrainOptions& options) {
+  std::vector<dist::Setting> settings =
       shared_settings(static_cast<const PointNet2RecipeOptions&>(options));
   settings.insert(settings.end(), {{"--normals", fmt::format("{}", options.normals)},
                                    {"--rotate", fmt::format("{}", options.rotate)},

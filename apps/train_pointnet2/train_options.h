@@ -18,7 +18,7 @@ struct PointNet2TrainOptions : PointNet2RecipeOptions {
 };
 
 // The recipe's shared settings and --normals, --rotate, --point-dropout.
-std::vector<Setting> shared_settings(const PointNet2TrainOptions& options);
+std::vector<dist::Setting> shared_settings(const PointNet2TrainOptions& options);
 
 // Registers every flag on `app`, with ranges checked by CLI11 at parse time.
 void add_train_flags(CLI::App& app, PointNet2TrainOptions& options);

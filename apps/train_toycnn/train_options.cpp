@@ -6,8 +6,9 @@
 
 namespace dtrain::apps {
 
-std::vector<Setting> shared_settings(const TrainOptions& options) {
-  std::vector<Setting> settings = shared_settings(static_cast<const CommonTrainOptions&>(options));
+std::vector<dist::Setting> shared_settings(const TrainOptions& options) {
+  std::vector<dist::Setting> settings =
+      shared_settings(static_cast<const CommonTrainOptions&>(options));
   settings.insert(settings.end(), {{"--dataset", options.dataset},
                                    {"--momentum", fmt::format("{}", options.momentum)},
                                    {"--augment", fmt::format("{}", options.augment)}});

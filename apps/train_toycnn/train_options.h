@@ -26,7 +26,7 @@ struct TrainOptions : CommonTrainOptions {
 // Registers every flag on `app`, with ranges checked by CLI11 at parse time.
 // The common shared settings and --dataset, --momentum, --augment
 // (check_same_settings); --data-dir may differ.
-std::vector<Setting> shared_settings(const TrainOptions& options);
+std::vector<dist::Setting> shared_settings(const TrainOptions& options);
 
 void add_train_flags(CLI::App& app, TrainOptions& options);
 

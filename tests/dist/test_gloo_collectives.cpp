@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "dtrain/dist/init.h"
+#include "dtrain/dist/same_settings.h"
 #include "expect_error.h"
 #include "gloo_ranks.h"
 
@@ -141,6 +142,25 @@ TEST_P(GlooWorld, AllGatherStringsOfAnyLength) {
     }
     // All empty: nothing to pad.
     EXPECT_EQ(dist::all_gather_strings(""), std::vector<std::string>(world));
+  });
+}
+
+// Settings that agree pass; one rank's other value stops every rank with
+// the same message, naming the setting, the values, their ranks and the
+// advice.
+TEST_P(GlooWorld, CheckSameSettingsStopsEveryRankNamingTheDifference) {
+  run_gloo_ranks(GetParam(), 30s, [](int rank, int world) {
+    dist::check_same_settings({{"--epochs", "5"}, {"--lr", "0.001"}});
+    const std::string last = std::to_string(world - 1);
+    expect_error(
+        [&] {
+          dist::check_same_settings(
+              {{"--epochs", rank == world - 1 ? "3" : "5"}, {"--lr", "0.001"}},
+              "give them the same flags");
+        },
+        "the processes of this job were started with different settings: --epochs: \"5\" on " +
+            std::string(world == 2 ? "rank 0" : "ranks 0-" + std::to_string(world - 2)) +
+            ", \"3\" on rank " + last + ". give them the same flags");
   });
 }
 

@@ -4,12 +4,12 @@
 // "(none)", and nothing at all when they agree.
 #include <gtest/gtest.h>
 
-#include "same_settings.h"
+#include "dtrain/dist/same_settings.h"
 
 namespace {
 
-using dtrain::apps::Setting;
-using dtrain::apps::settings_disagreements;
+using dtrain::dist::Setting;
+using dtrain::dist::settings_disagreements;
 
 std::vector<Setting> settings(const std::string& epochs, const std::string& lr) {
   return {{"--epochs", epochs}, {"--lr", lr}, {"--model", "ssg"}};

@@ -1,4 +1,4 @@
-#include "same_settings.h"
+#include "dtrain/dist/same_settings.h"
 
 #include <algorithm>
 #include <map>
@@ -8,9 +8,8 @@
 
 #include "dtrain/dist/init.h"
 #include "dtrain/util/errors.h"
-#include "training_job.h"
 
-namespace dtrain::apps {
+namespace dtrain::dist {
 namespace {
 
 // Names and values separated by NUL bytes, which no command-line argument
@@ -95,20 +94,20 @@ std::vector<std::string> settings_disagreements(const std::vector<std::vector<Se
   return disagreements;
 }
 
-void check_same_settings(const Job& job, const std::vector<Setting>& settings) {
-  if (!job.distributed()) {
+void check_same_settings(const std::vector<Setting>& settings, const std::string& advice,
+                         const ProcessGroupPtr& group) {
+  const ProcessGroupPtr members = group ? group : default_group();
+  if (members->size() == 1) {
     return;
   }
   std::vector<std::vector<Setting>> per_rank;
-  for (const std::string& bytes : dist::all_gather_strings(encode(settings))) {
+  for (const std::string& bytes : all_gather_strings(encode(settings), members)) {
     per_rank.push_back(decode(bytes));
   }
   const std::vector<std::string> disagreements = settings_disagreements(per_rank);
-  DTRAIN_CHECK(disagreements.empty(),
-               "the processes of this job were started with different settings: ",
-               fmt::format("{}", fmt::join(disagreements, "; ")),
-               ". Start every process with the same flags (only --threads, --loader-workers, "
-               "--csv, --data-dir, --dist-timeout and --checkpoint's path may differ)");
+  DTRAIN_CHECK(
+      disagreements.empty(), "the processes of this job were started with different settings: ",
+      fmt::format("{}", fmt::join(disagreements, "; ")), advice.empty() ? "" : ". ", advice);
 }
 
-}  // namespace dtrain::apps
+}  // namespace dtrain::dist
