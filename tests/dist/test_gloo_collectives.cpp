@@ -151,6 +151,12 @@ TEST_P(GlooWorld, AllGatherStringsOfAnyLength) {
 TEST_P(GlooWorld, CheckSameSettingsStopsEveryRankNamingTheDifference) {
   run_gloo_ranks(GetParam(), 30s, [](int rank, int world) {
     dist::check_same_settings({{"--epochs", "5"}, {"--lr", "0.001"}});
+    // Text only: refused on every rank before any rank is contacted.
+    expect_error(
+        [] {
+          dist::check_same_settings({{"--tag", std::string("a\0b", 3)}});
+        },
+        "check_same_settings: setting '--tag' holds a NUL byte in its value");
     const std::string last = std::to_string(world - 1);
     expect_error(
         [&] {

@@ -13,10 +13,15 @@ namespace dtrain::dist {
 namespace {
 
 // Names and values separated by NUL bytes, which no command-line argument
-// can hold.
+// can hold (and no setting may: checked before any rank is contacted).
 std::string encode(const std::vector<Setting>& settings) {
   std::string bytes;
   for (const Setting& setting : settings) {
+    DTRAIN_CHECK(
+        setting.name.find('\0') == std::string::npos &&
+            setting.value.find('\0') == std::string::npos,
+        "check_same_settings: setting '", setting.name.c_str(), "' holds a NUL byte in its ",
+        setting.name.find('\0') != std::string::npos ? "name" : "value", "; settings are text");
     bytes += setting.name;
     bytes += '\0';
     bytes += setting.value;
