@@ -106,16 +106,14 @@ TEST(TrainPointNet2Errors, ProcessesGivenDifferentFlagsNameThem) {
   args.insert(args.end(), run.begin(), run.end());
   const auto result = run_process(args);
   EXPECT_NE(result.exit_code, 0) << result.output;
-  // Each rank's own line (dtrun's summary quotes one of them again).
+  // Each rank's own line, named by its rank.
   const std::string said =
-      "train_pointnet2: error: the processes of this job were started with different settings: "
+      "): error: the processes of this job were started with different settings: "
       "--epochs: \"2\" on rank 0, \"3\" on rank 1. Start every process with the same flags";
-  size_t lines = 0;
-  for (size_t at = result.output.find(said); at != std::string::npos;
-       at = result.output.find(said, at + 1)) {
-    ++lines;
+  for (const std::string rank : {"0", "1"}) {
+    EXPECT_NE(result.output.find("train_pointnet2 (rank " + rank + said), std::string::npos)
+        << result.output;
   }
-  EXPECT_GE(lines, 2u) << result.output;
   EXPECT_EQ(result.output.find("--threads:"), std::string::npos) << result.output;
   EXPECT_LE(read_csv(dir.file("report.csv")).size(), 1u) << "the job trained an epoch";
 }
@@ -134,15 +132,16 @@ TEST(TrainPointNet2Errors, ADivergedRunStopsAtTheFirstNonFiniteGradients) {
   const auto result = run_process(args);
   EXPECT_NE(result.exit_code, 0) << result.output;
   const std::regex stopped(
-      R"(train_pointnet2: error: epoch 1, step (\d+): the gradients hold NaN or infinite values \(this process's loss: [^)]+\): training diverged, and the step was not taken; try a lower --lr)");
+      R"(train_pointnet2 \(rank (\d)\): error: epoch 1, step (\d+): the gradients hold NaN or infinite values \(this process's loss: [^)]+\): training diverged, and the step was not taken; try a lower --lr)");
+  std::set<std::string> ranks;
   std::set<std::string> steps;
-  size_t lines = 0;
   for (auto it = std::sregex_iterator(result.output.begin(), result.output.end(), stopped);
        it != std::sregex_iterator(); ++it) {
-    steps.insert((*it)[1].str());
-    ++lines;
+    ranks.insert((*it)[1].str());
+    steps.insert((*it)[2].str());
   }
-  EXPECT_GE(lines, 2u) << "each rank's own error line: " << result.output;
+  EXPECT_EQ(ranks, (std::set<std::string>{"0", "1"}))
+      << "each rank's own error line: " << result.output;
   EXPECT_EQ(steps.size(), 1u) << "the ranks stopped at different steps: " << result.output;
   EXPECT_LE(read_csv(dir.file("report.csv")).size(), 1u) << "a diverged epoch was reported";
 }
@@ -282,10 +281,13 @@ ProcessResult two_processes(const TempDir& dir, const std::string& csv,
   return run_process(args);
 }
 
-// The line of a worker's error (each rank prints the same one), or "".
-std::string error_line(const std::string& output) {
-  const size_t start = output.find("train_pointnet2: error: ");
-  return start == std::string::npos ? "" : output.substr(start, output.find('\n', start) - start);
+// What a worker's error line says after "train_pointnet2: error: " (or
+// "train_pointnet2 (rank R): error: " once it joined the job; each rank
+// prints the same), or "".
+std::string worker_error(const std::string& output) {
+  static const std::regex line(R"(train_pointnet2(?: \(rank \d+\))?: error: ([^\n]*))");
+  std::smatch found;
+  return std::regex_search(output, found, line) ? found[1].str() : "";
 }
 
 // --rank-weights takes equal, auto or one positive number per process; a
@@ -302,19 +304,18 @@ TEST(TrainPointNet2Errors, RankWeightsAreCheckedBeforeTraining) {
   TempDir dir;
   const auto one = two_processes(dir, dir.file("one.csv"), {"--rank-weights", "1"});
   EXPECT_NE(one.exit_code, 0) << one.output;
-  EXPECT_EQ(error_line(one.output),
-            "train_pointnet2: error: --rank-weights 1: 1 weight(s) for 2 process(es); give one "
+  EXPECT_EQ(worker_error(one.output),
+            "--rank-weights 1: 1 weight(s) for 2 process(es); give one "
             "per process, in rank order (or equal, or auto); see train_pointnet2 --help")
       << one.output;
   // 48 clouds at 100:1 leave process 1 none (and none of the batch of 16).
   const auto lopsided = two_processes(dir, dir.file("lopsided.csv"), {"--rank-weights", "100,1"});
   EXPECT_NE(lopsided.exit_code, 0) << lopsided.output;
-  EXPECT_EQ(
-      error_line(lopsided.output)
-          .rfind("train_pointnet2: error: --rank-weights 100,1: process 1 would get 0 of the 48 "
-                 "training clouds per epoch and 0 of each global batch of 16",
-                 0),
-      0u)
+  EXPECT_EQ(worker_error(lopsided.output)
+                .rfind("--rank-weights 100,1: process 1 would get 0 of the 48 "
+                       "training clouds per epoch and 0 of each global batch of 16",
+                       0),
+            0u)
       << lopsided.output;
   EXPECT_EQ(lopsided.output.find("epoch 1/"), std::string::npos) << "it trained";
   EXPECT_LE(read_csv(dir.file("lopsided.csv")).size(), 1u) << "a report row was written";

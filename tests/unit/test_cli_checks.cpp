@@ -8,6 +8,7 @@
 
 #include "dtrain/util/cli_app.h"
 #include "dtrain/util/cli_checks.h"
+#include "dtrain/util/job_rank.h"
 
 namespace {
 
@@ -59,7 +60,19 @@ std::string printed_error(const std::string& message) {
   return testing::internal::GetCapturedStderr();
 }
 
+TEST(CliApp, ErrorsNameTheRankOnceAProcessGroupSetIt) {
+  dtrain::util::set_job_rank(std::nullopt);
+  EXPECT_EQ(printed_error("no group yet"), "frame_test: error: no group yet\n");
+  dtrain::util::set_job_rank(3);
+  EXPECT_EQ(printed_error("the gradients hold NaN"),
+            "frame_test (rank 3): error: the gradients hold NaN\n");
+  dtrain::util::set_job_rank(0);
+  EXPECT_EQ(printed_error("x"), "frame_test (rank 0): error: x\n");
+  dtrain::util::set_job_rank(std::nullopt);
+}
+
 TEST(CliApp, ErrorsAreOneLineWithoutLibTorchsStack) {
+  dtrain::util::set_job_rank(std::nullopt);
   EXPECT_EQ(printed_error("two\nlines"), "frame_test: error: two lines\n");
   // c10::Error's what(): the message, then where it was raised and the frames.
   EXPECT_EQ(printed_error("Expected more than 1 value per channel\nException raised from "

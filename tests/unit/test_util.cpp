@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dtrain/util/errors.h"
+#include "dtrain/util/job_rank.h"
 #include "dtrain/util/launch_env.h"
 #include "dtrain/util/logging.h"
 #include "dtrain/util/memory.h"
@@ -160,8 +161,10 @@ TEST(Logging, EveryLineCarriesRankAndLocalRank) {
   logger->sinks().push_back(std::make_shared<spdlog::sinks::ostream_sink_mt>(captured));
   // Re-applying the pattern formats the new sink like the others.
   dtrain::util::set_log_rank(3, 1);
+  EXPECT_EQ(dtrain::util::job_rank(), 3) << "what a program's error line names";
   spdlog::info("hello from a test");
   dtrain::util::set_log_rank(std::nullopt, std::nullopt);
+  EXPECT_EQ(dtrain::util::job_rank(), std::nullopt);
   spdlog::info("no rank yet");
   logger->flush();
   const std::string text = captured.str();

@@ -2,9 +2,12 @@
 
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <string>
 
 #include <spdlog/spdlog.h>
+
+#include "dtrain/util/job_rank.h"
 
 namespace dtrain::util {
 
@@ -56,7 +59,10 @@ int run_cli_app(CLI::App& app, int argc, char** argv, const std::function<int()>
     return body();
   } catch (const std::exception& error) {
     spdlog::default_logger()->flush();
-    std::fprintf(stderr, "%s: error: %s\n", name.c_str(), one_line(error.what()).c_str());
+    // Every process of a job may fail at once: the rank tells their lines apart.
+    const std::optional<int> rank = job_rank();
+    const std::string who = rank ? name + " (rank " + std::to_string(*rank) + ")" : name;
+    std::fprintf(stderr, "%s: error: %s\n", who.c_str(), one_line(error.what()).c_str());
     return 1;
   }
 }

@@ -8,6 +8,7 @@
 
 #include "dtrain/util/crash_trace.h"
 #include "dtrain/util/errors.h"
+#include "dtrain/util/job_rank.h"
 #include "dtrain/util/launch_env.h"
 
 namespace dtrain::util {
@@ -72,6 +73,7 @@ void init_logging() {
 
 void set_log_rank(std::optional<int> rank, std::optional<int> local_rank) {
   std::lock_guard<std::mutex> lock(g_logging_mutex);
+  set_job_rank(rank);
   apply_pattern(rank, local_rank);
 }
 

@@ -9,7 +9,8 @@
 //
 // Exit status: the body's, 0 for --help, 2 for a bad flag ("NAME: error:
 // <what was wrong>; see NAME --help"), 1 for an exception from the body
-// ("NAME: error: <what()>").
+// ("NAME: error: <what()>", or "NAME (rank R): error: <what()>" once a
+// process group has set the rank, job_rank.h).
 #pragma once
 
 #include <functional>

@@ -22,7 +22,8 @@ namespace dtrain::util {
 // when the SDK is loaded; call it again after changing the environment.
 void init_logging();
 
-// Puts this rank and local rank in the prefix of every following line.
+// Puts this rank and local rank in the prefix of every following line, and
+// makes `rank` this process's job_rank() (job_rank.h).
 void set_log_rank(std::optional<int> rank, std::optional<int> local_rank);
 
 // Parses a level name as DTRAIN_LOG_LEVEL accepts it; throws dtrain::Error naming the bad value.
