@@ -38,6 +38,20 @@ at::Tensor gather_points_cpu(const at::Tensor& features, const at::Tensor& idx);
 // See Note [scatter layout]; returns (B, C, n) in grad_out's dtype.
 at::Tensor scatter_add_points_cpu(const at::Tensor& grad_out, const at::Tensor& idx,
                                   const at::Tensor& weight, int64_t n, ScatterMode mode);
+// Note [point-major features]: a (B, C, N) features tensor whose channels
+// are innermost in memory (the transpose of a contiguous (B, N, C) tensor,
+// such as channels-last activations reduced over their neighbours) is
+// gathered on the CPU as whole rows of channels, and the result keeps that
+// layout: group_points gives a channels-last (B, C, M, K) tensor, the one a
+// following 1x1 convolution runs fastest on. The values are the same as
+// through the channel-major path; only the strides differ.
+//
+// rows (B, N, C) contiguous, idx (B, L) -> (B, L, C) contiguous.
+at::Tensor gather_rows_cpu(const at::Tensor& rows, const at::Tensor& idx);
+// grad_rows (B, L, C) with channels contiguous (any row and batch strides),
+// idx (B, L) -> (B, n, C) contiguous: grad[b][idx[b][l]][c] += grad_rows[b][l][c],
+// each sum in increasing l.
+at::Tensor scatter_add_rows_cpu(const at::Tensor& grad_rows, const at::Tensor& idx, int64_t n);
 // (B, C, m), idx (B, 3n), weight (B, 3n) -> (B, C, n).
 at::Tensor three_interpolate_cpu(const at::Tensor& features, const at::Tensor& idx,
                                  const at::Tensor& weight);

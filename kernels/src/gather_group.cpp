@@ -49,20 +49,54 @@ at::Tensor scatter_flat(const at::Tensor& grad_out, const at::Tensor& idx_flat,
                             : detail::scatter_add_points_cpu(grad_out, idx_flat, weight, n, mode);
 }
 
+// Note [point-major features] in dispatch.h: CPU features whose channels
+// are innermost. (A tensor contiguous both ways, C or N of 1, takes the
+// channel-major path.)
+bool is_point_major(const at::Tensor& features) {
+  return !features.is_cuda() && !features.is_contiguous() &&
+         features.transpose(1, 2).is_contiguous();
+}
+
+// features (B, C, N) in any layout, idx_flat (B, L) contiguous -> (B, C, L):
+// contiguous, or point-major (the transpose of a contiguous (B, L, C)) from
+// point-major features.
+at::Tensor gather_any_layout(const at::Tensor& features, const at::Tensor& idx_flat) {
+  if (is_point_major(features)) {
+    return detail::gather_rows_cpu(features.transpose(1, 2), idx_flat).transpose(1, 2);
+  }
+  return gather_flat(features.contiguous(), idx_flat);
+}
+
+// (B, C, L) -> (B, C, M, K), keeping the layout: point-major becomes channels-last.
+at::Tensor as_groups(const at::Tensor& gathered, const at::Tensor& idx) {
+  return gathered.view({gathered.size(0), gathered.size(1), idx.size(1), idx.size(2)});
+}
+
 class GatherFunction : public torch::autograd::Function<GatherFunction> {
  public:
-  // features (B, C, N) contiguous, idx_flat (B, L) contiguous -> (B, C, L).
+  // features (B, C, N), idx_flat (B, L) contiguous -> (B, C, L), see gather_any_layout.
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& features,
                             const at::Tensor& idx_flat) {
     ctx->save_for_backward({idx_flat});
     ctx->saved_data["n"] = features.size(2);
-    return gather_flat(features, idx_flat);
+    ctx->saved_data["point_major"] = is_point_major(features);
+    return gather_any_layout(features, idx_flat);
   }
 
   static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
                                                torch::autograd::tensor_list grads) {
     const at::Tensor idx_flat = ctx->get_saved_variables()[0];
     const int64_t n = ctx->saved_data["n"].toInt();
+    if (ctx->saved_data["point_major"].toBool()) {
+      // The gradient of a point-major result is most often point-major too
+      // (channels-last, or a channel slice of it): its rows are read where
+      // they lie, and the features' gradient comes back point-major.
+      at::Tensor rows = grads[0].flatten(2).transpose(1, 2);  // (B, L, C)
+      if (rows.size(2) > 1 && rows.stride(2) != 1) {
+        rows = rows.contiguous();
+      }
+      return {detail::scatter_add_rows_cpu(rows, idx_flat, n).transpose(1, 2), at::Tensor()};
+    }
     at::Tensor grad_features =
         scatter_flat(grads[0].contiguous(), idx_flat, at::Tensor(), n, backward_scatter_mode());
     return {grad_features, at::Tensor()};
@@ -85,26 +119,24 @@ namespace detail {
 
 at::Tensor gather_points_forward(const at::Tensor& features, const at::Tensor& idx) {
   check_gather_inputs("gather_points", features, idx, 2, "(B, M)");
-  return gather_flat(features.contiguous(), idx.contiguous());
+  return gather_any_layout(features, idx.contiguous());
 }
 
 at::Tensor group_points_forward(const at::Tensor& features, const at::Tensor& idx) {
   check_gather_inputs("group_points", features, idx, 3, "(B, M, K)");
-  const at::Tensor out = gather_flat(features.contiguous(), flat_idx(idx));
-  return out.view({features.size(0), features.size(1), idx.size(1), idx.size(2)});
+  return as_groups(gather_any_layout(features, flat_idx(idx)), idx);
 }
 
 }  // namespace detail
 
 at::Tensor gather_points(const at::Tensor& features, const at::Tensor& idx) {
   check_gather_inputs("gather_points", features, idx, 2, "(B, M)");
-  return GatherFunction::apply(features.contiguous(), idx.contiguous());
+  return GatherFunction::apply(features, idx.contiguous());
 }
 
 at::Tensor group_points(const at::Tensor& features, const at::Tensor& idx) {
   check_gather_inputs("group_points", features, idx, 3, "(B, M, K)");
-  const at::Tensor out = GatherFunction::apply(features.contiguous(), flat_idx(idx));
-  return out.view({features.size(0), features.size(1), idx.size(1), idx.size(2)});
+  return as_groups(GatherFunction::apply(features, flat_idx(idx)), idx);
 }
 
 namespace {

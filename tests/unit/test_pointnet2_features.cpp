@@ -77,6 +77,44 @@ TEST_P(FeatureDtypes, ScatterBackwardEqualsInOrderReferenceBitwise) {
                 ref_scatter(group_grad, group_idx, at::Tensor(), 9, acc)));
 }
 
+// Note [point-major features]: features with their channels innermost (a
+// (B, N, C) tensor transposed) are grouped into a channels-last tensor of
+// the same values, and the backward reads a channels-last gradient, or a
+// channel slice of one, where it lies. 70 channels span two of the
+// scatter's blocks of 64.
+TEST_P(FeatureDtypes, PointMajorFeaturesGroupChannelsLastWithTheSameValuesAndGradients) {
+  at::manual_seed(27);
+  const at::ScalarType dtype = GetParam();
+  const at::ScalarType acc = dtype == at::kDouble ? at::kDouble : at::kFloat;
+  const int64_t n = 9;  // few points: many neighbours land on each
+  for (const int64_t channels : {3, 70}) {
+    const at::Tensor features = at::randn({2, n, channels}).to(dtype).transpose(1, 2);
+    const at::Tensor idx = random_index(n, {2, 5, 6});
+    const at::Tensor grouped = k::group_points(features, idx);
+    EXPECT_TRUE(grouped.is_contiguous(at::MemoryFormat::ChannelsLast)) << grouped.strides();
+    EXPECT_TRUE(at::equal(grouped, ref_gather(features.contiguous(), idx)));
+    const at::Tensor centre_idx = random_index(n, {2, 4});
+    const at::Tensor gathered = k::gather_points(features, centre_idx);
+    EXPECT_TRUE(gathered.transpose(1, 2).is_contiguous()) << gathered.strides();
+    EXPECT_TRUE(at::equal(gathered, ref_gather(features.contiguous(), centre_idx)));
+
+    const at::Tensor grad = at::randn({2, channels + 2, 5, 6}).to(dtype);
+    const at::Tensor grad_channels_last = grad.contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor grad_sizes_of_out = grad.narrow(1, 0, channels);
+    for (const at::Tensor& grad_out :
+         {grad_channels_last.narrow(1, 0, channels).contiguous(at::MemoryFormat::ChannelsLast),
+          grad_channels_last.narrow(1, 2, channels),  // a slice, as a concatenation's backward
+          grad_sizes_of_out.contiguous()}) {
+      const at::Tensor leaf = features.detach().requires_grad_(true);
+      k::group_points(leaf, idx).backward(grad_out);
+      ASSERT_TRUE(leaf.grad().defined());
+      EXPECT_EQ(leaf.grad().scalar_type(), dtype);
+      EXPECT_TRUE(at::equal(leaf.grad(), ref_scatter(grad_out, idx, at::Tensor(), n, acc)))
+          << "channels " << channels << ", gradient strides " << grad_out.strides();
+    }
+  }
+}
+
 TEST_P(FeatureDtypes, InterpolateMatchesReference) {
   at::manual_seed(23);
   const at::ScalarType dtype = GetParam();
@@ -131,6 +169,14 @@ TEST(FeatureGradients, FiniteDifferencesInFloat64) {
   const at::Tensor group_idx = random_index(7, {2, 4, 3});
   expect_gradient_matches([&](const at::Tensor& f) { return k::group_points(f, group_idx); },
                           features);
+  // Point-major features (Note [point-major features]).
+  const auto point_major = [](const at::Tensor& f) {
+    return f.transpose(1, 2).contiguous().transpose(1, 2);
+  };
+  expect_gradient_matches(
+      [&](const at::Tensor& f) { return k::group_points(point_major(f), group_idx); }, features);
+  expect_gradient_matches(
+      [&](const at::Tensor& f) { return k::gather_points(point_major(f), idx); }, features);
   const at::Tensor tri_idx = random_index(7, {2, 5, 3});
   const at::Tensor weight = at::rand({2, 5, 3}, at::kDouble);
   expect_gradient_matches(
