@@ -11,10 +11,16 @@ linear + batch norm + ReLU + dropout 0.5), built two ways:
                       package (iterative FPS loop, cdist + topk ball query,
                       torch.gather grouping; from pointnet2_ops_torch.py);
   torch_python_dtrain the same Python model calling dtrain's kernels as
-                      torch.ops.dtrain.* (torch.ops.load_library), so the
-                      gap to dtrain_cpp is the frontend (Python against
-                      C++), when both run under the same malloc settings
-                      (run_pointnet2_train.sh sets dtrain's for this script).
+                      torch.ops.dtrain.* (torch.ops.load_library);
+  torch_python_dtrain_channels_last
+                      that model with the memory layout dtrain's C++ model
+                      uses: point-major coordinates and features, so the
+                      kernels group them channels-last, and the max over
+                      each neighbourhood taken on the (B, M, K, C) view. The
+                      gap from here to dtrain_cpp is the frontend (Python
+                      against C++), when both run under the same malloc
+                      settings (run_pointnet2_train.sh sets dtrain's for
+                      this script).
 
 A step: zero_grad, forward + cross-entropy, backward, Adam step, on one fixed
 batch of clouds uniform in [-1, 1]^3; --warmup untimed steps, then the
@@ -74,6 +80,11 @@ class DtrainOps:
         return torch.ops.dtrain.ball_query(new_xyz, xyz, radius, nsample)[0]
 
 
+# impl: (point ops, channels-last set abstraction)
+IMPLS = {"torch_python": (TorchOps, False), "torch_python_dtrain": (DtrainOps, False),
+         "torch_python_dtrain_channels_last": (DtrainOps, True)}
+
+
 def shared_mlp(channels, widths):
     layers = []
     for width in widths:
@@ -84,19 +95,28 @@ def shared_mlp(channels, widths):
 
 
 class SetAbstraction(nn.Module):
-    def __init__(self, ops, npoint, scales, in_channels):
+    def __init__(self, ops, npoint, scales, in_channels, channels_last):
         super().__init__()
         self.ops, self.npoint, self.scales = ops, npoint, scales
+        self.channels_last = channels_last
         self.mlps = nn.ModuleList(shared_mlp(in_channels + 3, s[2]) for s in scales)
         self.out_channels = sum(s[2][-1] for s in scales)
 
+    def run_mlp(self, mlp, grouped):
+        if not self.channels_last:
+            return mlp(grouped).max(-1)[0]
+        out = mlp(grouped.contiguous(memory_format=torch.channels_last))
+        return out.permute(0, 2, 3, 1).max(2)[0].permute(0, 2, 1)
+
     def forward(self, xyz, features):
-        xyz_t = xyz.transpose(1, 2).contiguous()
+        xyz_t = xyz.transpose(1, 2)
+        if not self.channels_last:
+            xyz_t = xyz_t.contiguous()
         if self.npoint == 0:
             grouped = xyz_t.unsqueeze(2)
             if features is not None:
                 grouped = torch.cat([grouped, features.unsqueeze(2)], 1)
-            return torch.zeros(xyz.shape[0], 1, 3), self.mlps[0](grouped).max(-1)[0]
+            return torch.zeros(xyz.shape[0], 1, 3), self.run_mlp(self.mlps[0], grouped)
         idx = self.ops.fps(xyz, self.npoint)
         centres_t = self.ops.gather(xyz_t, idx)
         centres = centres_t.transpose(1, 2).contiguous()
@@ -106,18 +126,18 @@ class SetAbstraction(nn.Module):
             grouped = self.ops.group(xyz_t, neighbours) - centres_t.unsqueeze(-1)
             if features is not None:
                 grouped = torch.cat([grouped, self.ops.group(features, neighbours)], 1)
-            outputs.append(mlp(grouped).max(-1)[0])
+            outputs.append(self.run_mlp(mlp, grouped))
         return centres, torch.cat(outputs, 1) if len(outputs) > 1 else outputs[0]
 
 
 class PointNet2Cls(nn.Module):
-    def __init__(self, ops, preset, classes):
+    def __init__(self, ops, preset, classes, channels_last=False):
         super().__init__()
         layers, head = PRESETS[preset]
         self.layers = nn.ModuleList()
         channels = 0
         for npoint, scales in layers:
-            self.layers.append(SetAbstraction(ops, npoint, scales, channels))
+            self.layers.append(SetAbstraction(ops, npoint, scales, channels, channels_last))
             channels = self.layers[-1].out_channels
         modules = []
         for width in head:
@@ -161,7 +181,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--impls", default="torch_python,torch_python_dtrain")
+    parser.add_argument("--impls", default=",".join(IMPLS))
     parser.add_argument("--out", default="pointnet2_train_torch.csv")
     args = parser.parse_args()
     torch.ops.load_library(args.library)
@@ -174,9 +194,9 @@ def main():
         if new_file:
             writer.writerow(header)
         for impl in args.impls.split(","):
-            ops = {"torch_python": TorchOps, "torch_python_dtrain": DtrainOps}[impl]
+            ops, channels_last = IMPLS[impl]
             torch.manual_seed(0)
-            model = PointNet2Cls(ops, args.preset, args.classes)
+            model = PointNet2Cls(ops, args.preset, args.classes, channels_last)
             points = torch.rand(args.batch_size, args.points, 3) * 2 - 1
             labels = torch.randint(0, args.classes, (args.batch_size,))
             median = time_steps(model, points, labels, args.warmup, args.steps)

@@ -3,7 +3,8 @@ configuration and program, the median over rounds of its per-round median
 step time, and dtrain's speedups (the other's time over dtrain's).
 
 CSV: preset,batch_size,points,threads,impl,rounds,step_ms,step_ms_min,
-step_ms_max,clouds_per_s,speedup_vs_torch_python,speedup_vs_torch_python_dtrain_ops
+step_ms_max,clouds_per_s,speedup_vs_torch_python,speedup_vs_torch_python_dtrain_ops,
+speedup_vs_torch_python_dtrain_channels_last
 (step_ms: median over rounds; min and max show the spread between rounds)
 (speedups on the dtrain_cpp rows only). A bar chart of clouds/s per
 configuration goes to --png when matplotlib is importable.
@@ -14,9 +15,13 @@ import csv
 import statistics
 from collections import defaultdict
 
-IMPLS = ["torch_python", "torch_python_dtrain", "dtrain_cpp"]
+IMPLS = ["torch_python", "torch_python_dtrain", "torch_python_dtrain_channels_last", "dtrain_cpp"]
+PEERS = IMPLS[:-1]
+COLOURS = {"torch_python": "#999999", "torch_python_dtrain": "#6699cc",
+           "torch_python_dtrain_channels_last": "#336699", "dtrain_cpp": "#cc3333"}
 LABELS = {"torch_python": "PyTorch, pure-PyTorch ops",
           "torch_python_dtrain": "PyTorch + dtrain ops (torch.ops)",
+          "torch_python_dtrain_channels_last": "PyTorch + dtrain ops, channels-last",
           "dtrain_cpp": "dtrain (C++)"}
 
 
@@ -36,10 +41,9 @@ def main():
         median = {impl: statistics.median(times[config, impl]) for impl in IMPLS
                   if (config, impl) in times}
         for impl, ms in median.items():
-            speedups = ["", ""]
+            speedups = [""] * len(PEERS)
             if impl == "dtrain_cpp":
-                speedups = [f"{median[peer] / ms:.3g}" if peer in median else ""
-                            for peer in ("torch_python", "torch_python_dtrain")]
+                speedups = [f"{median[peer] / ms:.3g}" if peer in median else "" for peer in PEERS]
             rows.append([*config, impl, len(times[config, impl]), f"{ms:.4g}",
                          f"{min(times[config, impl]):.4g}", f"{max(times[config, impl]):.4g}",
                          f"{1000 * config[1] / ms:.4g}", *speedups])
@@ -51,7 +55,8 @@ def main():
         writer = csv.writer(f)
         writer.writerow(["preset", "batch_size", "points", "threads", "impl", "rounds",
                          "step_ms", "step_ms_min", "step_ms_max", "clouds_per_s", "speedup_vs_torch_python",
-                         "speedup_vs_torch_python_dtrain_ops"])
+                         "speedup_vs_torch_python_dtrain_ops",
+                         "speedup_vs_torch_python_dtrain_channels_last"])
         writer.writerows(rows)
     if args.png:
         try:
@@ -65,7 +70,7 @@ def main():
         for ax, config in zip(axes[0], configs):
             impls = [i for i in IMPLS if (config, i) in times]
             rates = [1000 * config[1] / statistics.median(times[config, i]) for i in impls]
-            ax.bar(range(len(impls)), rates, color=["#999999", "#6699cc", "#cc3333"][:len(impls)])
+            ax.bar(range(len(impls)), rates, color=[COLOURS[i] for i in impls])
             ax.set_xticks(range(len(impls)))
             ax.set_xticklabels([LABELS[i] for i in impls], rotation=15, ha="right", fontsize=8)
             ax.set_ylabel("training clouds / s (higher is better)")
