@@ -64,7 +64,8 @@ std::vector<dist::Setting> shared_settings(const CommonTrainOptions& options);
 // What a job whose processes were given different flags is told.
 inline constexpr const char* kSameFlagsAdvice =
     "Start every process with the same flags (only --threads, --loader-workers, --csv, "
-    "--data-dir, --dist-timeout and --checkpoint's path may differ)";
+    "--data-dir, --dist-timeout and --checkpoint's path may differ), and give each a "
+    "--data-dir holding the same dataset";
 
 // For logs: "fp32", "bf16 autocast (CPU)", "fp16 autocast with loss scaling".
 std::string precision_name(const CommonTrainOptions& options);

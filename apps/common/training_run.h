@@ -20,6 +20,7 @@
 #include "dtrain/util/launch_env.h"
 #include "epoch_report.h"
 #include "job_model.h"
+#include "labels_fingerprint.h"
 #include "run_checkpoints.h"
 #include "sharding.h"
 #include "train_flags.h"
@@ -36,6 +37,9 @@ struct TrainingTask {
   std::string data_summary;  // for the log: what was loaded, from where
   std::string noun;          // a training sample in logs: "clouds", "images"
   int64_t train_size = 0;    // training samples, for the sampler
+  // The training set's labels (integer tensors), whose fingerprint the
+  // processes of a job compare (labels_fingerprint.h).
+  std::vector<at::Tensor> train_labels;
   // Batch norm cannot train on one sample: each process's share of an
   // epoch must hold at least 2 (the weighted splits check theirs).
   bool needs_two_per_process = true;
@@ -69,10 +73,12 @@ int run_training(const CommonTrainOptions& options, const util::LaunchEnv& env, 
                      /*append=*/checkpoints.epochs_done() > 0, task.extra_columns);
   const Job job = start_job(env, options.backend, options.dist_timeout_s, device);
   // The flags, and the training set each process loaded (--data-dir may
-  // name another copy on each node).
+  // name another copy on each node): its size and its labels.
   if (job.distributed()) {
     std::vector<dist::Setting> shared = task.shared_settings;
     shared.push_back({"training " + task.noun, std::to_string(task.train_size)});
+    shared.push_back({"training " + task.noun + "' labels",
+                      "fingerprint " + labels_fingerprint(task.train_labels)});
     dist::check_same_settings(shared, kSameFlagsAdvice);
   }
   checkpoints.check_same_resume_point(job);

@@ -64,6 +64,7 @@ int train(const PartSegTrainOptions& options) {
           data.train.size(), data.test.size(), options.num_points),
       .noun = "clouds",
       .train_size = data.train.size(),
+      .train_labels = {data.train.categories, data.train.parts},
       .needs_two_per_process = true,
       .eval_batch = 32,
       .extra_columns = segmentation_metric_names(),

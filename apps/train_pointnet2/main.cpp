@@ -76,6 +76,7 @@ int train(const PointNet2TrainOptions& options) {
                       data.test.size(), options.num_points, options.normals ? " with normals" : ""),
       .noun = "clouds",
       .train_size = data.train.size(),
+      .train_labels = {data.train.labels},
       .needs_two_per_process = true,
       .eval_batch = 64,
       .extra_columns = {},

@@ -86,6 +86,7 @@ int train(const TrainOptions& options) {
                       options.augment ? " (training images randomly cropped and flipped)" : ""),
       .noun = "images",
       .train_size = data.train.size(),
+      .train_labels = {data.train.labels},
       .needs_two_per_process = false,  // no batch norm
       .eval_batch = 1000,
       .extra_columns = {},

@@ -27,8 +27,9 @@ void expect_one_line_error(const ProcessResult& result, int exit_code,
   dtrain::testing::expect_one_line_error(result, exit_code, "train_toycnn", fragment);
 }
 
-// 100 training and 30 test images of noise, labels 0..9, in IDX files.
-void write_tiny_dataset(const std::filesystem::path& dir) {
+// 100 training and 30 test images of noise, labels 0..9 in turn from
+// `first_label`, in IDX files.
+void write_tiny_dataset(const std::filesystem::path& dir, std::uint32_t first_label = 0) {
   auto write = [&](const std::string& prefix, std::uint32_t count) {
     std::vector<unsigned char> pixels(count * 784);
     std::vector<unsigned char> labels(count);
@@ -36,7 +37,7 @@ void write_tiny_dataset(const std::filesystem::path& dir) {
       pixels[i] = static_cast<unsigned char>((i * 37) % 251);
     }
     for (std::uint32_t i = 0; i < count; ++i) {
-      labels[i] = static_cast<unsigned char>(i % 10);
+      labels[i] = static_cast<unsigned char>((first_label + i) % 10);
     }
     dtrain::testing::write_file((dir / (prefix + "-images-idx3-ubyte")).string(),
                                 dtrain::testing::idx_bytes_u8({count, 28, 28}, pixels));
@@ -105,6 +106,50 @@ TEST(TrainToyCnnErrors, Cifar10NeedsADirectory) {
   const dtrain::testing::ScopedEnv no_default("DTRAIN_CIFAR10_DIR", nullptr);
   expect_one_line_error(run_app({"--dataset", "cifar10"}), 1,
                         "--dataset cifar10 needs --data-dir (or $DTRAIN_CIFAR10_DIR)");
+}
+
+// --data-dir may name another copy of the dataset on each node, but not
+// another dataset: two copies of the same size whose labels differ stop
+// both processes as the job starts, naming the labels and not a flag.
+TEST(TrainToyCnnErrors, ProcessesGivenDifferentDatasetsNameTheirLabels) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() / "data0");
+  std::filesystem::create_directories(dir.path() / "data1");
+  write_tiny_dataset(dir.path() / "data0");
+  write_tiny_dataset(dir.path() / "data1", /*first_label=*/1);
+  const std::string csv = dir.file("report.csv");
+  const auto result =
+      run_process({DTRAIN_DTRUN_PATH, "--standalone", "--nproc-per-node", "2", "/bin/sh", "-c",
+                   "exec \"$@\" --data-dir \"" + (dir.path() / "data").string() + "$RANK\"", "sh",
+                   DTRAIN_TRAIN_TOYCNN_PATH, "--epochs", "1", "--threads", "1", "--csv", csv});
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  for (const std::string rank : {"0", "1"}) {
+    const std::string line = "train_toycnn (rank " + rank +
+                             "): error: the processes of this job were started with different "
+                             "settings: training images' labels: \"fingerprint ";
+    EXPECT_NE(result.output.find(line), std::string::npos) << result.output;
+  }
+  EXPECT_NE(result.output.find("give each a --data-dir holding the same dataset"),
+            std::string::npos)
+      << result.output;
+  EXPECT_EQ(result.output.find("--data-dir: "), std::string::npos) << result.output;
+  EXPECT_LE(read_csv(csv).size(), 1u) << "the job trained an epoch";
+}
+
+// The same copies with the same labels train together.
+TEST(TrainToyCnn, TwoCopiesOfOneDatasetTrainTogether) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() / "data0");
+  std::filesystem::create_directories(dir.path() / "data1");
+  write_tiny_dataset(dir.path() / "data0");
+  write_tiny_dataset(dir.path() / "data1");
+  const auto result =
+      run_process({DTRAIN_DTRUN_PATH, "--standalone", "--nproc-per-node", "2", "/bin/sh", "-c",
+                   "exec \"$@\" --data-dir \"" + (dir.path() / "data").string() + "$RANK\"", "sh",
+                   DTRAIN_TRAIN_TOYCNN_PATH, "--epochs", "1", "--threads", "1", "--csv",
+                   dir.file("report.csv")});
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(read_csv(dir.file("report.csv")).size(), 2u) << result.output;
 }
 
 TEST(TrainToyCnnErrors, UnwritableReport) {
