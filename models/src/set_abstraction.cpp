@@ -55,6 +55,19 @@ at::Tensor join_channels(const at::Tensor& coordinates, const at::Tensor& featur
   return at::cat({coordinates.to(features.scalar_type()), features}, 1);
 }
 
+// The scales' outputs (B, C_s, M), point-major, concatenated along channels
+// into a point-major (B, sum C_s, M): at::cat would lay a 3-d result out
+// channel-major, and the next layer's grouping would then read it column
+// by column (Note [point-major features] in the kernels).
+at::Tensor join_point_major(const std::vector<at::Tensor>& outputs) {
+  std::vector<at::Tensor> rows;
+  rows.reserve(outputs.size());
+  for (const at::Tensor& output : outputs) {
+    rows.push_back(output.transpose(1, 2));  // (B, M, C_s)
+  }
+  return at::cat(rows, 2).transpose(1, 2);
+}
+
 }  // namespace
 
 torch::nn::Sequential shared_mlp_2d(int64_t in_channels, const std::vector<int64_t>& widths) {
@@ -162,7 +175,7 @@ SetAbstractionImpl::Output SetAbstractionImpl::forward(const at::Tensor& xyz,
         group_ball(points, points_t, centres, features, options_.scales()[s]);
     outputs.push_back(max_over_neighbours(mlps_[s]->forward(channels_last(grouped))));
   }
-  return {centres, outputs.size() == 1 ? outputs[0] : at::cat(outputs, 1)};
+  return {centres, outputs.size() == 1 ? outputs[0] : join_point_major(outputs)};
 }
 
 }  // namespace dtrain::models

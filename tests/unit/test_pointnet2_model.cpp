@@ -110,6 +110,9 @@ TEST(SetAbstraction, ScalesAreConcatenatedInOrder) {
   EXPECT_EQ(both->out_channels(), 10);
   const auto out = both(xyz, at::Tensor());
   ASSERT_EQ(out.features.size(1), 10);
+  // Point-major, as every set abstraction's output (the next layer's
+  // grouping reads those as rows).
+  EXPECT_TRUE(out.features.transpose(1, 2).is_contiguous()) << out.features.strides();
   // The second scale alone, with the same weights, gives the last 7 channels.
   SetAbstraction second(SetAbstractionOptions().npoint(10).scales({GroupingScale{0.5, 8, {7}}}));
   second->eval();
@@ -120,6 +123,27 @@ TEST(SetAbstraction, ScalesAreConcatenatedInOrder) {
     target[i].copy_(source[i]);
   }
   EXPECT_TRUE(at::allclose(out.features.narrow(1, 3, 7), second(xyz, at::Tensor()).features));
+}
+
+// The set abstraction feeds its MLP channels-last groups whatever the
+// layout of its input features: point-major features (the previous
+// layer's output) and the same values laid out channel-major give the
+// same output, bit for bit, and the same gradients.
+TEST(SetAbstraction, FeaturesInEitherLayoutGiveTheSameOutput) {
+  torch::manual_seed(4);
+  const at::Tensor xyz = at::rand({2, 40, 3});
+  const at::Tensor point_major = at::randn({2, 40, 6}).transpose(1, 2);
+  SetAbstraction layer(SetAbstractionOptions().npoint(12).in_channels(6).scales(
+      {GroupingScale{0.3, 8, {16, 8}}, GroupingScale{0.6, 4, {5}}}));
+  const at::Tensor pm = point_major.detach().requires_grad_(true);
+  const at::Tensor cm = point_major.contiguous().detach().requires_grad_(true);
+  const auto from_point_major = layer(xyz, pm);
+  const auto from_channel_major = layer(xyz, cm);
+  EXPECT_TRUE(at::equal(from_point_major.features, from_channel_major.features));
+  const at::Tensor probe = at::randn(from_point_major.features.sizes());
+  (from_point_major.features * probe).sum().backward();
+  (from_channel_major.features * probe).sum().backward();
+  EXPECT_TRUE(at::allclose(pm.grad(), cm.grad(), 1e-6, 1e-6));
 }
 
 TEST(SetAbstraction, ChecksNameTheArgument) {
