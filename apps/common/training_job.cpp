@@ -7,6 +7,7 @@
 
 #include "dtrain/dist/init.h"
 #include "dtrain/util/errors.h"
+#include "dtrain/util/job_rank.h"
 #include "dtrain/util/memory.h"
 
 namespace dtrain::apps {
@@ -24,6 +25,17 @@ std::vector<double> Job::each(double value) const {
   std::vector<double> slots(static_cast<size_t>(world), 0.0);
   slots[static_cast<size_t>(rank)] = value;
   return sum(std::move(slots));
+}
+
+void name_rank_in_errors() {
+  try {
+    const util::LaunchEnv env = util::read_launch_env();
+    if (env.world_size.value_or(1) > 1) {
+      util::set_job_rank(env.rank);
+    }
+  } catch (const Error&) {
+    // read_launch_env's error names the variable; the run reports it.
+  }
 }
 
 // Made current so that NCCL and the caching allocator use it.

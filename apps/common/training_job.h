@@ -24,6 +24,12 @@ struct Job {
   std::vector<double> each(double value) const;
 };
 
+// Call first in main(): a process that a launcher started as one of
+// several names its rank in its error line from the start (a bad flag or a
+// missing dataset included), not only once it has joined the process group.
+// A launcher variable that cannot be read is left to the run to report.
+void name_rank_in_errors();
+
 // The device --device names: the CPU, or for "cuda" the GPU numbered by
 // this process's local rank (the only one, when it sees one), made the
 // current one. Throws dtrain::Error

@@ -22,6 +22,7 @@
 #include "pointnet2_recipe.h"
 #include "segmentation_loop.h"
 #include "train_options.h"
+#include "training_job.h"
 #include "training_run.h"
 
 namespace {
@@ -92,6 +93,7 @@ int train(const PartSegTrainOptions& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dtrain::apps::name_rank_in_errors();
   CLI::App app{
       "Train PointNet++ part segmentation on point clouds (CPU or GPU; data-parallel when launched "
       "with several processes by dtrun, mpirun or srun)",

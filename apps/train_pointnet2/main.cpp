@@ -22,6 +22,7 @@
 #include "point_cloud_data.h"
 #include "pointnet2_recipe.h"
 #include "train_options.h"
+#include "training_job.h"
 #include "training_run.h"
 
 namespace {
@@ -98,6 +99,7 @@ int train(const PointNet2TrainOptions& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dtrain::apps::name_rank_in_errors();
   CLI::App app{
       "Train a PointNet++ classifier on point clouds (CPU or GPU; data-parallel when launched with "
       "several processes by dtrun, mpirun or srun)",

@@ -28,6 +28,7 @@
 #include "dtrain/util/launch_env.h"
 #include "image_data.h"
 #include "train_options.h"
+#include "training_job.h"
 #include "training_run.h"
 
 namespace {
@@ -107,6 +108,7 @@ int train(const TrainOptions& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dtrain::apps::name_rank_in_errors();
   CLI::App app{
       "Train the seed tutorial's toy CNN on Fashion-MNIST or CIFAR-10 (CPU or GPU; data-parallel "
       "when launched with several processes by dtrun, mpirun or srun)",

@@ -281,11 +281,11 @@ ProcessResult two_processes(const TempDir& dir, const std::string& csv,
   return run_process(args);
 }
 
-// What a worker's error line says after "train_pointnet2: error: " (or
-// "train_pointnet2 (rank R): error: " once it joined the job; each rank
-// prints the same), or "".
+// What a worker's error line says after "train_pointnet2 (rank R): error: "
+// (each rank prints the same; a worker names its rank from the start, bad
+// flags included), or "".
 std::string worker_error(const std::string& output) {
-  static const std::regex line(R"(train_pointnet2(?: \(rank \d+\))?: error: ([^\n]*))");
+  static const std::regex line(R"(train_pointnet2 \(rank \d+\): error: ([^\n]*))");
   std::smatch found;
   return std::regex_search(output, found, line) ? found[1].str() : "";
 }

@@ -68,6 +68,19 @@ TEST(CliApp, ErrorsNameTheRankOnceAProcessGroupSetIt) {
             "frame_test (rank 3): error: the gradients hold NaN\n");
   dtrain::util::set_job_rank(0);
   EXPECT_EQ(printed_error("x"), "frame_test (rank 0): error: x\n");
+  // A bad flag too.
+  CLI::App app{"test", "frame_test"};
+  int epochs = 1;
+  app.add_option("--epochs", epochs);
+  char name[] = "frame_test";
+  char flag[] = "--epochs";
+  char value[] = "three";
+  char* argv[] = {name, flag, value};
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(dtrain::util::run_cli_app(app, 3, argv, [] { return 0; }), 2);
+  const std::string bad_flag = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(bad_flag.rfind("frame_test (rank 0): error: ", 0), 0u) << bad_flag;
+  EXPECT_NE(bad_flag.find("; see frame_test --help"), std::string::npos) << bad_flag;
   dtrain::util::set_job_rank(std::nullopt);
 }
 

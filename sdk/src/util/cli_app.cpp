@@ -31,6 +31,14 @@ std::string one_line(std::string text) {
   return text;
 }
 
+// "NAME", or "NAME (rank R)" once this process's rank in its job is known:
+// every process of a job may fail at once, and the rank tells their lines
+// apart.
+std::string error_source(const std::string& name) {
+  const std::optional<int> rank = job_rank();
+  return rank ? name + " (rank " + std::to_string(*rank) + ")" : name;
+}
+
 }  // namespace
 
 int run_cli_app(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
@@ -47,11 +55,11 @@ int run_cli_app(CLI::App& app, int argc, char** argv, const std::function<int()>
     for (const std::string& arg : app.remaining()) {
       extras += (extras.empty() ? "" : " ") + arg;
     }
-    std::fprintf(stderr, "%s: error: unexpected argument(s): %s; see %s --help\n", name.c_str(),
-                 extras.c_str(), name.c_str());
+    std::fprintf(stderr, "%s: error: unexpected argument(s): %s; see %s --help\n",
+                 error_source(name).c_str(), extras.c_str(), name.c_str());
     return 2;
   } catch (const CLI::ParseError& error) {
-    std::fprintf(stderr, "%s: error: %s; see %s --help\n", name.c_str(),
+    std::fprintf(stderr, "%s: error: %s; see %s --help\n", error_source(name).c_str(),
                  one_line(error.what()).c_str(), name.c_str());
     return 2;
   }
@@ -59,10 +67,8 @@ int run_cli_app(CLI::App& app, int argc, char** argv, const std::function<int()>
     return body();
   } catch (const std::exception& error) {
     spdlog::default_logger()->flush();
-    // Every process of a job may fail at once: the rank tells their lines apart.
-    const std::optional<int> rank = job_rank();
-    const std::string who = rank ? name + " (rank " + std::to_string(*rank) + ")" : name;
-    std::fprintf(stderr, "%s: error: %s\n", who.c_str(), one_line(error.what()).c_str());
+    std::fprintf(stderr, "%s: error: %s\n", error_source(name).c_str(),
+                 one_line(error.what()).c_str());
     return 1;
   }
 }

@@ -9,8 +9,8 @@
 //
 // Exit status: the body's, 0 for --help, 2 for a bad flag ("NAME: error:
 // <what was wrong>; see NAME --help"), 1 for an exception from the body
-// ("NAME: error: <what()>", or "NAME (rank R): error: <what()>" once a
-// process group has set the rank, job_rank.h).
+// ("NAME: error: <what()>"). Once this process's rank in its job is known
+// (job_rank.h), the lines start "NAME (rank R): error: ".
 #pragma once
 
 #include <functional>
