@@ -60,6 +60,19 @@ std::string printed_error(const std::string& message) {
   return testing::internal::GetCapturedStderr();
 }
 
+// What run_cli_app prints for `flag value` given to a program whose one
+// option is --epochs; its exit status must be 2.
+std::string printed_flag_error(std::string flag, std::string value) {
+  CLI::App app{"test", "frame_test"};
+  int epochs = 1;
+  app.add_option("--epochs", epochs);
+  std::string name = "frame_test";
+  char* argv[] = {name.data(), flag.data(), value.data()};
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(dtrain::util::run_cli_app(app, 3, argv, [] { return 0; }), 2);
+  return testing::internal::GetCapturedStderr();
+}
+
 TEST(CliApp, ErrorsNameTheRankOnceAProcessGroupSetIt) {
   dtrain::util::set_job_rank(std::nullopt);
   EXPECT_EQ(printed_error("no group yet"), "frame_test: error: no group yet\n");
@@ -69,16 +82,7 @@ TEST(CliApp, ErrorsNameTheRankOnceAProcessGroupSetIt) {
   dtrain::util::set_job_rank(0);
   EXPECT_EQ(printed_error("x"), "frame_test (rank 0): error: x\n");
   // A bad flag too.
-  CLI::App app{"test", "frame_test"};
-  int epochs = 1;
-  app.add_option("--epochs", epochs);
-  char name[] = "frame_test";
-  char flag[] = "--epochs";
-  char value[] = "three";
-  char* argv[] = {name, flag, value};
-  testing::internal::CaptureStderr();
-  EXPECT_EQ(dtrain::util::run_cli_app(app, 3, argv, [] { return 0; }), 2);
-  const std::string bad_flag = testing::internal::GetCapturedStderr();
+  const std::string bad_flag = printed_flag_error("--epochs", "three");
   EXPECT_EQ(bad_flag.rfind("frame_test (rank 0): error: ", 0), 0u) << bad_flag;
   EXPECT_NE(bad_flag.find("; see frame_test --help"), std::string::npos) << bad_flag;
   dtrain::util::set_job_rank(std::nullopt);
@@ -95,16 +99,8 @@ TEST(CliApp, ErrorsAreOneLineWithoutLibTorchsStack) {
 
 // Arguments no option takes are listed in the order they were given.
 TEST(CliApp, UnexpectedArgumentsInTheirOrder) {
-  CLI::App app{"test", "frame_test"};
-  int epochs = 1;
-  app.add_option("--epochs", epochs);
-  char name[] = "frame_test";
-  char flag[] = "--epoch";
-  char value[] = "3";
-  char* argv[] = {name, flag, value};
-  testing::internal::CaptureStderr();
-  EXPECT_EQ(dtrain::util::run_cli_app(app, 3, argv, [] { return 0; }), 2);
-  EXPECT_EQ(testing::internal::GetCapturedStderr(),
+  dtrain::util::set_job_rank(std::nullopt);
+  EXPECT_EQ(printed_flag_error("--epoch", "3"),
             "frame_test: error: unexpected argument(s): --epoch 3; see frame_test --help\n");
 }
 
