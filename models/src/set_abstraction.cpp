@@ -18,11 +18,12 @@ namespace {
 
 // The shared MLP runs on channels-last tensors: a 1x1 convolution is then
 // one matrix product over rows of channels, and batch norm and ReLU walk
-// the channels innermost. On the CPU (oneDNN) that makes the set
-// abstraction's step about a quarter faster than in the (B, C, M, K) layout
-// the grouping kernels write and Python PointNet++ code keeps
-// (benchmarks/results/pointnet2_train_cpu.csv); on CUDA it is the layout
-// cuDNN's fp16/bf16 tensor-core convolutions prefer. The values, shapes and
+// the channels innermost. On the CPU (oneDNN) that makes a training step a
+// fifth (ssg-lite) to a third (ssg) shorter than in the channel-major
+// (B, C, M, K) layout Python PointNet++ code keeps
+// (benchmarks/results/pointnet2_train_cpu.csv). On CUDA it is the layout
+// cuDNN documents as fastest for fp16/bf16 tensor-core convolutions, not
+// yet measured here (tests/gpu/README.md). The values, shapes and
 // parameters are the same in either layout.
 at::Tensor channels_last(const at::Tensor& grouped) {
   return grouped.contiguous(at::MemoryFormat::ChannelsLast);
