@@ -445,6 +445,27 @@ TEST_P(PointNet2CudaDtypes, FeatureOpsAgreeWithCpu) {
                            10 * tol, 10 * tol));
 }
 
+// Point-major features (channels innermost, as dtrain's set abstraction
+// passes them): the CPU groups them as rows into a channels-last result,
+// CUDA makes them contiguous first. Same values, and the same gradients
+// through autograd.
+TEST_P(PointNet2CudaDtypes, PointMajorFeaturesAgreeWithCpu) {
+  at::manual_seed(36);
+  const auto dtype = GetParam();
+  const at::Tensor f = at::randn({2, 500, 70}).to(dtype).transpose(1, 2);  // (2, 70, 500)
+  const at::Tensor gidx = at::randint(0, 500, {2, 64, 32}, at::kLong);
+  expect_same(k::group_points(cuda(f), cuda(gidx)), k::group_points(f, gidx), "group");
+  const at::Tensor idx = at::randint(0, 500, {2, 128}, at::kLong);
+  expect_same(k::gather_points(cuda(f), cuda(idx)), k::gather_points(f, idx), "gather");
+  const at::Tensor probe = at::randn({2, 70, 64, 32}).to(dtype);
+  const at::Tensor on_cpu = f.detach().requires_grad_(true);
+  const at::Tensor on_gpu = cuda(f).detach().requires_grad_(true);
+  (k::group_points(on_cpu, gidx) * probe).sum().backward();
+  (k::group_points(on_gpu, cuda(gidx)) * cuda(probe)).sum().backward();
+  EXPECT_TRUE(at::allclose(on_gpu.grad().cpu().to(at::kDouble), on_cpu.grad().to(at::kDouble),
+                           10 * tolerance(), 10 * tolerance()));
+}
+
 TEST_P(PointNet2CudaDtypes, DeterministicBackwardRepeatsBitwise) {
   at::manual_seed(35);
   const auto dtype = GetParam();
