@@ -8,6 +8,10 @@
 //    there (CUDA: asynchronously on the current stream, like any ATen op).
 //  - Non-contiguous inputs are accepted (made contiguous internally); every
 //    tensor must be strided (dense): sparse and other layouts are refused.
+//    One exception, for speed: on the CPU, gather_points and group_points
+//    read features whose channels are innermost (features.transpose(1, 2)
+//    contiguous) as they lie, and return results in that layout
+//    (group_points: channels-last). Values are the same in either layout.
 //  - Zero sizes are accepted where the op is defined (an empty batch B = 0,
 //    no queries, C = 0 channels, ...): the outputs and gradients are empty
 //    tensors of the documented shapes.
@@ -115,6 +119,8 @@ KnnResult knn(const at::Tensor& new_xyz, const at::Tensor& xyz, int64_t k);
 //
 //   features: (B, C, N);  idx: (B, M, K) int64 in [0, N)
 //   returns   (B, C, M, K), features' dtype; differentiable w.r.t. features.
+//   Contiguous, or channels-last for CPU features whose channels are
+//   innermost (the layout a following 1x1 convolution runs fastest on).
 at::Tensor group_points(const at::Tensor& features, const at::Tensor& idx);
 
 struct ThreeNnResult {
