@@ -8,6 +8,11 @@
 //
 //   bench_pointnet2_train --preset ssg-lite --batch-size 16 --points 512 --csv out.csv
 //
+// --layout contiguous runs the set abstractions channel-major (the layout of
+// Python PointNet++ code) instead of channels-last; --device cuda times the
+// step on the GPU. Either shows in the row's impl: dtrain_cpp, then _cuda,
+// then _contiguous.
+//
 // A step: zero_grad, forward + cross-entropy, backward, Adam step, on one
 // fixed batch of clouds uniform in [-1, 1]^3 (seeded, so every step and both
 // programs see clouds of the same density). After --warmup untimed steps,
@@ -46,8 +51,20 @@ struct Options {
   int warmup = 3;
   int steps = 10;
   int threads = 1;
+  std::string layout = "channels-last";
+  std::string device = "cpu";
   std::string csv = "out/bench_pointnet2_train.csv";
 };
+
+// The preset with every set abstraction in `layout`.
+dtrain::models::PointNet2ClsOptions model_options(const Options& o) {
+  auto options = dtrain::models::pointnet2_cls_preset(o.preset, o.classes);
+  auto layers = options.layers();
+  for (auto& layer : layers) {
+    layer.channels_last(o.layout == "channels-last");
+  }
+  return options.layers(layers);
+}
 
 int run(const Options& o) {
   at::set_num_threads(o.threads);
@@ -57,10 +74,15 @@ int run(const Options& o) {
                                {"impl", "preset", "batch_size", "points", "threads", "steps",
                                 "step_ms_median", "samples_per_s", "peak_rss_mb"},
                                dtrain::train::CsvWriter::Mode::kAppend);
-  dtrain::models::PointNet2Cls model(dtrain::models::pointnet2_cls_preset(o.preset, o.classes));
+  const c10::Device device(o.device == "cuda" ? c10::kCUDA : c10::kCPU);
+  DTRAIN_CHECK(!device.is_cuda() || at::hasCUDA(), "--device cuda: no CUDA device is visible");
+  dtrain::models::PointNet2Cls model(model_options(o));
+  model->to(device);
   torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-3));
-  const at::Tensor points = at::rand({o.batch_size, o.points, 3}) * 2 - 1;
-  const at::Tensor labels = at::randint(0, o.classes, {o.batch_size}, at::kLong);
+  const at::Tensor points = (at::rand({o.batch_size, o.points, 3}) * 2 - 1).to(device);
+  const at::Tensor labels = at::randint(0, o.classes, {o.batch_size}, at::kLong).to(device);
+  const std::string impl = std::string("dtrain_cpp") + (device.is_cuda() ? "_cuda" : "") +
+                           (o.layout == "contiguous" ? "_contiguous" : "");
 
   const double median = dtrain::bench::median_step_ms(o.warmup, o.steps, [&](int i) {
     optimizer.zero_grad();
@@ -72,10 +94,10 @@ int run(const Options& o) {
   });
   const double samples_per_s = 1000.0 * static_cast<double>(o.batch_size) / median;
   const double peak_mb = static_cast<double>(dtrain::util::peak_rss_bytes()) / (1 << 20);
-  spdlog::info("dtrain (C++) {} batch {} x {} points: {:.1f} ms/step, {:.1f} clouds/s", o.preset,
-               o.batch_size, o.points, median, samples_per_s);
-  csv.write_row({std::string("dtrain_cpp"), o.preset, o.batch_size, o.points, int64_t{o.threads},
-                 int64_t{o.steps}, median, samples_per_s, peak_mb});
+  spdlog::info("dtrain (C++) {} batch {} x {} points: {:.1f} ms/step, {:.1f} clouds/s ({}, {})",
+               o.preset, o.batch_size, o.points, median, samples_per_s, o.device, o.layout);
+  csv.write_row({impl, o.preset, o.batch_size, o.points, int64_t{o.threads}, int64_t{o.steps},
+                 median, samples_per_s, peak_mb});
   return 0;
 }
 
@@ -94,6 +116,12 @@ int main(int argc, char** argv) {
       ->check(dtrain::util::positive())
       ->capture_default_str();
   dtrain::bench::add_step_flags(app, o.warmup, o.steps, o.threads);
+  app.add_option("--layout", o.layout, "the set abstractions' layout")
+      ->check(CLI::IsMember({"channels-last", "contiguous"}))
+      ->capture_default_str();
+  app.add_option("--device", o.device)
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   app.add_option("--csv", o.csv, "report (rows appended)")->capture_default_str();
   return dtrain::util::run_cli_app(app, argc, argv, [&] { return run(o); });
 }

@@ -41,6 +41,15 @@ at::Tensor max_over_neighbours(const at::Tensor& per_neighbour) {
   return std::get<0>(per_neighbour.permute({0, 2, 3, 1}).max(2)).permute({0, 2, 1});
 }
 
+// The shared MLP over one scale's groups, then the max over each
+// neighbourhood: channels-last (above), or channel-major throughout.
+at::Tensor pool_mlp(torch::nn::Sequential& mlp, const at::Tensor& grouped, bool channels_last_mlp) {
+  if (channels_last_mlp) {
+    return max_over_neighbours(mlp->forward(channels_last(grouped)));
+  }
+  return std::get<0>(mlp->forward(grouped.contiguous()).max(-1));
+}
+
 // The grouped coordinates and features, either undefined, concatenated
 // along channels (coordinates first). Under autocast the features are
 // bf16/fp16: the coordinates join them in that dtype rather than promoting
@@ -156,11 +165,13 @@ SetAbstractionImpl::Output SetAbstractionImpl::forward(const at::Tensor& xyz,
   const at::Tensor points = xyz.to(at::kFloat).contiguous();
   // (B, 3, N) point-major: the grouping kernels then write channels-last
   // groups (Note [point-major features] in the kernels).
-  const at::Tensor points_t = points.transpose(1, 2);
+  const bool channels_last_mlp = options_.channels_last();
+  const at::Tensor points_t =
+      channels_last_mlp ? points.transpose(1, 2) : points.transpose(1, 2).contiguous();
 
   if (options_.npoint() == 0) {
     const at::Tensor grouped = group_all(points_t, features);
-    const at::Tensor out = max_over_neighbours(mlps_[0]->forward(channels_last(grouped)));
+    const at::Tensor out = pool_mlp(mlps_[0], grouped, channels_last_mlp);
     return {at::zeros({batch, 1, 3}, points.options()), out};
   }
 
@@ -174,9 +185,12 @@ SetAbstractionImpl::Output SetAbstractionImpl::forward(const at::Tensor& xyz,
   for (size_t s = 0; s < options_.scales().size(); ++s) {
     const at::Tensor grouped =
         group_ball(points, points_t, centres, features, options_.scales()[s]);
-    outputs.push_back(max_over_neighbours(mlps_[s]->forward(channels_last(grouped))));
+    outputs.push_back(pool_mlp(mlps_[s], grouped, channels_last_mlp));
   }
-  return {centres, outputs.size() == 1 ? outputs[0] : join_point_major(outputs)};
+  if (outputs.size() == 1) {
+    return {centres, outputs[0]};
+  }
+  return {centres, channels_last_mlp ? join_point_major(outputs) : at::cat(outputs, 1)};
 }
 
 }  // namespace dtrain::models

@@ -143,10 +143,21 @@ def amp_lines(out):
         ["impl", "precision", "batch", "step_ms", "samples/s"], body)
 
 
+def train_lines(path):
+    rows = read_csv(path) if path else []
+    if not rows:
+        return []
+    body = [[r["impl"], r["preset"], f"{r['batch_size']} x {r['points']}",
+             f"{float(r['step_ms_median']):.1f}", f"{float(r['samples_per_s']):.1f}"] for r in rows]
+    return ["PointNet++ classifier training step, the set abstraction in either layout"] + table(
+        ["impl", "preset", "batch x points", "step_ms", "clouds/s"], body)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", required=True, help="TSV: step, status, seconds, note")
     parser.add_argument("--out", required=True, help="the run's output folder")
+    parser.add_argument("--train-csv", help="bench_pointnet2_train's rows, when it ran")
     args = parser.parse_args()
 
     steps = read_steps(args.steps)
@@ -162,6 +173,9 @@ def main():
         block = part(args.out)
         if block:
             lines += [""] + block
+    block = train_lines(args.train_csv)
+    if block:
+        lines += [""] + block
     bad = [n for n, s, _, _ in steps if s not in ("ok", "skipped")]
     lines += ["", "RESULT: " + ("all steps passed" if not bad else "problems in " + ", ".join(bad))]
     text = "\n".join(lines) + "\n"

@@ -146,6 +146,39 @@ TEST(SetAbstraction, FeaturesInEitherLayoutGiveTheSameOutput) {
   EXPECT_TRUE(at::allclose(pm.grad(), cm.grad(), 1e-6, 1e-6));
 }
 
+// channels_last(false) keeps Python PointNet++'s channel-major layout: the
+// same parameters give the same output and gradients (up to the float
+// rounding of another convolution order), and the output is contiguous.
+TEST(SetAbstraction, ChannelMajorLayoutGivesTheSameResults) {
+  torch::manual_seed(5);
+  const at::Tensor xyz = at::rand({2, 40, 3});
+  const at::Tensor features = at::randn({2, 6, 40});
+  const auto options = SetAbstractionOptions().npoint(12).in_channels(6).scales(
+      {GroupingScale{0.3, 8, {16, 8}}, GroupingScale{0.6, 4, {5}}});
+  SetAbstraction fast(options);
+  SetAbstraction plain(SetAbstractionOptions(options).channels_last(false));
+  {
+    torch::NoGradGuard no_grad;
+    auto source = fast->parameters();
+    auto target = plain->parameters();
+    ASSERT_EQ(source.size(), target.size());
+    for (size_t i = 0; i < source.size(); ++i) {
+      target[i].copy_(source[i]);
+    }
+  }
+  const at::Tensor a = features.clone().requires_grad_(true);
+  const at::Tensor b = features.clone().requires_grad_(true);
+  const auto out_fast = fast(xyz, a);
+  const auto out_plain = plain(xyz, b);
+  EXPECT_TRUE(out_plain.features.is_contiguous()) << out_plain.features.strides();
+  EXPECT_TRUE(out_fast.features.transpose(1, 2).is_contiguous()) << out_fast.features.strides();
+  EXPECT_TRUE(at::allclose(out_fast.features, out_plain.features, 1e-5, 1e-6));
+  const at::Tensor probe = at::randn(out_fast.features.sizes());
+  (out_fast.features * probe).sum().backward();
+  (out_plain.features * probe).sum().backward();
+  EXPECT_TRUE(at::allclose(a.grad(), b.grad(), 1e-5, 1e-6));
+}
+
 TEST(SetAbstraction, ChecksNameTheArgument) {
   SetAbstraction layer(
       SetAbstractionOptions().npoint(16).in_channels(2).scales({GroupingScale{0.2, 4, {8}}}));
