@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +13,14 @@
 #include "dtrain/util/cli_checks.h"
 
 namespace dtrain::bench {
+
+// The middle value, or the mean of the two middle ones (as Python's
+// statistics.median, which the peers use). `ms` must not be empty.
+inline double median_of(std::vector<double> ms) {
+  std::sort(ms.begin(), ms.end());
+  const size_t mid = ms.size() / 2;
+  return ms.size() % 2 == 1 ? ms[mid] : (ms[mid - 1] + ms[mid]) / 2;
+}
 
 // Calls step(i) for i = 0 .. warmup + steps - 1 and returns the median
 // milliseconds of the calls from i = warmup on. `step` must finish its work
@@ -29,11 +38,7 @@ double median_step_ms(int warmup, int steps, Step&& step) {
               .count());
     }
   }
-  // The middle value, or the mean of the two middle ones (as Python's
-  // statistics.median, which the peers use).
-  std::sort(ms.begin(), ms.end());
-  const size_t mid = ms.size() / 2;
-  return ms.size() % 2 == 1 ? ms[mid] : (ms[mid - 1] + ms[mid]) / 2;
+  return median_of(std::move(ms));
 }
 
 // --warmup (untimed steps), --steps (timed steps) and --threads (intra-op

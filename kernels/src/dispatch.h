@@ -82,4 +82,23 @@ at::Tensor three_interpolate_cuda(const at::Tensor& features, const at::Tensor& 
 at::Tensor three_interpolate_weight_grad_cuda(const at::Tensor& grad_out,
                                               const at::Tensor& features, const at::Tensor& idx);
 
+// Fused batch norm + ReLU over rows (R, C) contiguous, float32 or float64
+// (src/cpu/batch_norm_relu.cpp; Note [fused batch norm ReLU]).
+struct NormReluForward {
+  at::Tensor output;        // (R, C)
+  at::Tensor mean;          // (C,)
+  at::Tensor invstd;        // (C,): 1 / sqrt(biased variance + eps)
+  at::Tensor variance_sum;  // (C,): sum of squared deviations, for the running variance
+};
+struct NormReluBackward {
+  at::Tensor grad_input;  // (R, C)
+  at::Tensor grad_weight;
+  at::Tensor grad_bias;
+};
+NormReluForward batch_norm_relu_forward_cpu(const at::Tensor& rows, const at::Tensor& weight,
+                                            const at::Tensor& bias, double eps);
+NormReluBackward batch_norm_relu_backward_cpu(const at::Tensor& grad_rows, const at::Tensor& rows,
+                                              const at::Tensor& weight, const at::Tensor& bias,
+                                              const at::Tensor& mean, const at::Tensor& invstd);
+
 }  // namespace dtrain::kernels::detail
