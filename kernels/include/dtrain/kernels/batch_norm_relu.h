@@ -2,7 +2,7 @@
 // activations whose channels are innermost in memory (channels-last 4-d
 // tensors, contiguous 2-d ones). PointNet++'s shared MLPs repeat conv ->
 // batch norm -> ReLU on such tensors (the set abstraction runs
-// channels-last), and there LibTorch's batch norm and ReLU take about half
+// channels-last), and there LibTorch's batch norm and ReLU take nearly half
 // of a CPU training step, most of it passes over memory: the fused op makes
 // two passes forward and two backward where the pair makes four of each.
 //
@@ -24,7 +24,8 @@
 //  - Anything else (CUDA, half types, other layouts) throws c10::Error
 //    naming the argument; batch_norm_relu_supports() tells beforehand.
 //
-// Example (what models::run_shared_mlp does for each BatchNorm2d + ReLU):
+// Example (what the PointNet++ set abstraction does for each BatchNorm2d +
+// ReLU of its shared MLP):
 //   auto y = dtrain::kernels::batch_norm_relu(x, bn->weight, bn->bias,
 //                                             bn->running_mean, bn->running_var, 0.1, 1e-5);
 #pragma once
