@@ -9,9 +9,10 @@
 //   bench_pointnet2_train --preset ssg-lite --batch-size 16 --points 512 --csv out.csv
 //
 // --layout contiguous runs the set abstractions channel-major (the layout of
-// Python PointNet++ code) instead of channels-last; --device cuda times the
-// step on the GPU. Either shows in the row's impl: dtrain_cpp, then _cuda,
-// then _contiguous.
+// Python PointNet++ code) instead of channels-last; --norm-relu separate
+// runs LibTorch's batch norm and ReLU where the fused kernel would serve;
+// --device cuda times the step on the GPU. Each shows in the row's impl:
+// dtrain_cpp, then _cuda, _contiguous, _separate_norm_relu.
 //
 // A step: zero_grad, forward + cross-entropy, backward, Adam step, on one
 // fixed batch of clouds uniform in [-1, 1]^3 (seeded, so every step and both
@@ -52,6 +53,7 @@ struct Options {
   int steps = 10;
   int threads = 1;
   std::string layout = "channels-last";
+  std::string norm_relu = "fused";
   std::string device = "cpu";
   std::string csv = "out/bench_pointnet2_train.csv";
 };
@@ -62,6 +64,7 @@ dtrain::models::PointNet2ClsOptions model_options(const Options& o) {
   auto layers = options.layers();
   for (auto& layer : layers) {
     layer.channels_last(o.layout == "channels-last");
+    layer.fused_norm_relu(o.norm_relu == "fused");
   }
   return options.layers(layers);
 }
@@ -82,7 +85,8 @@ int run(const Options& o) {
   const at::Tensor points = (at::rand({o.batch_size, o.points, 3}) * 2 - 1).to(device);
   const at::Tensor labels = at::randint(0, o.classes, {o.batch_size}, at::kLong).to(device);
   const std::string impl = std::string("dtrain_cpp") + (device.is_cuda() ? "_cuda" : "") +
-                           (o.layout == "contiguous" ? "_contiguous" : "");
+                           (o.layout == "contiguous" ? "_contiguous" : "") +
+                           (o.norm_relu == "separate" ? "_separate_norm_relu" : "");
 
   const double median = dtrain::bench::median_step_ms(o.warmup, o.steps, [&](int i) {
     optimizer.zero_grad();
@@ -94,8 +98,10 @@ int run(const Options& o) {
   });
   const double samples_per_s = 1000.0 * static_cast<double>(o.batch_size) / median;
   const double peak_mb = static_cast<double>(dtrain::util::peak_rss_bytes()) / (1 << 20);
-  spdlog::info("dtrain (C++) {} batch {} x {} points: {:.1f} ms/step, {:.1f} clouds/s ({}, {})",
-               o.preset, o.batch_size, o.points, median, samples_per_s, o.device, o.layout);
+  spdlog::info(
+      "dtrain (C++) {} batch {} x {} points: {:.1f} ms/step, {:.1f} clouds/s ({}, {}, {} batch "
+      "norm + ReLU)",
+      o.preset, o.batch_size, o.points, median, samples_per_s, o.device, o.layout, o.norm_relu);
   csv.write_row({impl, o.preset, o.batch_size, o.points, int64_t{o.threads}, int64_t{o.steps},
                  median, samples_per_s, peak_mb});
   return 0;
@@ -118,6 +124,11 @@ int main(int argc, char** argv) {
   dtrain::bench::add_step_flags(app, o.warmup, o.steps, o.threads);
   app.add_option("--layout", o.layout, "the set abstractions' layout")
       ->check(CLI::IsMember({"channels-last", "contiguous"}))
+      ->capture_default_str();
+  app.add_option("--norm-relu", o.norm_relu,
+                 "the set abstractions' batch norm + ReLU: fused where the kernel takes it, "
+                 "or LibTorch's two ops")
+      ->check(CLI::IsMember({"fused", "separate"}))
       ->capture_default_str();
   app.add_option("--device", o.device)
       ->check(CLI::IsMember({"cpu", "cuda"}))

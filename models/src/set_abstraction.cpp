@@ -8,6 +8,7 @@
 #include <torch/nn/modules/conv.h>
 
 #include "dtrain/kernels/pointnet2.h"
+#include "fused_norm_relu.h"
 #include "norm_relu_layers.h"
 
 namespace dtrain::models {
@@ -43,9 +44,13 @@ at::Tensor max_over_neighbours(const at::Tensor& per_neighbour) {
 
 // The shared MLP over one scale's groups, then the max over each
 // neighbourhood: channels-last (above), or channel-major throughout.
-at::Tensor pool_mlp(torch::nn::Sequential& mlp, const at::Tensor& grouped, bool channels_last_mlp) {
-  if (channels_last_mlp) {
-    return max_over_neighbours(mlp->forward(channels_last(grouped)));
+at::Tensor pool_mlp(torch::nn::Sequential& mlp, const at::Tensor& grouped,
+                    const SetAbstractionOptions& options) {
+  if (options.channels_last()) {
+    const at::Tensor input = channels_last(grouped);
+    return max_over_neighbours(options.fused_norm_relu()
+                                   ? detail::forward_fusing_norm_relu(mlp, input)
+                                   : mlp->forward(input));
   }
   return std::get<0>(mlp->forward(grouped.contiguous()).max(-1));
 }
@@ -171,7 +176,7 @@ SetAbstractionImpl::Output SetAbstractionImpl::forward(const at::Tensor& xyz,
 
   if (options_.npoint() == 0) {
     const at::Tensor grouped = group_all(points_t, features);
-    const at::Tensor out = pool_mlp(mlps_[0], grouped, channels_last_mlp);
+    const at::Tensor out = pool_mlp(mlps_[0], grouped, options_);
     return {at::zeros({batch, 1, 3}, points.options()), out};
   }
 
@@ -185,7 +190,7 @@ SetAbstractionImpl::Output SetAbstractionImpl::forward(const at::Tensor& xyz,
   for (size_t s = 0; s < options_.scales().size(); ++s) {
     const at::Tensor grouped =
         group_ball(points, points_t, centres, features, options_.scales()[s]);
-    outputs.push_back(pool_mlp(mlps_[s], grouped, channels_last_mlp));
+    outputs.push_back(pool_mlp(mlps_[s], grouped, options_));
   }
   if (outputs.size() == 1) {
     return {centres, outputs[0]};

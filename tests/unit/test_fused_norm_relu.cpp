@@ -1,0 +1,158 @@
+// The models' fused batch norm + ReLU: where the set abstraction takes it
+// (the autograd graph shows which op ran), and that it gives what the
+// modules give: outputs, gradients, running statistics, batch counts.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <unordered_set>
+
+#include <ATen/ATen.h>
+#include <torch/autograd.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/conv.h>
+
+#include "dtrain/ddp/sync_batch_norm.h"
+#include "dtrain/models/set_abstraction.h"
+#include "fused_norm_relu.h"
+
+namespace {
+
+using dtrain::models::GroupingScale;
+using dtrain::models::SetAbstraction;
+using dtrain::models::SetAbstractionOptions;
+
+// How many nodes of the autograd graph behind `output` are the fused op.
+int fused_nodes(const at::Tensor& output) {
+  std::unordered_set<torch::autograd::Node*> seen;
+  std::function<int(const std::shared_ptr<torch::autograd::Node>&)> count =
+      [&](const std::shared_ptr<torch::autograd::Node>& node) {
+        if (!node || !seen.insert(node.get()).second) {
+          return 0;
+        }
+        int found = node->name().find("BatchNormReluFunction") != std::string::npos ? 1 : 0;
+        for (const auto& edge : node->next_edges()) {
+          found += count(edge.function);
+        }
+        return found;
+      };
+  return count(output.grad_fn());
+}
+
+SetAbstractionOptions two_scales() {
+  // Three batch norm + ReLU pairs: two in the first scale, one in the second.
+  return SetAbstractionOptions().npoint(12).in_channels(6).scales(
+      {GroupingScale{0.3, 8, {16, 8}}, GroupingScale{0.6, 4, {5}}});
+}
+
+void copy_state(torch::nn::Module& from, torch::nn::Module& to) {
+  torch::NoGradGuard no_grad;
+  auto source = from.named_parameters();
+  for (auto& item : to.named_parameters()) {
+    item.value().copy_(source[item.key()]);
+  }
+  auto buffers = from.named_buffers();
+  for (auto& item : to.named_buffers()) {
+    item.value().copy_(buffers[item.key()]);
+  }
+}
+
+TEST(FusedNormRelu, SetAbstractionFusesEveryPairWhileTraining) {
+  torch::manual_seed(1);
+  const at::Tensor xyz = at::rand({2, 40, 3});
+  const at::Tensor features = at::randn({2, 6, 40});
+  SetAbstraction fused(two_scales());
+  EXPECT_EQ(fused_nodes(fused(xyz, features.clone().requires_grad_()).features), 3);
+
+  SetAbstraction separate(SetAbstractionOptions(two_scales()).fused_norm_relu(false));
+  EXPECT_EQ(fused_nodes(separate(xyz, features.clone().requires_grad_()).features), 0);
+  SetAbstraction channel_major(SetAbstractionOptions(two_scales()).channels_last(false));
+  EXPECT_EQ(fused_nodes(channel_major(xyz, features.clone().requires_grad_()).features), 0);
+
+  fused->eval();  // running statistics: the modules' own path
+  EXPECT_EQ(fused_nodes(fused(xyz, features.clone().requires_grad_()).features), 0);
+}
+
+TEST(FusedNormRelu, SyncBatchNormKeepsItsOwnForward) {
+  torch::manual_seed(2);
+  SetAbstraction layer(two_scales());
+  ASSERT_EQ(dtrain::ddp::convert_sync_batchnorm(layer), 3);
+  // One process: SyncBatchNorm normalises over the local batch, through
+  // its own forward, not the fused op.
+  const auto out = layer(at::rand({2, 40, 3}), at::randn({2, 6, 40}).requires_grad_());
+  EXPECT_EQ(fused_nodes(out.features), 0);
+}
+
+TEST(FusedNormRelu, SetAbstractionMatchesTheModules) {
+  torch::manual_seed(3);
+  const at::Tensor xyz = at::rand({3, 50, 3});
+  const at::Tensor features = at::randn({3, 6, 50});
+  SetAbstraction fused(two_scales());
+  SetAbstraction separate(SetAbstractionOptions(two_scales()).fused_norm_relu(false));
+  copy_state(*fused, *separate);
+  for (int step = 0; step < 2; ++step) {
+    const at::Tensor a = features.clone().requires_grad_();
+    const at::Tensor b = features.clone().requires_grad_();
+    const auto out_fused = fused(xyz, a);
+    const auto out_separate = separate(xyz, b);
+    EXPECT_EQ(out_fused.features.strides(), out_separate.features.strides());
+    EXPECT_TRUE(at::allclose(out_fused.features, out_separate.features, 1e-5, 1e-6));
+    const at::Tensor probe = at::randn(out_fused.features.sizes());
+    (out_fused.features * probe).sum().backward();
+    (out_separate.features * probe).sum().backward();
+    EXPECT_TRUE(at::allclose(a.grad(), b.grad(), 1e-5, 1e-6));
+  }
+  auto separate_params = separate->named_parameters();
+  for (const auto& item : fused->named_parameters()) {
+    SCOPED_TRACE(item.key());
+    EXPECT_TRUE(at::allclose(item.value().grad(), separate_params[item.key()].grad(), 1e-4, 1e-5));
+  }
+  auto separate_buffers = separate->named_buffers();
+  for (const auto& item : fused->named_buffers()) {
+    SCOPED_TRACE(item.key());
+    EXPECT_TRUE(at::allclose(item.value(), separate_buffers[item.key()], 1e-5, 1e-6));
+  }
+  EXPECT_EQ(fused->named_buffers()["mlp0.1.num_batches_tracked"].item<int64_t>(), 2);
+}
+
+// A stack of conv -> batch norm -> ReLU with `norm`'s options, run through
+// the fusing forward and through its own, from the same state, three times.
+void expect_stack_matches(const torch::nn::BatchNormOptions& norm, bool expect_fused) {
+  SCOPED_TRACE(::testing::Message() << "momentum " << norm.momentum().value_or(-1) << " affine "
+                                    << norm.affine() << " running " << norm.track_running_stats());
+  auto make = [&] {
+    torch::nn::Sequential stack(torch::nn::Conv2d(torch::nn::Conv2dOptions(4, 6, 1).bias(false)),
+                                torch::nn::BatchNorm2d(norm),
+                                torch::nn::ReLU(torch::nn::ReLUOptions().inplace(true)));
+    return stack;
+  };
+  torch::nn::Sequential fused = make();
+  torch::nn::Sequential plain = make();
+  copy_state(*fused, *plain);
+  for (int step = 0; step < 3; ++step) {
+    const at::Tensor x =
+        at::randn({2, 4, 5, 3}).contiguous(at::MemoryFormat::ChannelsLast).requires_grad_();
+    const at::Tensor y_fused = dtrain::models::detail::forward_fusing_norm_relu(fused, x);
+    const at::Tensor y_plain = plain->forward(x);
+    EXPECT_EQ(fused_nodes(y_fused), expect_fused ? 1 : 0);
+    EXPECT_TRUE(at::allclose(y_fused, y_plain, 1e-5, 1e-6));
+  }
+  auto plain_buffers = plain->named_buffers();
+  for (const auto& item : fused->named_buffers()) {
+    SCOPED_TRACE(item.key());
+    EXPECT_TRUE(at::allclose(item.value(), plain_buffers[item.key()], 1e-5, 1e-6));
+  }
+}
+
+TEST(FusedNormRelu, RunningStatisticsFollowTheModuleOptions) {
+  torch::manual_seed(4);
+  expect_stack_matches(torch::nn::BatchNormOptions(6), true);
+  expect_stack_matches(torch::nn::BatchNormOptions(6).momentum(0.3), true);
+  // A cumulative average: momentum 1 / num_batches_tracked.
+  expect_stack_matches(torch::nn::BatchNormOptions(6).momentum(std::nullopt), true);
+  expect_stack_matches(torch::nn::BatchNormOptions(6).track_running_stats(false), true);
+  expect_stack_matches(torch::nn::BatchNormOptions(6).affine(false), false);
+}
+
+}  // namespace
