@@ -2,12 +2,12 @@
 // Function over the CPU passes in src/cpu/batch_norm_relu.cpp.
 //
 // Note [fused batch norm ReLU]: LibTorch runs batch norm + ReLU on a
-// channels-last CPU tensor as separate passes over memory: the mean, the
-// variance, the normalisation and the ReLU forward; the ReLU's backward,
-// then the batch norm's two sums and its input gradient. The fused op makes
-// the forward's statistics pass with the normalisation and ReLU in one more,
-// and the backward's sums and input gradient in two, recomputing the ReLU's
-// mask from the saved input instead of reading the output.
+// channels-last CPU tensor as separate passes over memory: forward the
+// mean, the variance, the normalisation and the ReLU; backward the ReLU's
+// mask, then the batch norm's two sums and its input gradient. The fused op
+// normalises and applies the ReLU in one pass, and its backward makes the
+// sums and the input gradient in two, recomputing the ReLU's mask from the
+// saved input instead of reading the output.
 #include "dtrain/kernels/batch_norm_relu.h"
 
 #include <ATen/core/grad_mode.h>

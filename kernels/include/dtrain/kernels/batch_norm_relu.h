@@ -4,7 +4,8 @@
 // batch norm -> ReLU on such tensors (the set abstraction runs
 // channels-last), and there LibTorch's batch norm and ReLU take nearly half
 // of a CPU training step, most of it passes over memory: the fused op makes
-// two passes forward and two backward where the pair makes four of each.
+// three passes forward (mean, variance, normalise + ReLU) and two backward
+// (sums, input gradient) where the pair makes four and three.
 //
 // Contract:
 //  - input (N, C, ...) float32 or float64 on the CPU, with the channels
