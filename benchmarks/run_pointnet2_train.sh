@@ -2,10 +2,11 @@
 # PointNet++ classifier training step: dtrain's C++ model
 # (bench_pointnet2_train) against the same model in Python PyTorch, with
 # pure-PyTorch point ops and with dtrain's ops through torch.ops
-# (benchmarks/peers/pointnet2_train_torch.py). The programs take turns,
-# round after round, so that load on a shared machine falls on all of them;
-# the summary takes each one's median over the rounds. All three run under
-# the same host-memory policy.
+# (benchmarks/peers/pointnet2_train_torch.py), and dtrain's model with
+# LibTorch's batch norm + ReLU in place of the fused op (--norm-relu
+# separate). The programs take turns, round after round, so that load on a
+# shared machine falls on all of them; the summary takes each one's median
+# over the rounds. All run under the same host-memory policy.
 # Output: benchmarks/results/pointnet2_train_cpu.csv (summary with speedups)
 # and pointnet2_train_cpu_rounds.csv (every round), + .png of the summary.
 #
@@ -57,6 +58,8 @@ for ((round = 1; round <= rounds; round++)); do
             --steps "$steps" --threads "$threads")
     echo "== round $round/$rounds, $preset, $(uptime | sed 's/.*load/load/')"
     "$bench" "${common[@]}" --csv "$raw"
+    # The same model with LibTorch's batch norm and ReLU: what the fused op gains.
+    "$bench" "${common[@]}" --norm-relu separate --csv "$raw"
     # The peer under the same host-memory policy that dtrain's programs set
     # (dtrain::util::retain_freed_host_memory: glibc's mmap threshold at its
     # 32 MiB maximum, 1 GiB trim threshold), so that the comparison is of

@@ -4,7 +4,7 @@ step time, and dtrain's speedups (the other's time over dtrain's).
 
 CSV: preset,batch_size,points,threads,impl,rounds,step_ms,step_ms_min,
 step_ms_max,clouds_per_s,speedup_vs_torch_python,speedup_vs_torch_python_dtrain_ops,
-speedup_vs_torch_python_dtrain_channels_last
+speedup_vs_torch_python_dtrain_channels_last,speedup_vs_dtrain_separate_norm_relu
 (step_ms: median over rounds; min and max show the spread between rounds)
 (speedups on the dtrain_cpp rows only). A bar chart of clouds/s per
 configuration goes to --png when matplotlib is importable.
@@ -15,13 +15,16 @@ import csv
 import statistics
 from collections import defaultdict
 
-IMPLS = ["torch_python", "torch_python_dtrain", "torch_python_dtrain_channels_last", "dtrain_cpp"]
+IMPLS = ["torch_python", "torch_python_dtrain", "torch_python_dtrain_channels_last",
+         "dtrain_cpp_separate_norm_relu", "dtrain_cpp"]
 PEERS = IMPLS[:-1]
 COLOURS = {"torch_python": "#999999", "torch_python_dtrain": "#6699cc",
-           "torch_python_dtrain_channels_last": "#336699", "dtrain_cpp": "#cc3333"}
+           "torch_python_dtrain_channels_last": "#336699",
+           "dtrain_cpp_separate_norm_relu": "#e69999", "dtrain_cpp": "#cc3333"}
 LABELS = {"torch_python": "PyTorch, pure-PyTorch ops",
           "torch_python_dtrain": "PyTorch + dtrain ops (torch.ops)",
           "torch_python_dtrain_channels_last": "PyTorch + dtrain ops, channels-last",
+          "dtrain_cpp_separate_norm_relu": "dtrain (C++), LibTorch batch norm + ReLU",
           "dtrain_cpp": "dtrain (C++)"}
 
 
@@ -56,7 +59,8 @@ def main():
         writer.writerow(["preset", "batch_size", "points", "threads", "impl", "rounds",
                          "step_ms", "step_ms_min", "step_ms_max", "clouds_per_s", "speedup_vs_torch_python",
                          "speedup_vs_torch_python_dtrain_ops",
-                         "speedup_vs_torch_python_dtrain_channels_last"])
+                         "speedup_vs_torch_python_dtrain_channels_last",
+                         "speedup_vs_dtrain_separate_norm_relu"])
         writer.writerows(rows)
     if args.png:
         try:
@@ -66,13 +70,13 @@ def main():
         except ImportError:
             print("no matplotlib: no plot")
             return 0
-        fig, axes = plt.subplots(1, len(configs), figsize=(5 * len(configs), 4), squeeze=False)
+        fig, axes = plt.subplots(1, len(configs), figsize=(6 * len(configs), 4.5), squeeze=False)
         for ax, config in zip(axes[0], configs):
             impls = [i for i in IMPLS if (config, i) in times]
             rates = [1000 * config[1] / statistics.median(times[config, i]) for i in impls]
             ax.bar(range(len(impls)), rates, color=[COLOURS[i] for i in impls])
             ax.set_xticks(range(len(impls)))
-            ax.set_xticklabels([LABELS[i] for i in impls], rotation=15, ha="right", fontsize=8)
+            ax.set_xticklabels([LABELS[i] for i in impls], rotation=20, ha="right", fontsize=7)
             ax.set_ylabel("training clouds / s (higher is better)")
             ax.set_title(f"{config[0]}, batch {config[1]} x {config[2]} points, "
                          f"{config[3]} threads", fontsize=9)

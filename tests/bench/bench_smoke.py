@@ -122,19 +122,21 @@ DDP = [
         {"model": "pointmlp", "batch_per_rank": "2", "steps": "2"}),
 ]
 
-TRAIN_IMPLS = ["dtrain_cpp", "torch_python", "torch_python_dtrain",
-               "torch_python_dtrain_channels_last"]
+TRAIN_IMPLS = ["dtrain_cpp", "dtrain_cpp_separate_norm_relu", "torch_python",
+               "torch_python_dtrain", "torch_python_dtrain_channels_last"]
 TRAIN = [
     Csv("pointnet2_train_cpu.csv",
         ["preset", "batch_size", "points", "threads", "impl", "rounds", "step_ms", "step_ms_min",
          "step_ms_max", "clouds_per_s", "speedup_vs_torch_python",
-         "speedup_vs_torch_python_dtrain_ops", "speedup_vs_torch_python_dtrain_channels_last"],
+         "speedup_vs_torch_python_dtrain_ops", "speedup_vs_torch_python_dtrain_channels_last",
+         "speedup_vs_dtrain_separate_norm_relu"],
         ("preset", "impl"), [("ssg-lite", impl) for impl in TRAIN_IMPLS],
         {"step_ms": POSITIVE, "step_ms_min": POSITIVE, "step_ms_max": POSITIVE,
          "clouds_per_s": POSITIVE,
          "speedup_vs_torch_python": POSITIVE.where(impl="dtrain_cpp"),
          "speedup_vs_torch_python_dtrain_ops": POSITIVE.where(impl="dtrain_cpp"),
-         "speedup_vs_torch_python_dtrain_channels_last": POSITIVE.where(impl="dtrain_cpp")},
+         "speedup_vs_torch_python_dtrain_channels_last": POSITIVE.where(impl="dtrain_cpp"),
+         "speedup_vs_dtrain_separate_norm_relu": POSITIVE.where(impl="dtrain_cpp")},
         {"batch_size": "4", "points": "256", "threads": "1", "rounds": "1"}),
     Csv("pointnet2_train_cpu_rounds.csv",
         ["impl", "preset", "batch_size", "points", "threads", "steps", "step_ms_median",
