@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/autograd.h>
 
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
@@ -173,6 +174,56 @@ TEST(BatchNormRelu, ResultsDoNotDependOnTheThreadCount) {
     EXPECT_TRUE(at::equal(runs[0].output, runs[i].output));
     EXPECT_TRUE(at::equal(runs[0].grad_input, runs[i].grad_input));
     EXPECT_TRUE(at::equal(runs[0].grad_weight, runs[i].grad_weight));
+  }
+}
+
+// Sets DTRAIN_CPU_BATCH_NORM_RELU for one scope (the kernel reads it on
+// every call).
+class ForcedPasses {
+ public:
+  explicit ForcedPasses(const char* value) { setenv(kVariable, value, 1); }
+  ~ForcedPasses() { unsetenv(kVariable); }
+
+ private:
+  static constexpr const char* kVariable = "DTRAIN_CPU_BATCH_NORM_RELU";
+};
+
+TEST(BatchNormRelu, VectorBuildsGiveTheSameBits) {
+#if defined(__x86_64__)
+  if (!__builtin_cpu_supports("avx2")) {
+    GTEST_SKIP() << "this CPU has no AVX2: only the baseline loops run";
+  }
+  at::manual_seed(8);
+  // 37 channels: whole AVX2 vectors, whole SSE vectors and a remainder.
+  const at::Tensor input = at::randn({4, 37, 30, 9}).contiguous(at::MemoryFormat::ChannelsLast);
+  const at::Tensor grad = at::randn_like(input);
+  std::vector<Outcome> runs;
+  for (const char* passes : {"baseline", "avx2"}) {
+    ForcedPasses forced(passes);
+    at::manual_seed(9);
+    Params p = make_params(37, at::kFloat);
+    runs.push_back(run(fused, input, p, grad));
+  }
+  EXPECT_TRUE(at::equal(runs[0].output, runs[1].output));
+  EXPECT_TRUE(at::equal(runs[0].grad_input, runs[1].grad_input));
+  EXPECT_TRUE(at::equal(runs[0].grad_weight, runs[1].grad_weight));
+  EXPECT_TRUE(at::equal(runs[0].grad_bias, runs[1].grad_bias));
+#else
+  GTEST_SKIP() << "not an x86-64 build: only the baseline loops exist";
+#endif
+}
+
+TEST(BatchNormRelu, AnUnknownPassesSettingIsNamed) {
+  ForcedPasses forced("avx512");
+  Params p = make_params(4, at::kFloat);
+  try {
+    fused(at::randn({3, 4}), p);
+    FAIL() << "expected an error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "DTRAIN_CPU_BATCH_NORM_RELU must be auto, baseline or avx2, got 'avx512'"),
+              std::string::npos)
+        << e.what();
   }
 }
 

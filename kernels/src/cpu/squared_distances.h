@@ -12,15 +12,9 @@
 #include <immintrin.h>
 #endif
 
-namespace dtrain::kernels::detail {
+#include "cpu_features.h"
 
-#if defined(__x86_64__)
-// Whether this CPU runs AVX2 (the kernels' vector paths; asked once).
-inline bool cpu_has_avx2() {
-  static const bool supported = __builtin_cpu_supports("avx2");
-  return supported;
-}
-#endif
+namespace dtrain::kernels::detail {
 
 inline void squared_distances_scalar(const float* x, const float* y, const float* z, int64_t count,
                                      float qx, float qy, float qz, float* out) {
