@@ -59,7 +59,7 @@ struct BaselinePasses {
 
 #if defined(__x86_64__)
 // The same loops compiled for AVX2 (eight floats a vector instead of four):
-// 1.43-1.79x LibTorch's pair on one thread against 1.25-1.43x for the
+// 1.42-1.66x LibTorch's pair on one thread against 1.32-1.66x for the
 // baseline build (docs/kernels.md). Same bits (norm_relu_rows.h).
 template <typename Scalar>
 struct Avx2Passes {
