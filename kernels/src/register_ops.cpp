@@ -3,6 +3,8 @@
 //
 //   torch.ops.dtrain.furthest_point_sample(xyz, 512)
 //   idx, count = torch.ops.dtrain.ball_query(new_xyz, xyz, 0.2, 32)
+//   y = torch.ops.dtrain.batch_norm_relu(x, bn.weight, bn.bias, bn.running_mean,
+//                                        bn.running_var, 0.1, 1e-5)
 //
 // CPU and CUDA kernels check their inputs and run without autograd; the
 // Autograd kernels of the differentiable ops (gather_points, group_points,
@@ -10,8 +12,10 @@
 // call the device kernels directly.
 #include <torch/library.h>
 
+#include <optional>
 #include <tuple>
 
+#include "dtrain/kernels/batch_norm_relu.h"
 #include "dtrain/kernels/pointnet2.h"
 #include "point_ops.h"
 
@@ -40,6 +44,16 @@ std::tuple<at::Tensor, at::Tensor> three_nn_op(const at::Tensor& unknown, const 
   return {result.dist2, result.idx};
 }
 
+// The fused batch norm + ReLU runs through its own autograd Function on
+// either key; the running statistics may be None.
+at::Tensor batch_norm_relu_op(const at::Tensor& input, const at::Tensor& weight,
+                              const at::Tensor& bias, const std::optional<at::Tensor>& running_mean,
+                              const std::optional<at::Tensor>& running_var, double momentum,
+                              double eps) {
+  return batch_norm_relu(input, weight, bias, running_mean.value_or(at::Tensor()),
+                         running_var.value_or(at::Tensor()), momentum, eps);
+}
+
 }  // namespace
 
 TORCH_LIBRARY(dtrain, m) {
@@ -50,6 +64,9 @@ TORCH_LIBRARY(dtrain, m) {
   m.def("group_points(Tensor features, Tensor idx) -> Tensor");
   m.def("three_nn(Tensor unknown, Tensor known) -> (Tensor, Tensor)");
   m.def("three_interpolate(Tensor features, Tensor idx, Tensor weight) -> Tensor");
+  m.def(
+      "batch_norm_relu(Tensor input, Tensor weight, Tensor bias, Tensor(a!)? running_mean, "
+      "Tensor(b!)? running_var, float momentum, float eps) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(dtrain, CPU, m) {
@@ -60,6 +77,7 @@ TORCH_LIBRARY_IMPL(dtrain, CPU, m) {
   m.impl("group_points", detail::group_points_forward);
   m.impl("three_nn", three_nn_op);
   m.impl("three_interpolate", detail::three_interpolate_forward);
+  m.impl("batch_norm_relu", batch_norm_relu_op);
 }
 
 TORCH_LIBRARY_IMPL(dtrain, CUDA, m) {
@@ -76,6 +94,7 @@ TORCH_LIBRARY_IMPL(dtrain, Autograd, m) {
   m.impl("gather_points", gather_points);
   m.impl("group_points", group_points);
   m.impl("three_interpolate", three_interpolate);
+  m.impl("batch_norm_relu", batch_norm_relu_op);
 }
 
 }  // namespace dtrain::kernels

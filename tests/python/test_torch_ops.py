@@ -51,7 +51,7 @@ class TorchOps(unittest.TestCase):
 
     def test_ops_are_registered(self):
         for name in ["furthest_point_sample", "gather_points", "ball_query", "knn",
-                     "group_points", "three_nn", "three_interpolate"]:
+                     "group_points", "three_nn", "three_interpolate", "batch_norm_relu"]:
             self.assertTrue(hasattr(torch.ops.dtrain, name), name)
 
     def test_furthest_point_sample(self):
@@ -118,6 +118,30 @@ class TorchOps(unittest.TestCase):
             lambda f: torch.ops.dtrain.group_points(f, gidx), (features,)))
         self.assertTrue(torch.autograd.gradcheck(
             lambda f, w: torch.ops.dtrain.three_interpolate(f, tidx, w), (features, weight)))
+
+    def test_batch_norm_relu(self):
+        x = (torch.randn(4, 6, 5, 3) * 2 + 1).contiguous(memory_format=torch.channels_last)
+        weight, bias = torch.rand(6) + 0.5, torch.rand(6) - 0.5
+        running = [torch.zeros(6), torch.ones(6)]
+        expected_running = [t.clone() for t in running]
+        got = torch.ops.dtrain.batch_norm_relu(x, weight, bias, *running, 0.1, 1e-5)
+        expected = torch.relu(torch.nn.functional.batch_norm(
+            x, *expected_running, weight, bias, training=True, momentum=0.1, eps=1e-5))
+        torch.testing.assert_close(got, expected)
+        self.assertTrue(got.is_contiguous(memory_format=torch.channels_last))
+        # The running statistics are updated in place, as batch_norm updates its own.
+        torch.testing.assert_close(running[0], expected_running[0])
+        torch.testing.assert_close(running[1], expected_running[1])
+        x64 = torch.randn(3, 4, 2, 5, dtype=torch.float64).contiguous(
+            memory_format=torch.channels_last).requires_grad_()
+        w64 = (torch.rand(4, dtype=torch.float64) + 0.5).requires_grad_()
+        b64 = (torch.rand(4, dtype=torch.float64) - 0.5).requires_grad_()
+        self.assertTrue(torch.autograd.gradcheck(
+            lambda a, w, b: torch.ops.dtrain.batch_norm_relu(a, w, b, None, None, 0.1, 1e-5),
+            (x64, w64, b64)))
+        with self.assertRaisesRegex(RuntimeError, r"channels \(dim 1\) innermost"):
+            torch.ops.dtrain.batch_norm_relu(torch.randn(2, 6, 3, 3), weight, bias, None, None,
+                                             0.1, 1e-5)
 
     def test_bad_input_raises_runtime_error(self):
         with self.assertRaisesRegex(RuntimeError, r"npoint must be in \[1, N\] = \[1, 10\], got 11"):

@@ -24,6 +24,8 @@
 //    the thread count.
 //  - Anything else (CUDA, half types, other layouts) throws c10::Error
 //    naming the argument; batch_norm_relu_supports() tells beforehand.
+//  - Registered as torch.ops.dtrain.batch_norm_relu (running statistics
+//    may be None there).
 //
 // Example (what the PointNet++ set abstraction does for each BatchNorm2d +
 // ReLU of its shared MLP):
