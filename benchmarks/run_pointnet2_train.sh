@@ -62,9 +62,9 @@ for ((round = 1; round <= rounds; round++)); do
     "$bench" "${common[@]}" --norm-relu separate --csv "$raw"
     # The peer under the same host-memory policy that dtrain's programs set
     # (dtrain::util::retain_freed_host_memory: glibc's mmap threshold at its
-    # 32 MiB maximum, 1 GiB trim threshold), so that the comparison is of
-    # the code, not of malloc settings.
-    MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824 \
+    # 32 MiB maximum, no block mapped on its own, 1 GiB trim threshold), so
+    # that the comparison is of the code, not of malloc settings.
+    MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=1073741824 \
       "$python" "$root/benchmarks/peers/pointnet2_train_torch.py" --library "$library" \
       "${common[@]}" --out "$raw"
   done

@@ -209,9 +209,8 @@ TEST(Memory, PeakRssGrowsWithTouchedMemory) {
 // The allocation pattern of a training step: many blocks freed together, so
 // the heap top falls free. Returns the page faults of the last rounds (the
 // first round's are the heap's first growth).
-std::int64_t faults_of_step_pattern() {
-  constexpr std::size_t kBlocks = 24;
-  constexpr std::size_t kBlockBytes = 1 << 20;
+std::int64_t faults_of_step_pattern(std::size_t blocks_per_round = 24,
+                                    std::size_t block_bytes = 1 << 20) {
   auto minor_faults = [] {
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
@@ -223,9 +222,9 @@ std::int64_t faults_of_step_pattern() {
       start = minor_faults();
     }
     std::vector<void*> blocks;
-    for (std::size_t i = 0; i < kBlocks; ++i) {
-      blocks.push_back(std::malloc(kBlockBytes));
-      std::memset(blocks.back(), 1, kBlockBytes);
+    for (std::size_t i = 0; i < blocks_per_round; ++i) {
+      blocks.push_back(std::malloc(block_bytes));
+      std::memset(blocks.back(), 1, block_bytes);
     }
     for (void* block : blocks) {
       std::free(block);
@@ -264,6 +263,20 @@ TEST(HostMemory, FreedStepMemoryIsNotFaultedInAgain) {
   EXPECT_GT(with_defaults, 10000) << "the pattern no longer reproduces glibc's trimming";
   EXPECT_GE(retained, 0) << "retain_freed_host_memory() was refused";
   EXPECT_LT(retained, 500) << "freed memory was handed back to the kernel";
+}
+
+TEST(HostMemory, BlocksAboveGlibcsLargestMmapThresholdStayToo) {
+  // Blocks of 40 MiB are above the largest threshold glibc accepts (32
+  // MiB): it maps each afresh unless mapping is off altogether.
+  constexpr std::size_t kLargeBlock = 40u << 20;
+  const std::int64_t with_defaults =
+      in_child([] { return faults_of_step_pattern(3, kLargeBlock); });
+  const std::int64_t retained = in_child([] {
+    return dtrain::util::retain_freed_host_memory() ? faults_of_step_pattern(3, kLargeBlock) : -1;
+  });
+  EXPECT_GT(with_defaults, 10000) << "large blocks are no longer mapped per allocation";
+  EXPECT_GE(retained, 0) << "retain_freed_host_memory() was refused";
+  EXPECT_LT(retained, 500) << "large freed blocks were handed back to the kernel";
 }
 
 TEST(HostMemory, ReleaseSettingKeepsGlibcDefaults) {

@@ -46,7 +46,9 @@ bool retain_freed_host_memory() {
     }
     constexpr int kMmapThreshold = 32 << 20;  // glibc's maximum (HEAP_MAX_SIZE / 2)
     constexpr int kTrimThreshold = 1 << 30;
-    const bool ok = mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1 &&
+    // No block of its own mapping, whatever its size: above the threshold
+    // glibc would still map (and unmap) every block.
+    const bool ok = mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1 && mallopt(M_MMAP_MAX, 0) == 1 &&
                     mallopt(M_TRIM_THRESHOLD, kTrimThreshold) == 1;
     if (!ok) {
       spdlog::warn(
