@@ -3,7 +3,7 @@
 //
 // The row loops (cpu/norm_relu_rows.h) vectorise: this file compiles with
 // -O3 (see kernels/CMakeLists.txt), and on x86-64 CPUs with AVX2 they run
-// in functions compiled for it (RowPasses below); DTRAIN_CPU_BATCH_NORM_RELU
+// in functions compiled for it (Avx2Passes below); DTRAIN_CPU_BATCH_NORM_RELU
 // = baseline | avx2 forces either, for tests and benchmarks. The sums are
 // made per block of kRowsPerBlock rows and the blocks added in order, so
 // they do not depend on the thread count.
@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <vector>
 
 #include "../dispatch.h"

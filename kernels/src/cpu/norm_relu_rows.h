@@ -6,7 +6,8 @@
 // these loops give the same bits.
 //
 // They are always inlined, so that each compiles with the instruction set
-// of the function that calls it (cpu/batch_norm_relu.cpp's RowPasses).
+// of the function that calls it (BaselinePasses and Avx2Passes in
+// cpu/batch_norm_relu.cpp).
 //
 // The ReLU's mask is recomputed in the backward from the input, with
 // normalized(), the very expression the forward used: the file compiles
