@@ -50,7 +50,7 @@ struct SetAbstractionOptions {
   TORCH_ARG(bool, channels_last) = true;
   // Run each batch norm + ReLU of the shared MLP as one fused op where it
   // can (CPU, float32, channels-last, batch statistics: while training
-  // with channels_last), instead of LibTorch's two: 1.4 to 1.9 times faster
+  // with channels_last), instead of LibTorch's two: 1.4 to 2.1 times faster
   // for the pair, forward and backward (benchmarks/results/
   // batch_norm_relu_cpu.csv). false runs the modules as they are. Parameters
   // and checkpoints are the same either way; values agree up to float
