@@ -101,4 +101,16 @@ NormReluBackward batch_norm_relu_backward_cpu(const at::Tensor& grad_rows, const
                                               const at::Tensor& weight, const at::Tensor& bias,
                                               const at::Tensor& mean, const at::Tensor& invstd);
 
+// neighbour_max over rows (B, M, K, C) contiguous, float32 or float64
+// (src/cpu/neighbour_max.cpp): values (B, M, C) and the winning neighbour
+// of each (int32).
+struct NeighbourMax {
+  at::Tensor values;
+  at::Tensor argmax;
+};
+NeighbourMax neighbour_max_cpu(const at::Tensor& rows);
+// grad (B, M, C) contiguous, argmax (B, M, C) -> (B, M, K, C) contiguous.
+at::Tensor neighbour_max_backward_cpu(const at::Tensor& grad, const at::Tensor& argmax,
+                                      int64_t neighbours);
+
 }  // namespace dtrain::kernels::detail

@@ -7,6 +7,7 @@
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/conv.h>
 
+#include "dtrain/kernels/neighbour_max.h"
 #include "dtrain/kernels/pointnet2.h"
 #include "fused_norm_relu.h"
 #include "norm_relu_layers.h"
@@ -30,15 +31,19 @@ at::Tensor channels_last(const at::Tensor& grouped) {
   return grouped.contiguous(at::MemoryFormat::ChannelsLast);
 }
 
-// (B, C, M, K) channels-last -> (B, C, M), channels innermost. The maximum
-// is taken over the neighbour dimension of the (B, M, K, C) view, where
-// each neighbour's channels are one contiguous row (a reduction over the
-// last dimension would stride through memory, 2.5 times slower). max with
-// indices rather than amax: its backward routes each gradient to the one
-// winning neighbour by index, where amax's compares every element with the
-// maximum and divides among ties (about a third of the layer's backward
-// time on the CPU).
+// (B, C, M, K) channels-last -> (B, C, M), channels innermost. On the CPU
+// the kernels' neighbour_max takes each neighbour's channels as one
+// contiguous row in a vectorised pass. Elsewhere the maximum is taken over
+// the neighbour dimension of the (B, M, K, C) view (a reduction over the
+// last dimension would stride through memory, 2.5 times slower). Both are
+// max with indices rather than amax: the backward routes each gradient to
+// the one winning neighbour by index, where amax's compares every element
+// with the maximum and divides among ties (about a third of the layer's
+// backward time on the CPU).
 at::Tensor max_over_neighbours(const at::Tensor& per_neighbour) {
+  if (kernels::neighbour_max_supports(per_neighbour)) {
+    return kernels::neighbour_max(per_neighbour);
+  }
   return std::get<0>(per_neighbour.permute({0, 2, 3, 1}).max(2)).permute({0, 2, 1});
 }
 
