@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "dtrain/kernels/batch_norm_relu.h"
+#include "dtrain/kernels/neighbour_max.h"
 #include "dtrain/kernels/pointnet2.h"
 #include "point_ops.h"
 
@@ -44,8 +45,8 @@ std::tuple<at::Tensor, at::Tensor> three_nn_op(const at::Tensor& unknown, const 
   return {result.dist2, result.idx};
 }
 
-// The fused batch norm + ReLU runs through its own autograd Function on
-// either key; the running statistics may be None.
+// The fused batch norm + ReLU (and neighbour_max) run through their own
+// autograd Functions on either key; the running statistics may be None.
 at::Tensor batch_norm_relu_op(const at::Tensor& input, const at::Tensor& weight,
                               const at::Tensor& bias, const std::optional<at::Tensor>& running_mean,
                               const std::optional<at::Tensor>& running_var, double momentum,
@@ -67,6 +68,7 @@ TORCH_LIBRARY(dtrain, m) {
   m.def(
       "batch_norm_relu(Tensor input, Tensor weight, Tensor bias, Tensor(a!)? running_mean, "
       "Tensor(b!)? running_var, float momentum, float eps) -> Tensor");
+  m.def("neighbour_max(Tensor grouped) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(dtrain, CPU, m) {
@@ -78,6 +80,7 @@ TORCH_LIBRARY_IMPL(dtrain, CPU, m) {
   m.impl("three_nn", three_nn_op);
   m.impl("three_interpolate", detail::three_interpolate_forward);
   m.impl("batch_norm_relu", batch_norm_relu_op);
+  m.impl("neighbour_max", neighbour_max);
 }
 
 TORCH_LIBRARY_IMPL(dtrain, CUDA, m) {
@@ -95,6 +98,7 @@ TORCH_LIBRARY_IMPL(dtrain, Autograd, m) {
   m.impl("group_points", group_points);
   m.impl("three_interpolate", three_interpolate);
   m.impl("batch_norm_relu", batch_norm_relu_op);
+  m.impl("neighbour_max", neighbour_max);
 }
 
 }  // namespace dtrain::kernels

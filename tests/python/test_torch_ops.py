@@ -51,7 +51,8 @@ class TorchOps(unittest.TestCase):
 
     def test_ops_are_registered(self):
         for name in ["furthest_point_sample", "gather_points", "ball_query", "knn",
-                     "group_points", "three_nn", "three_interpolate", "batch_norm_relu"]:
+                     "group_points", "three_nn", "three_interpolate", "batch_norm_relu",
+                     "neighbour_max"]:
             self.assertTrue(hasattr(torch.ops.dtrain, name), name)
 
     def test_furthest_point_sample(self):
@@ -142,6 +143,15 @@ class TorchOps(unittest.TestCase):
         with self.assertRaisesRegex(RuntimeError, r"channels \(dim 1\) innermost"):
             torch.ops.dtrain.batch_norm_relu(torch.randn(2, 6, 3, 3), weight, bias, None, None,
                                              0.1, 1e-5)
+
+    def test_neighbour_max(self):
+        grouped = torch.randn(2, 5, 7, 4).contiguous(memory_format=torch.channels_last)
+        got = torch.ops.dtrain.neighbour_max(grouped)
+        self.assertTrue(torch.equal(got, grouped.max(3)[0]))
+        self.assertTrue(got.transpose(1, 2).is_contiguous())
+        g64 = torch.randn(2, 3, 4, 5, dtype=torch.float64).contiguous(
+            memory_format=torch.channels_last).requires_grad_()
+        self.assertTrue(torch.autograd.gradcheck(torch.ops.dtrain.neighbour_max, (g64,)))
 
     def test_bad_input_raises_runtime_error(self):
         with self.assertRaisesRegex(RuntimeError, r"npoint must be in \[1, N\] = \[1, 10\], got 11"):
