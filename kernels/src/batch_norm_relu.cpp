@@ -15,6 +15,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <algorithm>
+#include <string>
 
 #include "dispatch.h"
 
@@ -48,25 +49,42 @@ void check_channel_vector(const char* name, const at::Tensor& t, const at::Tenso
               " like input, got ", t.device());
 }
 
+// Why batch_norm_relu refuses `input`, or "" when it takes it: one list of
+// rules for batch_norm_relu_supports() and the op's own error.
+std::string input_refusal(const at::Tensor& input) {
+  if (!input.defined()) {
+    return "input is an undefined tensor";
+  }
+  if (input.layout() != at::kStrided) {
+    return c10::str("input must be a strided (dense) tensor, got ", input.layout());
+  }
+  if (input.dim() < 2) {
+    return c10::str("input must have shape (N, C, ...), got shape ", input.sizes());
+  }
+  if (!input.device().is_cpu()) {
+    return c10::str("runs on the CPU only, got input on ", input.device(),
+                    " (on CUDA, cuDNN's batch norm and a ReLU serve)");
+  }
+  if (input.scalar_type() != at::kFloat && input.scalar_type() != at::kDouble) {
+    return c10::str("input must be float32 or float64, got ", input.scalar_type());
+  }
+  if (!input.movedim(1, -1).is_contiguous()) {
+    return c10::str(
+        "input must have its channels (dim 1) innermost in memory (channels-last), got strides ",
+        input.strides(), " for shape ", input.sizes());
+  }
+  if (input.numel() / std::max<int64_t>(input.size(1), 1) <= 1) {
+    return c10::str("expected more than 1 value per channel in training, got input of shape ",
+                    input.sizes());
+  }
+  return "";
+}
+
 void check_inputs(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                   const at::Tensor& running_mean, const at::Tensor& running_var, double momentum,
                   double eps) {
-  TORCH_CHECK(input.defined(), kOp, ": input is an undefined tensor");
-  TORCH_CHECK(input.layout() == at::kStrided, kOp, ": input must be a strided (dense) tensor, got ",
-              input.layout());
-  TORCH_CHECK(input.dim() >= 2, kOp, ": input must have shape (N, C, ...), got shape ",
-              input.sizes());
-  TORCH_CHECK(input.device().is_cpu(), kOp, ": runs on the CPU only, got input on ", input.device(),
-              " (on CUDA, cuDNN's batch norm and a ReLU serve)");
-  TORCH_CHECK(input.scalar_type() == at::kFloat || input.scalar_type() == at::kDouble, kOp,
-              ": input must be float32 or float64, got ", input.scalar_type());
-  TORCH_CHECK(input.movedim(1, -1).is_contiguous(), kOp,
-              ": input must have its channels (dim 1) innermost in memory (channels-last), got "
-              "strides ",
-              input.strides(), " for shape ", input.sizes());
-  TORCH_CHECK(input.numel() / std::max<int64_t>(input.size(1), 1) > 1, kOp,
-              ": expected more than 1 value per channel in training, got input of shape ",
-              input.sizes());
+  const std::string refused = input_refusal(input);
+  TORCH_CHECK(refused.empty(), kOp, ": ", refused);
   check_channel_vector("weight", weight, input, /*optional=*/false);
   check_channel_vector("bias", bias, input, /*optional=*/false);
   check_channel_vector("running_mean", running_mean, input, /*optional=*/true);
@@ -123,10 +141,7 @@ class BatchNormReluFunction : public torch::autograd::Function<BatchNormReluFunc
 }  // namespace
 
 bool batch_norm_relu_supports(const at::Tensor& input) {
-  return input.defined() && input.layout() == at::kStrided && input.dim() >= 2 &&
-         input.device().is_cpu() &&
-         (input.scalar_type() == at::kFloat || input.scalar_type() == at::kDouble) &&
-         input.movedim(1, -1).is_contiguous();
+  return input_refusal(input).empty();
 }
 
 at::Tensor batch_norm_relu(const at::Tensor& input, const at::Tensor& weight,

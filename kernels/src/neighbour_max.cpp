@@ -6,6 +6,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <limits>
+#include <string>
 
 #include "dispatch.h"
 
@@ -39,34 +40,48 @@ class NeighbourMaxFunction : public torch::autograd::Function<NeighbourMaxFuncti
   }
 };
 
+// Why neighbour_max refuses `grouped`, or "" when it takes it: one list of
+// rules for neighbour_max_supports() and the op's own error.
+std::string refusal(const at::Tensor& grouped) {
+  if (!grouped.defined()) {
+    return "grouped is an undefined tensor";
+  }
+  if (grouped.layout() != at::kStrided) {
+    return c10::str("grouped must be a strided (dense) tensor, got ", grouped.layout());
+  }
+  if (grouped.dim() != 4) {
+    return c10::str("grouped must have shape (B, C, M, K), got shape ", grouped.sizes());
+  }
+  if (!grouped.device().is_cpu()) {
+    return c10::str("runs on the CPU only, got grouped on ", grouped.device());
+  }
+  if (grouped.scalar_type() != at::kFloat && grouped.scalar_type() != at::kDouble) {
+    return c10::str("grouped must be float32 or float64, got ", grouped.scalar_type());
+  }
+  if (grouped.size(3) < 1) {
+    return c10::str("grouped must have at least one neighbour (K >= 1), got shape ",
+                    grouped.sizes());
+  }
+  if (grouped.size(3) > std::numeric_limits<int32_t>::max()) {
+    return c10::str("K must fit in int32, got ", grouped.size(3));
+  }
+  if (!as_rows(grouped).is_contiguous()) {
+    return c10::str(
+        "grouped must be channels-last (grouped.permute({0, 2, 3, 1}) contiguous), got strides ",
+        grouped.strides(), " for shape ", grouped.sizes());
+  }
+  return "";
+}
+
 }  // namespace
 
 bool neighbour_max_supports(const at::Tensor& grouped) {
-  return grouped.defined() && grouped.layout() == at::kStrided && grouped.dim() == 4 &&
-         grouped.device().is_cpu() &&
-         (grouped.scalar_type() == at::kFloat || grouped.scalar_type() == at::kDouble) &&
-         grouped.size(3) >= 1 && grouped.size(3) <= std::numeric_limits<int32_t>::max() &&
-         as_rows(grouped).is_contiguous();
+  return refusal(grouped).empty();
 }
 
 at::Tensor neighbour_max(const at::Tensor& grouped) {
-  TORCH_CHECK(grouped.defined(), kOp, ": grouped is an undefined tensor");
-  TORCH_CHECK(grouped.layout() == at::kStrided, kOp,
-              ": grouped must be a strided (dense) tensor, got ", grouped.layout());
-  TORCH_CHECK(grouped.dim() == 4, kOp, ": grouped must have shape (B, C, M, K), got shape ",
-              grouped.sizes());
-  TORCH_CHECK(grouped.device().is_cpu(), kOp, ": runs on the CPU only, got grouped on ",
-              grouped.device());
-  TORCH_CHECK(grouped.scalar_type() == at::kFloat || grouped.scalar_type() == at::kDouble, kOp,
-              ": grouped must be float32 or float64, got ", grouped.scalar_type());
-  TORCH_CHECK(grouped.size(3) >= 1, kOp, ": grouped must have at least one neighbour (K >= 1), ",
-              "got shape ", grouped.sizes());
-  TORCH_CHECK(grouped.size(3) <= std::numeric_limits<int32_t>::max(), kOp,
-              ": K must fit in int32, got ", grouped.size(3));
-  TORCH_CHECK(as_rows(grouped).is_contiguous(), kOp,
-              ": grouped must be channels-last (grouped.permute({0, 2, 3, 1}) contiguous), got "
-              "strides ",
-              grouped.strides(), " for shape ", grouped.sizes());
+  const std::string refused = refusal(grouped);
+  TORCH_CHECK(refused.empty(), kOp, ": ", refused);
   return NeighbourMaxFunction::apply(grouped);
 }
 

@@ -38,7 +38,8 @@
 namespace dtrain::kernels {
 
 // Whether batch_norm_relu() takes `input`: a CPU float32 or float64 tensor
-// of at least 2 dimensions with the channels (dim 1) innermost in memory.
+// of at least 2 dimensions with the channels (dim 1) innermost in memory
+// and more than one value per channel (the checks the op itself makes).
 bool batch_norm_relu_supports(const at::Tensor& input);
 
 at::Tensor batch_norm_relu(const at::Tensor& input, const at::Tensor& weight,
