@@ -15,8 +15,11 @@
 
 #include "dtrain/dist/init.h"
 #include "gloo_ranks.h"
+#include "test_support.h"
 
 namespace {
+
+using dtrain::testing::library_file_of;
 
 namespace dist = dtrain::dist;
 using namespace std::chrono_literals;
@@ -33,15 +36,6 @@ constexpr const char* kRedisStoreCtor =
 
 bool contains(const std::string& text, const char* part) {
   return text.find(part) != std::string::npos;
-}
-
-// The file a code address lies in, or "" for none.
-std::string file_of(const void* address) {
-  Dl_info info{};
-  if (address == nullptr || dladdr(address, &info) == 0 || info.dli_fname == nullptr) {
-    return "";
-  }
-  return info.dli_fname;
 }
 
 struct Loaded {
@@ -135,7 +129,7 @@ std::vector<BoundSymbol> bound_gloo_imports(const Loaded& object) {
         continue;
       }
       const auto* slot = reinterpret_cast<void* const*>(object.base + table[i].r_offset);
-      bound.push_back({name, file_of(*slot)});
+      bound.push_back({name, library_file_of(*slot)});
     }
   };
   scan(rela, rela_size);
@@ -155,15 +149,15 @@ void check_isolation() {
   void* handle = dlopen(backend[0].name.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL);
   ASSERT_NE(handle, nullptr) << dlerror();
   for (const char* symbol : {kAllreduce, kContextCtor, kCreateDevice, kRedisStoreCtor}) {
-    const std::string local = file_of(dlsym(handle, symbol));
+    const std::string local = library_file_of(dlsym(handle, symbol));
     EXPECT_TRUE(contains(local, "libgloo.so")) << symbol << " in the backend's scope: " << local;
-    const std::string global = file_of(dlsym(RTLD_DEFAULT, symbol));
+    const std::string global = library_file_of(dlsym(RTLD_DEFAULT, symbol));
     EXPECT_FALSE(contains(global, "libgloo.so")) << symbol << " leaked into the global scope";
     EXPECT_TRUE(global.empty() || contains(global, "libtorch_cpu.so"))
         << symbol << " in the global scope: " << global;
   }
   // Both builds are really present: LibTorch's gloo::allreduce is the global one.
-  EXPECT_TRUE(contains(file_of(dlsym(RTLD_DEFAULT, kAllreduce)), "libtorch_cpu.so"));
+  EXPECT_TRUE(contains(library_file_of(dlsym(RTLD_DEFAULT, kAllreduce)), "libtorch_cpu.so"));
   EXPECT_NE(dlsym(RTLD_DEFAULT, kAllreduce), dlsym(handle, kAllreduce));
   // A name only Debian's libgloo defines is not visible globally at all.
   EXPECT_EQ(dlsym(RTLD_DEFAULT, kRedisStoreCtor), nullptr);

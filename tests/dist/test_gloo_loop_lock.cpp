@@ -19,21 +19,16 @@
 
 #include "dtrain/dist/init.h"
 #include "multi_process.h"
+#include "test_support.h"
 
 namespace {
+
+using dtrain::testing::library_file_of;
 
 namespace dist = dtrain::dist;
 using namespace std::chrono_literals;
 using TryLockFn = int (*)(pthread_mutex_t*);
 using CallsFn = std::uint64_t (*)();
-
-std::string file_of(const void* address) {
-  Dl_info info{};
-  if (address == nullptr || dladdr(address, &info) == 0 || info.dli_fname == nullptr) {
-    return "";
-  }
-  return info.dli_fname;
-}
 
 // The backend library, loaded the way the SDK loads it (or found already loaded).
 void* open_backend() {
@@ -101,7 +96,7 @@ TEST(GlooLoopLock, LibglooTryLocksGoThroughItAndTheProcessKeepsGlibcs) {
     // Gloo's event loop try-locks a pair for every message it receives.
     EXPECT_GT(calls(), before) << "libgloo's try-locks do not reach the replacement";
     // Nobody else sees it: the global definition is still glibc's.
-    const std::string global = file_of(dlsym(RTLD_DEFAULT, "pthread_mutex_trylock"));
+    const std::string global = library_file_of(dlsym(RTLD_DEFAULT, "pthread_mutex_trylock"));
     EXPECT_EQ(global.find("libdtrain_gloo"), std::string::npos) << global;
     dlclose(backend);
     dist::destroy_process_group();

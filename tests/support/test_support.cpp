@@ -1,5 +1,6 @@
 #include "test_support.h"
 
+#include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -122,10 +123,9 @@ void expect_one_line_error(const ProcessResult& result, int exit_code, const std
   EXPECT_NE(lines[0].find(fragment), std::string::npos) << lines[0];
 }
 
-ScopedEnv::ScopedEnv(const char* name, const char* value) : name_(name) {
-  if (const char* old = std::getenv(name); old != nullptr) {
-    old_ = old;
-  }
+void ScopedEnv::set(const char* name, const char* value) {
+  const char* old = std::getenv(name);
+  saved_.emplace_back(name, old != nullptr ? std::optional<std::string>(old) : std::nullopt);
   if (value != nullptr) {
     setenv(name, value, 1);
   } else {
@@ -134,11 +134,44 @@ ScopedEnv::ScopedEnv(const char* name, const char* value) : name_(name) {
 }
 
 ScopedEnv::~ScopedEnv() {
-  if (old_) {
-    setenv(name_, old_->c_str(), 1);
-  } else {
-    unsetenv(name_);
+  for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+    if (it->second) {
+      setenv(it->first.c_str(), it->second->c_str(), 1);
+    } else {
+      unsetenv(it->first.c_str());
+    }
   }
+}
+
+ChildEnd run_in_child(const std::function<bool()>& body) {
+  int fds[2];
+  if (pipe(fds) != 0) {
+    throw std::runtime_error("run_in_child: pipe failed");
+  }
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], STDERR_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    _exit(body() ? 0 : 1);
+  }
+  close(fds[1]);
+  ChildEnd end;
+  char buffer[4096];
+  for (ssize_t got; (got = read(fds[0], buffer, sizeof buffer)) > 0;) {
+    end.stderr_text.append(buffer, static_cast<size_t>(got));
+  }
+  close(fds[0]);
+  waitpid(pid, &end.status, 0);
+  return end;
+}
+
+std::string library_file_of(const void* address) {
+  Dl_info info{};
+  if (address == nullptr || dladdr(address, &info) == 0 || info.dli_fname == nullptr) {
+    return "";
+  }
+  return info.dli_fname;
 }
 
 void write_tiny_cifar10(const std::filesystem::path& dir, int per_file, int test) {

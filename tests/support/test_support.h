@@ -5,8 +5,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dtrain::testing {
@@ -25,19 +27,36 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-// Sets an environment variable (unsets it for nullptr) for one scope and
-// puts the old value back.
+// Sets environment variables (unsets them for nullptr) for one scope and
+// puts the old values back, latest first.
 class ScopedEnv {
  public:
-  ScopedEnv(const char* name, const char* value);
+  ScopedEnv() = default;
+  ScopedEnv(const char* name, const char* value) { set(name, value); }
   ~ScopedEnv();
   ScopedEnv(const ScopedEnv&) = delete;
   ScopedEnv& operator=(const ScopedEnv&) = delete;
 
+  void set(const char* name, const char* value);
+
  private:
-  const char* name_;
-  std::optional<std::string> old_;
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
+
+// How a forked child ended: its wait status and what it wrote to stderr.
+struct ChildEnd {
+  int status = 0;
+  std::string stderr_text;
+};
+
+// Runs `body` in a forked child whose stderr is a pipe; the child exits 0
+// when `body` returns true, 1 when it returns false. For what changes a
+// whole process (signal handlers, malloc settings) or ends it.
+ChildEnd run_in_child(const std::function<bool()>& body);
+
+// The file of the loaded object (library or program) that holds a code
+// address, or "" for none.
+std::string library_file_of(const void* address);
 
 // The bytes of an IDX file holding uint8 data of `shape` (type code 0x08).
 std::vector<unsigned char> idx_bytes_u8(const std::vector<uint32_t>& shape,

@@ -12,37 +12,12 @@
 #include <vector>
 
 #include "dtrain/util/crash_trace.h"
+#include "test_support.h"
 
 namespace {
 
-struct ChildEnd {
-  int status = 0;
-  std::string stderr_text;
-};
-
-// Runs `body` in a forked child whose stderr is a pipe; returns how the
-// child ended and what it wrote there.
-ChildEnd run_in_child(const std::function<void()>& body) {
-  int fds[2];
-  EXPECT_EQ(pipe(fds), 0);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fds[1], STDERR_FILENO);
-    close(fds[0]);
-    close(fds[1]);
-    body();
-    _exit(0);
-  }
-  close(fds[1]);
-  ChildEnd end;
-  char buffer[4096];
-  for (ssize_t got; (got = read(fds[0], buffer, sizeof buffer)) > 0;) {
-    end.stderr_text.append(buffer, static_cast<size_t>(got));
-  }
-  close(fds[0]);
-  waitpid(pid, &end.status, 0);
-  return end;
-}
+using dtrain::testing::ChildEnd;
+using dtrain::testing::run_in_child;
 
 bool died_of(const ChildEnd& end, int signal) {
   return WIFSIGNALED(end.status) && WTERMSIG(end.status) == signal;
@@ -61,6 +36,7 @@ TEST(CrashTrace, SegfaultPrintsRankSignalAndStackThenDiesOfIt) {
     // A null pointer the compiler cannot see through: a real fault.
     volatile int* nowhere = reinterpret_cast<volatile int*>(std::getenv("DTRAIN_NO_SUCH_VARIABLE"));
     *nowhere = 1;
+    return false;  // not reached: the child ends above
   });
   EXPECT_TRUE(died_of(end, SIGSEGV)) << end.status;
   expect_trace(end, "[rank 3/local 1] fatal signal 11 (SIGSEGV); native stack:\n");
@@ -75,6 +51,7 @@ TEST(CrashTrace, ACrashOnAnotherThreadIsTraced) {
       *nowhere = 1;
     });
     worker.join();
+    return false;  // not reached: the child ends above
   });
   EXPECT_TRUE(died_of(end, SIGSEGV)) << end.status;
   expect_trace(end, "[rank 0/local 0] fatal signal 11 (SIGSEGV); native stack:\n");
@@ -96,6 +73,7 @@ TEST(CrashTrace, ThreadsFaultingTogetherLeaveOneWholeTrace) {
     for (std::thread& worker : workers) {
       worker.join();
     }
+    return false;  // not reached: the child ends above
   });
   EXPECT_TRUE(died_of(end, SIGSEGV)) << end.status;
   expect_trace(end, "fatal signal 11 (SIGSEGV); native stack:\n");
@@ -108,6 +86,7 @@ TEST(CrashTrace, AbortIsTracedWithoutARank) {
   const ChildEnd end = run_in_child([] {
     dtrain::util::set_crash_trace_rank(std::nullopt, std::nullopt);
     std::abort();
+    return false;  // not reached: the child ends above
   });
   EXPECT_TRUE(died_of(end, SIGABRT)) << end.status;
   expect_trace(end, "[rank -/local -] fatal signal 6 (SIGABRT); native stack:\n");
@@ -119,6 +98,7 @@ TEST(CrashTrace, SwitchedOffLeavesTheDefault) {
     setenv("DTRAIN_CRASH_TRACE", "0", 1);
     dtrain::util::install_crash_trace();
     std::raise(SIGSEGV);
+    return false;  // not reached: the child ends above
   });
   EXPECT_TRUE(died_of(end, SIGSEGV)) << end.status;
   EXPECT_EQ(end.stderr_text, "");
@@ -135,6 +115,7 @@ TEST(CrashTrace, AProgramsOwnHandlerStays) {
     std::signal(SIGFPE, own_handler);
     dtrain::util::install_crash_trace();
     std::raise(SIGFPE);
+    return false;  // not reached: the child ends above
   });
   EXPECT_TRUE(WIFEXITED(end.status) && WEXITSTATUS(end.status) == 7) << end.status;
   EXPECT_EQ(end.stderr_text, "the program's own handler\n");

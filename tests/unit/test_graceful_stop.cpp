@@ -11,25 +11,19 @@
 #include <functional>
 
 #include "dtrain/train/graceful_stop.h"
+#include "test_support.h"
 
 namespace {
 
 using dtrain::train::GracefulStop;
 
-// Runs `body` in a child process and returns its wait status. The child
-// exits 0 when `body` returns true, 1 otherwise.
-int in_child(const std::function<bool()>& body) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::_exit(body() ? 0 : 1);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return status;
+// How a child running `body` ended: exit 0 when it returned true.
+int status_in_child(const std::function<bool()>& body) {
+  return dtrain::testing::run_in_child(body).status;
 }
 
 TEST(GracefulStop, NothingRecordedBeforeASignal) {
-  const int status = in_child([] {
+  const int status = status_in_child([] {
     GracefulStop::install();
     return GracefulStop::signal() == 0;
   });
@@ -38,7 +32,7 @@ TEST(GracefulStop, NothingRecordedBeforeASignal) {
 }
 
 TEST(GracefulStop, SigtermIsRecordedAndRepeatsDoNotEndTheProcess) {
-  const int status = in_child([] {
+  const int status = status_in_child([] {
     GracefulStop::install();
     ::raise(SIGTERM);
     ::raise(SIGTERM);
@@ -50,7 +44,7 @@ TEST(GracefulStop, SigtermIsRecordedAndRepeatsDoNotEndTheProcess) {
 }
 
 TEST(GracefulStop, ASecondSigintEndsTheProcess) {
-  const int status = in_child([] {
+  const int status = status_in_child([] {
     GracefulStop::install();
     ::raise(SIGINT);
     if (GracefulStop::signal() != SIGINT) {
@@ -65,7 +59,7 @@ TEST(GracefulStop, ASecondSigintEndsTheProcess) {
 
 // Without install(), SIGTERM keeps its default action.
 TEST(GracefulStop, WithoutInstallSigtermEndsTheProcess) {
-  const int status = in_child([] {
+  const int status = status_in_child([] {
     ::raise(SIGTERM);
     return true;
   });

@@ -22,10 +22,6 @@ using dtrain::data::augment_images;
 using dtrain::data::ImageAugmentOptions;
 using dtrain::testing::expect_error;
 
-at::Generator seeded(uint64_t seed) {
-  return at::detail::createCPUGenerator(seed);
-}
-
 at::Tensor zero_padded(const at::Tensor& images, int64_t pad) {
   return at::constant_pad_nd(images, {pad, pad, pad, pad}, 0);
 }
@@ -61,7 +57,8 @@ TEST(ImageAugment, AllOffIsACopy) {
 TEST(ImageAugment, FlipOnlyMirrorsWholeImagesOneByOne) {
   // Random pixels: no image equals its own mirror.
   const at::Tensor images = at::randn({64, 3, 6, 9});
-  const at::Tensor out = augment_images(images, ImageAugmentOptions().pad(0), seeded(1));
+  const at::Tensor out =
+      augment_images(images, ImageAugmentOptions().pad(0), at::detail::createCPUGenerator(1));
   ASSERT_EQ(out.sizes(), images.sizes());
   int kept = 0;
   int mirrored = 0;
@@ -85,8 +82,8 @@ TEST(ImageAugment, CropIsAWindowOfTheZeroPaddedImage) {
   // Not square, so rows and columns cannot be confused.
   const int64_t pad = 3;
   const at::Tensor images = at::randn({200, 2, 8, 10});
-  const at::Tensor out =
-      augment_images(images, ImageAugmentOptions().pad(pad).flip_probability(0), seeded(2));
+  const at::Tensor out = augment_images(images, ImageAugmentOptions().pad(pad).flip_probability(0),
+                                        at::detail::createCPUGenerator(2));
   ASSERT_EQ(out.sizes(), images.sizes());
   const at::Tensor padded = zero_padded(images, pad);
   std::set<int64_t> rows;
@@ -105,7 +102,8 @@ TEST(ImageAugment, CropIsAWindowOfTheZeroPaddedImage) {
 
 TEST(ImageAugment, CropAndFlipTogether) {
   const at::Tensor images = at::randn({64, 3, 7, 7});
-  const at::Tensor out = augment_images(images, ImageAugmentOptions().pad(2), seeded(3));
+  const at::Tensor out =
+      augment_images(images, ImageAugmentOptions().pad(2), at::detail::createCPUGenerator(3));
   const at::Tensor padded = zero_padded(images, 2);
   int mirrored = 0;
   for (int64_t b = 0; b < images.size(0); ++b) {
@@ -122,7 +120,8 @@ TEST(ImageAugment, CropAndFlipTogether) {
 
 TEST(ImageAugment, PaddingHasTheFillValueAndTheTypeIsKept) {
   const at::Tensor images = at::full({32, 1, 4, 4}, 7, at::kByte);
-  const at::Tensor out = augment_images(images, ImageAugmentOptions().pad(3).fill(9), seeded(4));
+  const at::Tensor out = augment_images(images, ImageAugmentOptions().pad(3).fill(9),
+                                        at::detail::createCPUGenerator(4));
   EXPECT_EQ(out.scalar_type(), at::kByte);
   EXPECT_TRUE(((out == 7) | (out == 9)).all().item<bool>());
   EXPECT_TRUE((out == 9).any().item<bool>()) << "no window reached the padding";
@@ -132,10 +131,10 @@ TEST(ImageAugment, PaddingHasTheFillValueAndTheTypeIsKept) {
 
 TEST(ImageAugment, SameSeedSameBatch) {
   const at::Tensor images = at::randn({16, 3, 8, 8});
-  EXPECT_TRUE(
-      at::equal(augment_images(images, {}, seeded(7)), augment_images(images, {}, seeded(7))));
-  EXPECT_FALSE(
-      at::equal(augment_images(images, {}, seeded(7)), augment_images(images, {}, seeded(8))));
+  EXPECT_TRUE(at::equal(augment_images(images, {}, at::detail::createCPUGenerator(7)),
+                        augment_images(images, {}, at::detail::createCPUGenerator(7))));
+  EXPECT_FALSE(at::equal(augment_images(images, {}, at::detail::createCPUGenerator(7)),
+                         augment_images(images, {}, at::detail::createCPUGenerator(8))));
   // Without a generator: the default one, which at::manual_seed (torch::manual_seed) seeds.
   at::manual_seed(11);
   const at::Tensor first = augment_images(images, {});
@@ -158,7 +157,8 @@ TEST(ImageAugment, PadMustNotExceedTheImageSize) {
   expect_error([&] { augment_images(images.transpose(2, 3), ImageAugmentOptions().pad(5)); },
                "got pad 5 for 8x4 images");
   // A pad equal to the size is allowed.
-  const at::Tensor out = augment_images(images, ImageAugmentOptions().pad(4), seeded(5));
+  const at::Tensor out =
+      augment_images(images, ImageAugmentOptions().pad(4), at::detail::createCPUGenerator(5));
   EXPECT_EQ(out.sizes(), images.sizes());
 }
 
@@ -179,11 +179,14 @@ TEST(ImageAugment, FillMustBeAValueOfTheImagesType) {
   expect_error([&] { augment_images(bytes.to(at::kHalf), ImageAugmentOptions().fill(1e5)); },
                "fill must be within [-65504, 65504] for Half images, got 100000");
   // The ends of a type's range are values of it; floating images round.
-  at::Tensor out = augment_images(bytes, ImageAugmentOptions().pad(3).fill(255), seeded(6));
+  at::Tensor out = augment_images(bytes, ImageAugmentOptions().pad(3).fill(255),
+                                  at::detail::createCPUGenerator(6));
   EXPECT_TRUE(((out == 7) | (out == 255)).all().item<bool>());
-  out = augment_images(bytes.to(at::kChar), ImageAugmentOptions().pad(3).fill(-128), seeded(6));
+  out = augment_images(bytes.to(at::kChar), ImageAugmentOptions().pad(3).fill(-128),
+                       at::detail::createCPUGenerator(6));
   EXPECT_TRUE(((out == 7) | (out == -128)).all().item<bool>());
-  out = augment_images(bytes.to(at::kFloat), ImageAugmentOptions().pad(3).fill(0.1), seeded(6));
+  out = augment_images(bytes.to(at::kFloat), ImageAugmentOptions().pad(3).fill(0.1),
+                       at::detail::createCPUGenerator(6));
   EXPECT_TRUE((out == static_cast<float>(0.1)).any().item<bool>());
 }
 

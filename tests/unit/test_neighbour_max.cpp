@@ -15,13 +15,13 @@ namespace {
 
 namespace k = dtrain::kernels;
 
-struct Outcome {
+struct MaxOutcome {
   at::Tensor values, grad;
 };
 
 // Values and the gradient of sum(values * probe), through `pool`.
 template <typename Pool>
-Outcome run(Pool pool, const at::Tensor& grouped, const at::Tensor& probe) {
+MaxOutcome run(Pool pool, const at::Tensor& grouped, const at::Tensor& probe) {
   const at::Tensor x = grouped.detach().requires_grad_();
   const at::Tensor values = pool(x);
   (values * probe).sum().backward();
@@ -35,8 +35,8 @@ at::Tensor libtorch_max(const at::Tensor& x) {
 void expect_same_as_libtorch(const at::Tensor& grouped) {
   const at::Tensor probe =
       at::randn({grouped.size(0), grouped.size(1), grouped.size(2)}, grouped.options());
-  const Outcome want = run(libtorch_max, grouped, probe);
-  const Outcome got = run(k::neighbour_max, grouped, probe);
+  const MaxOutcome want = run(libtorch_max, grouped, probe);
+  const MaxOutcome got = run(k::neighbour_max, grouped, probe);
   EXPECT_TRUE(at::equal(got.values.nan_to_num(7), want.values.nan_to_num(7)));
   EXPECT_TRUE(at::equal(got.grad, want.grad));
   // Channels innermost, as the next layer's grouping reads them.

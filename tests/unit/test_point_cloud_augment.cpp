@@ -25,8 +25,7 @@ PointCloudAugmentOptions nothing() {
 }
 
 at::Generator seeded(uint64_t seed) {
-  auto gen = at::detail::createCPUGenerator(seed);
-  return gen;
+  return at::detail::createCPUGenerator(seed);
 }
 
 TEST(PointCloudAugment, AllOffIsACopy) {

@@ -16,34 +16,11 @@
 #include "dtrain/util/launch_env.h"
 #include "dtrain/util/logging.h"
 #include "dtrain/util/memory.h"
+#include "test_support.h"
 
 namespace {
 
-// Sets environment variables for one test and restores them afterwards.
-class ScopedEnv {
- public:
-  void set(const char* name, const char* value) {
-    const char* old = std::getenv(name);
-    saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-    if (value) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
-      if (it->second) {
-        setenv(it->first.c_str(), it->second->c_str(), 1);
-      } else {
-        unsetenv(it->first.c_str());
-      }
-    }
-  }
-
- private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
+using dtrain::testing::ScopedEnv;
 
 constexpr const char* kLauncherVars[] = {"RANK",
                                          "LOCAL_RANK",
@@ -235,7 +212,7 @@ std::int64_t faults_of_step_pattern(std::size_t blocks_per_round = 24,
 
 // Runs `body` in a forked child (the malloc policy is process-wide and set
 // once) and returns what it wrote to the pipe.
-std::int64_t in_child(const std::function<std::int64_t()>& body) {
+std::int64_t value_from_child(const std::function<std::int64_t()>& body) {
   int fds[2];
   EXPECT_EQ(pipe(fds), 0);
   const pid_t pid = fork();
@@ -257,8 +234,8 @@ std::int64_t in_child(const std::function<std::int64_t()>& body) {
 TEST(HostMemory, FreedStepMemoryIsNotFaultedInAgain) {
   // Five rounds touch 5 x 24 MiB = 30720 pages; glibc's defaults trim the
   // free heap top after each round, so most of them fault again.
-  const std::int64_t with_defaults = in_child([] { return faults_of_step_pattern(); });
-  const std::int64_t retained = in_child(
+  const std::int64_t with_defaults = value_from_child([] { return faults_of_step_pattern(); });
+  const std::int64_t retained = value_from_child(
       [] { return dtrain::util::retain_freed_host_memory() ? faults_of_step_pattern() : -1; });
   EXPECT_GT(with_defaults, 10000) << "the pattern no longer reproduces glibc's trimming";
   EXPECT_GE(retained, 0) << "retain_freed_host_memory() was refused";
@@ -270,8 +247,8 @@ TEST(HostMemory, BlocksAboveGlibcsLargestMmapThresholdStayToo) {
   // MiB): it maps each afresh unless mapping is off altogether.
   constexpr std::size_t kLargeBlock = 40u << 20;
   const std::int64_t with_defaults =
-      in_child([] { return faults_of_step_pattern(3, kLargeBlock); });
-  const std::int64_t retained = in_child([] {
+      value_from_child([] { return faults_of_step_pattern(3, kLargeBlock); });
+  const std::int64_t retained = value_from_child([] {
     return dtrain::util::retain_freed_host_memory() ? faults_of_step_pattern(3, kLargeBlock) : -1;
   });
   EXPECT_GT(with_defaults, 10000) << "large blocks are no longer mapped per allocation";
@@ -280,12 +257,12 @@ TEST(HostMemory, BlocksAboveGlibcsLargestMmapThresholdStayToo) {
 }
 
 TEST(HostMemory, ReleaseSettingKeepsGlibcDefaults) {
-  const std::int64_t in_force = in_child([] {
+  const std::int64_t in_force = value_from_child([] {
     setenv("DTRAIN_HOST_MEMORY", "release", 1);
     return dtrain::util::retain_freed_host_memory() ? 1 : 0;
   });
   EXPECT_EQ(in_force, 0);
-  const std::int64_t misspelt = in_child([] {
+  const std::int64_t misspelt = value_from_child([] {
     setenv("DTRAIN_HOST_MEMORY", "relase", 1);  // warns, keeps the policy
     return dtrain::util::retain_freed_host_memory() ? 1 : 0;
   });
