@@ -4,11 +4,13 @@
 // against dtrain::kernels::batch_norm_relu, in the same process, taking
 // turns. One CSV row per (shape, impl):
 //
-//   batch,channels,centres,neighbours,threads,impl,median_ms
+//   batch,channels,centres,neighbours,threads,dtype,impl,median_ms
 //
+// --dtype bfloat16 gives both bfloat16 activations beside float32
+// parameters, as a CPU bf16 autocast convolution hands them to a module.
 // Before timing, the two are checked to agree (output and every gradient).
 //
-//   bench_batch_norm_relu [--threads 2] [--steps 10] [--csv out.csv]
+//   bench_batch_norm_relu [--threads 2] [--steps 10] [--dtype bfloat16] [--csv out.csv]
 #include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
 
@@ -28,6 +30,7 @@ struct Options {
   int warmup = 2;
   int steps = 10;
   int threads = 1;
+  std::string dtype = "float32";
   std::string csv = "out/bench_batch_norm_relu.csv";
 };
 
@@ -76,12 +79,14 @@ int run(const Options& o) {
   dtrain::util::retain_freed_host_memory();
   at::manual_seed(0);
   dtrain::train::CsvWriter csv(
-      o.csv, {"batch", "channels", "centres", "neighbours", "threads", "impl", "median_ms"},
+      o.csv,
+      {"batch", "channels", "centres", "neighbours", "threads", "dtype", "impl", "median_ms"},
       dtrain::train::CsvWriter::Mode::kAppend);
   for (const auto& shape : kShapes) {
+    const at::ScalarType dtype = o.dtype == "bfloat16" ? at::kBFloat16 : at::kFloat;
     const at::Tensor input =
-        at::randn(shape).mul_(2).add_(0.3).contiguous(at::MemoryFormat::ChannelsLast);
-    const at::Tensor grad = at::randn(shape).contiguous(at::MemoryFormat::ChannelsLast);
+        at::randn(shape).mul_(2).add_(0.3).to(dtype).contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor grad = at::randn(shape).to(dtype).contiguous(at::MemoryFormat::ChannelsLast);
     Layer layer = make_layer(shape[1]);
     const auto expected = pass(separate, input, layer, grad);
     const auto got = pass(fused, input, layer, grad);
@@ -93,8 +98,9 @@ int run(const Options& o) {
     // (relative L1), the fused op's (sums of blocks in double) by 1e-5.
     const char* names[] = {"output", "input gradient", "weight gradient", "bias gradient"};
     for (size_t i = 0; i < expected.size(); ++i) {
+      const at::Tensor want = expected[i].to(at::kDouble);
       const double diff =
-          ((expected[i] - got[i]).abs().sum() / expected[i].abs().sum()).item<double>();
+          ((want - got[i].to(at::kDouble)).abs().sum() / want.abs().sum()).item<double>();
       DTRAIN_CHECK(diff <= 1e-3, "bench_batch_norm_relu: the fused op's ", names[i],
                    " differs from LibTorch's by ", diff, " (relative L1) for shape ",
                    at::IntArrayRef(shape));
@@ -112,12 +118,12 @@ int run(const Options& o) {
     }
     const double medians[2] = {dtrain::bench::median_of(ms[0]), dtrain::bench::median_of(ms[1])};
     for (int impl = 0; impl < 2; ++impl) {
-      csv.write_row({shape[0], shape[1], shape[2], shape[3], int64_t{o.threads},
+      csv.write_row({shape[0], shape[1], shape[2], shape[3], int64_t{o.threads}, o.dtype,
                      std::string(impl == 0 ? "libtorch_batch_norm_relu" : "dtrain_fused"),
                      medians[impl]});
     }
-    spdlog::info("({}, {}, {}, {}) channels-last: LibTorch {:.2f} ms, fused {:.2f} ms ({:.2f}x)",
-                 shape[0], shape[1], shape[2], shape[3], medians[0], medians[1],
+    spdlog::info("({}, {}, {}, {}) channels-last {}: LibTorch {:.2f} ms, fused {:.2f} ms ({:.2f}x)",
+                 shape[0], shape[1], shape[2], shape[3], o.dtype, medians[0], medians[1],
                  medians[0] / medians[1]);
   }
   return 0;
@@ -130,6 +136,9 @@ int main(int argc, char** argv) {
                "bench_batch_norm_relu"};
   Options o;
   dtrain::bench::add_step_flags(app, o.warmup, o.steps, o.threads);
+  app.add_option("--dtype", o.dtype, "the activations' dtype (parameters stay float32)")
+      ->check(CLI::IsMember({"float32", "bfloat16"}))
+      ->capture_default_str();
   app.add_option("--csv", o.csv, "report (rows appended)")->capture_default_str();
   return dtrain::util::run_cli_app(app, argc, argv, [&] { return run(o); });
 }

@@ -35,6 +35,20 @@ at::Tensor from_rows(const at::Tensor& rows, const at::Tensor& like) {
   return rows.view(like.movedim(1, -1).sizes()).movedim(-1, 1);
 }
 
+// The type the op computes in and keeps its statistics in: float32 for
+// bfloat16 input, else the input's own.
+at::ScalarType compute_type(const at::Tensor& input) {
+  return input.scalar_type() == at::kBFloat16 ? at::kFloat : input.scalar_type();
+}
+
+// weight, bias and the running statistics: the input's type, or for
+// bfloat16 input float32 (a bf16 autocast convolution's output beside the
+// module's float32 parameters) or bfloat16 (a module converted to bf16).
+bool takes_vector_type(at::ScalarType vector, const at::Tensor& input) {
+  return vector == input.scalar_type() ||
+         (input.scalar_type() == at::kBFloat16 && vector == at::kFloat);
+}
+
 void check_channel_vector(const char* name, const at::Tensor& t, const at::Tensor& input,
                           bool optional) {
   if (optional && !t.defined()) {
@@ -43,8 +57,10 @@ void check_channel_vector(const char* name, const at::Tensor& t, const at::Tenso
   TORCH_CHECK(t.defined(), kOp, ": ", name, " is an undefined tensor");
   TORCH_CHECK(t.dim() == 1 && t.size(0) == input.size(1), kOp, ": ", name,
               " must have shape (C,) = (", input.size(1), ",), got shape ", t.sizes());
-  TORCH_CHECK(t.scalar_type() == input.scalar_type(), kOp, ": ", name, " must be ",
-              input.scalar_type(), " like input, got ", t.scalar_type());
+  TORCH_CHECK(takes_vector_type(t.scalar_type(), input), kOp, ": ", name, " must be ",
+              input.scalar_type() == at::kBFloat16 ? "Float or BFloat16"
+                                                   : c10::toString(input.scalar_type()),
+              " for ", input.scalar_type(), " input, got ", t.scalar_type());
   TORCH_CHECK(t.device() == input.device(), kOp, ": ", name, " must be on ", input.device(),
               " like input, got ", t.device());
 }
@@ -65,8 +81,9 @@ std::string input_refusal(const at::Tensor& input) {
     return c10::str("runs on the CPU only, got input on ", input.device(),
                     " (on CUDA, cuDNN's batch norm and a ReLU serve)");
   }
-  if (input.scalar_type() != at::kFloat && input.scalar_type() != at::kDouble) {
-    return c10::str("input must be float32 or float64, got ", input.scalar_type());
+  if (input.scalar_type() != at::kFloat && input.scalar_type() != at::kDouble &&
+      input.scalar_type() != at::kBFloat16) {
+    return c10::str("input must be float32, float64 or bfloat16, got ", input.scalar_type());
   }
   if (!input.movedim(1, -1).is_contiguous()) {
     return c10::str(
@@ -111,8 +128,9 @@ class BatchNormReluFunction : public torch::autograd::Function<BatchNormReluFunc
                             const at::Tensor& weight, const at::Tensor& bias,
                             const RunningStats& running, double eps) {
     const at::Tensor rows = as_rows(input);
-    detail::NormReluForward out =
-        detail::batch_norm_relu_forward_cpu(rows, weight.contiguous(), bias.contiguous(), eps);
+    const at::ScalarType compute = compute_type(input);
+    detail::NormReluForward out = detail::batch_norm_relu_forward_cpu(
+        rows, weight.to(compute).contiguous(), bias.to(compute).contiguous(), eps);
     if (running.mean.defined()) {
       const double count = static_cast<double>(rows.size(0));
       const double momentum = running.momentum;
@@ -127,14 +145,20 @@ class BatchNormReluFunction : public torch::autograd::Function<BatchNormReluFunc
                                                  torch::autograd::variable_list grad_outputs) {
     const auto saved = ctx->get_saved_variables();
     const at::Tensor& input = saved[0];
-    // The gradient in the input's layout, whatever layout it came in.
-    const at::Tensor grad_rows =
-        grad_outputs[0].movedim(1, -1).contiguous().view({-1, input.size(1)});
-    detail::NormReluBackward grads =
-        detail::batch_norm_relu_backward_cpu(grad_rows, as_rows(input), saved[1].contiguous(),
-                                             saved[2].contiguous(), saved[3], saved[4]);
-    return {from_rows(grads.grad_input, input), grads.grad_weight, grads.grad_bias, at::Tensor(),
-            at::Tensor()};
+    const at::Tensor& weight = saved[1];
+    const at::Tensor& bias = saved[2];
+    const at::ScalarType compute = compute_type(input);
+    // The gradient in the input's layout and type, whatever it came in.
+    const at::Tensor grad_rows = grad_outputs[0]
+                                     .to(input.scalar_type())
+                                     .movedim(1, -1)
+                                     .contiguous()
+                                     .view({-1, input.size(1)});
+    detail::NormReluBackward grads = detail::batch_norm_relu_backward_cpu(
+        grad_rows, as_rows(input), weight.to(compute).contiguous(), bias.to(compute).contiguous(),
+        saved[3], saved[4]);
+    return {from_rows(grads.grad_input, input), grads.grad_weight.to(weight.scalar_type()),
+            grads.grad_bias.to(bias.scalar_type()), at::Tensor(), at::Tensor()};
   }
 };
 

@@ -82,8 +82,11 @@ at::Tensor three_interpolate_cuda(const at::Tensor& features, const at::Tensor& 
 at::Tensor three_interpolate_weight_grad_cuda(const at::Tensor& grad_out,
                                               const at::Tensor& features, const at::Tensor& idx);
 
-// Fused batch norm + ReLU over rows (R, C) contiguous, float32 or float64
-// (src/cpu/batch_norm_relu.cpp; Note [fused batch norm ReLU]).
+// Fused batch norm + ReLU over rows (R, C) contiguous, float32, float64 or
+// bfloat16 (src/cpu/batch_norm_relu.cpp; Note [fused batch norm ReLU]).
+// weight and bias are of the type the rows compute in (float32 for
+// bfloat16); so are the statistics and the weight and bias gradients, while
+// output and grad_input are of the rows' type.
 struct NormReluForward {
   at::Tensor output;        // (R, C)
   at::Tensor mean;          // (C,)
@@ -101,7 +104,7 @@ NormReluBackward batch_norm_relu_backward_cpu(const at::Tensor& grad_rows, const
                                               const at::Tensor& weight, const at::Tensor& bias,
                                               const at::Tensor& mean, const at::Tensor& invstd);
 
-// neighbour_max over rows (B, M, K, C) contiguous, float32 or float64
+// neighbour_max over rows (B, M, K, C) contiguous, float32, float64 or bfloat16
 // (src/cpu/neighbour_max.cpp): values (B, M, C) and the winning neighbour
 // of each (int32).
 struct NeighbourMax {

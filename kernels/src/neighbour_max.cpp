@@ -55,8 +55,9 @@ std::string refusal(const at::Tensor& grouped) {
   if (!grouped.device().is_cpu()) {
     return c10::str("runs on the CPU only, got grouped on ", grouped.device());
   }
-  if (grouped.scalar_type() != at::kFloat && grouped.scalar_type() != at::kDouble) {
-    return c10::str("grouped must be float32 or float64, got ", grouped.scalar_type());
+  if (grouped.scalar_type() != at::kFloat && grouped.scalar_type() != at::kDouble &&
+      grouped.scalar_type() != at::kBFloat16) {
+    return c10::str("grouped must be float32, float64 or bfloat16, got ", grouped.scalar_type());
   }
   if (grouped.size(3) < 1) {
     return c10::str("grouped must have at least one neighbour (K >= 1), got shape ",

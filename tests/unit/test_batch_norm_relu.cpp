@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,13 +61,16 @@ at::Tensor fused(const at::Tensor& x, Params& p) {
 
 void expect_close(const at::Tensor& got, const at::Tensor& want, double tol, const char* what) {
   ASSERT_EQ(got.sizes(), want.sizes()) << what;
-  const double diff = (got - want).abs().max().item<double>();
+  EXPECT_EQ(got.scalar_type(), want.scalar_type()) << what;
+  const double diff = (got.to(at::kDouble) - want.to(at::kDouble)).abs().max().item<double>();
   EXPECT_LE(diff, tol * (want.abs().max().item<double>() + 1.0)) << what;
 }
 
-void expect_matches_reference(const at::Tensor& input, double tol) {
+// Parameters of `params_type` (the input's by default).
+void expect_matches_reference(const at::Tensor& input, double tol,
+                              std::optional<at::ScalarType> params_type = std::nullopt) {
   const int64_t channels = input.size(1);
-  Params want_params = make_params(channels, input.scalar_type());
+  Params want_params = make_params(channels, params_type.value_or(input.scalar_type()));
   Params got_params = copy(want_params);
   const at::Tensor grad = at::randn_like(input);
   const Outcome want = run(reference, input, want_params, grad);
@@ -103,6 +107,37 @@ TEST(BatchNormRelu, Float64MatchesClosely) {
   at::manual_seed(2);
   expect_matches_reference(
       at::randn({3, 9, 20, 6}, at::kDouble).contiguous(at::MemoryFormat::ChannelsLast), 1e-12);
+}
+
+// A CPU bf16 autocast convolution hands the batch norm bfloat16 input
+// beside the module's float32 parameters; LibTorch's batch norm then
+// computes in float32 and rounds its output to bfloat16 (to nearest even),
+// and so does the fused op: their float32 values differ in the last bits,
+// so all but a few of the rounded values are the same bits.
+TEST(BatchNormRelu, BFloat16InputMatchesLibTorchsMixedTypeBatchNorm) {
+  at::manual_seed(4);
+  for (const std::vector<int64_t>& shape :
+       std::vector<std::vector<int64_t>>{{2, 5, 3, 4}, {4, 64, 32, 16}, {3, 37, 50, 7}}) {
+    SCOPED_TRACE(::testing::PrintToString(shape));
+    const at::Tensor input =
+        (at::randn(shape) * 3 + 2).to(at::kBFloat16).contiguous(at::MemoryFormat::ChannelsLast);
+    expect_matches_reference(input, 2e-2, at::kFloat);
+
+    Params want_params = make_params(shape[1], at::kFloat);
+    Params got_params = copy(want_params);
+    const at::Tensor grad = at::randn_like(input);
+    const Outcome want = run(reference, input, want_params, grad);
+    const Outcome got = run(fused, input, got_params, grad);
+    auto differing = [](const at::Tensor& a, const at::Tensor& b) {
+      return a.ne(b).to(at::kDouble).mean().item<double>();
+    };
+    EXPECT_LT(differing(got.output, want.output), 1e-3);
+    EXPECT_LT(differing(got.grad_input, want.grad_input), 1e-3);
+  }
+  // A module converted to bfloat16 as a whole: parameters and their
+  // gradients in bfloat16 too.
+  expect_matches_reference(
+      at::randn({4, 16, 8, 8}).to(at::kBFloat16).contiguous(at::MemoryFormat::ChannelsLast), 2e-2);
 }
 
 TEST(BatchNormRelu, GradientsPassTheFiniteDifferenceCheck) {
@@ -193,21 +228,25 @@ TEST(BatchNormRelu, VectorBuildsGiveTheSameBits) {
   if (!__builtin_cpu_supports("avx2")) {
     GTEST_SKIP() << "this CPU has no AVX2: only the baseline loops run";
   }
-  at::manual_seed(8);
-  // 37 channels: whole AVX2 vectors, whole SSE vectors and a remainder.
-  const at::Tensor input = at::randn({4, 37, 30, 9}).contiguous(at::MemoryFormat::ChannelsLast);
-  const at::Tensor grad = at::randn_like(input);
-  std::vector<Outcome> runs;
-  for (const char* passes : {"baseline", "avx2"}) {
-    ForcedPasses forced(passes);
-    at::manual_seed(9);
-    Params p = make_params(37, at::kFloat);
-    runs.push_back(run(fused, input, p, grad));
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    at::manual_seed(8);
+    // 37 channels: whole AVX2 vectors, whole SSE vectors and a remainder.
+    const at::Tensor input =
+        at::randn({4, 37, 30, 9}).to(dtype).contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor grad = at::randn_like(input);
+    std::vector<Outcome> runs;
+    for (const char* passes : {"baseline", "avx2"}) {
+      ForcedPasses forced(passes);
+      at::manual_seed(9);
+      Params p = make_params(37, at::kFloat);
+      runs.push_back(run(fused, input, p, grad));
+    }
+    EXPECT_TRUE(at::equal(runs[0].output, runs[1].output));
+    EXPECT_TRUE(at::equal(runs[0].grad_input, runs[1].grad_input));
+    EXPECT_TRUE(at::equal(runs[0].grad_weight, runs[1].grad_weight));
+    EXPECT_TRUE(at::equal(runs[0].grad_bias, runs[1].grad_bias));
   }
-  EXPECT_TRUE(at::equal(runs[0].output, runs[1].output));
-  EXPECT_TRUE(at::equal(runs[0].grad_input, runs[1].grad_input));
-  EXPECT_TRUE(at::equal(runs[0].grad_weight, runs[1].grad_weight));
-  EXPECT_TRUE(at::equal(runs[0].grad_bias, runs[1].grad_bias));
 #else
   GTEST_SKIP() << "not an x86-64 build: only the baseline loops exist";
 #endif
@@ -253,8 +292,19 @@ TEST(BatchNormRelu, UnsupportedInputsAreNamed) {
   EXPECT_FALSE(k::batch_norm_relu_supports(at::randn({2, 4, 3, 3})));
   EXPECT_NE(message(at::randn({2, 4, 3, 3})).find("channels (dim 1) innermost"), std::string::npos);
   EXPECT_NE(message(at::randn({2, 4, 3, 3}, at::kHalf).contiguous(at::MemoryFormat::ChannelsLast))
-                .find("float32 or float64, got Half"),
+                .find("float32, float64 or bfloat16, got Half"),
             std::string::npos);
+  Params doubles = make_params(4, at::kDouble);
+  try {
+    k::batch_norm_relu(at::randn({2, 4}), doubles.weight, doubles.bias, at::Tensor(), at::Tensor(),
+                       0.1, 1e-5);
+    FAIL() << "expected an error";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what_without_backtrace())
+                  .find("weight must be Float for Float input, got Double"),
+              std::string::npos)
+        << e.what_without_backtrace();
+  }
   EXPECT_NE(message(at::randn({1, 4})).find("more than 1 value per channel"), std::string::npos);
   EXPECT_NE(message(at::randn({2, 5})).find("weight must have shape (C,) = (5,)"),
             std::string::npos);

@@ -13,6 +13,7 @@
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/conv.h>
 
+#include "dtrain/amp/autocast.h"
 #include "dtrain/ddp/sync_batch_norm.h"
 #include "dtrain/models/set_abstraction.h"
 #include "fused_norm_relu.h"
@@ -114,6 +115,48 @@ TEST(FusedNormRelu, SetAbstractionMatchesTheModules) {
     EXPECT_TRUE(at::allclose(item.value(), separate_buffers[item.key()], 1e-5, 1e-6));
   }
   EXPECT_EQ(fused->named_buffers()["mlp0.1.num_batches_tracked"].item<int64_t>(), 2);
+}
+
+// Under CPU bf16 autocast the convolutions hand bfloat16 to the batch norms
+// beside their float32 parameters: the fused op takes those pairs too, and
+// gives the modules' values up to bfloat16 rounding, with float32
+// parameter gradients.
+TEST(FusedNormRelu, SetAbstractionFusesUnderBf16Autocast) {
+  torch::manual_seed(5);
+  const at::Tensor xyz = at::rand({3, 50, 3});
+  const at::Tensor features = at::randn({3, 6, 50});
+  SetAbstraction fused(two_scales());
+  SetAbstraction separate(SetAbstractionOptions(two_scales()).fused_norm_relu(false));
+  copy_state(*fused, *separate);
+  const at::Tensor a = features.clone().requires_grad_();
+  const at::Tensor b = features.clone().requires_grad_();
+  at::Tensor out_fused, out_separate;
+  {
+    dtrain::amp::AutocastGuard autocast(c10::DeviceType::CPU);
+    out_fused = fused(xyz, a).features;
+    out_separate = separate(xyz, b).features;
+  }
+  EXPECT_EQ(fused_nodes(out_fused), 3);
+  ASSERT_EQ(out_fused.scalar_type(), at::kBFloat16);
+  ASSERT_EQ(out_separate.scalar_type(), at::kBFloat16);
+  EXPECT_TRUE(at::allclose(out_fused.to(at::kFloat), out_separate.to(at::kFloat), 2e-2, 2e-2));
+  const at::Tensor probe = at::randn(out_fused.sizes());
+  (out_fused.to(at::kFloat) * probe).sum().backward();
+  (out_separate.to(at::kFloat) * probe).sum().backward();
+  EXPECT_TRUE(at::allclose(a.grad(), b.grad(), 5e-2, 5e-2));
+  auto separate_params = separate->named_parameters();
+  for (const auto& item : fused->named_parameters()) {
+    SCOPED_TRACE(item.key());
+    ASSERT_EQ(item.value().grad().scalar_type(), at::kFloat);
+    const at::Tensor want = separate_params[item.key()].grad();
+    EXPECT_LE((item.value().grad() - want).abs().max().item<double>(),
+              5e-2 * (want.abs().max().item<double>() + 1e-3));
+  }
+  auto separate_buffers = separate->named_buffers();
+  for (const auto& item : fused->named_buffers()) {
+    SCOPED_TRACE(item.key());
+    EXPECT_TRUE(at::allclose(item.value(), separate_buffers[item.key()], 1e-2, 1e-3));
+  }
 }
 
 // A stack of conv -> batch norm -> ReLU with `norm`'s options, run through

@@ -55,25 +55,30 @@ TEST(NeighbourMax, MatchesLibTorchBitForBit) {
     SCOPED_TRACE(::testing::PrintToString(shape));
     expect_same_as_libtorch(channels_last(at::randn(shape)));
     expect_same_as_libtorch(channels_last(at::randn(shape, at::kDouble)));
+    // What a CPU bf16 autocast convolution hands the pool.
+    expect_same_as_libtorch(channels_last(at::randn(shape, at::kBFloat16)));
   }
 }
 
 TEST(NeighbourMax, TiesGoToTheFirstNeighbourAndTheFirstNaNWins) {
-  at::manual_seed(1);
-  // Few distinct values: most maxima are tied between neighbours.
-  at::Tensor ties = at::randint(0, 3, {2, 9, 5, 12}).to(at::kFloat);
-  expect_same_as_libtorch(channels_last(ties));
-  at::Tensor with_nan = at::randn({2, 6, 4, 10});
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  with_nan.index_put_({0, 1, 2, 3}, nan);
-  with_nan.index_put_({0, 1, 2, 7}, nan);  // a second NaN in the same group
-  with_nan.index_put_({1, 2, 0, 0}, nan);  // NaN as the first neighbour
-  with_nan.index_put_({1, 3, 3, 9}, std::numeric_limits<float>::infinity());
-  const at::Tensor grouped = channels_last(with_nan);
-  expect_same_as_libtorch(grouped);
-  const at::Tensor values = k::neighbour_max(grouped);
-  EXPECT_TRUE(std::isnan(values[0][1][2].item<float>()));
-  EXPECT_TRUE(std::isnan(values[1][2][0].item<float>()));
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    at::manual_seed(1);
+    // Few distinct values: most maxima are tied between neighbours.
+    at::Tensor ties = at::randint(0, 3, {2, 9, 5, 12}).to(dtype);
+    expect_same_as_libtorch(channels_last(ties));
+    at::Tensor with_nan = at::randn({2, 6, 4, 10}).to(dtype);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    with_nan.index_put_({0, 1, 2, 3}, nan);
+    with_nan.index_put_({0, 1, 2, 7}, nan);  // a second NaN in the same group
+    with_nan.index_put_({1, 2, 0, 0}, nan);  // NaN as the first neighbour
+    with_nan.index_put_({1, 3, 3, 9}, std::numeric_limits<float>::infinity());
+    const at::Tensor grouped = channels_last(with_nan);
+    expect_same_as_libtorch(grouped);
+    const at::Tensor values = k::neighbour_max(grouped).to(at::kFloat);
+    EXPECT_TRUE(std::isnan(values[0][1][2].item<float>()));
+    EXPECT_TRUE(std::isnan(values[1][2][0].item<float>()));
+  }
 }
 
 TEST(NeighbourMax, UnsupportedInputsAreNamed) {
@@ -89,7 +94,7 @@ TEST(NeighbourMax, UnsupportedInputsAreNamed) {
   EXPECT_FALSE(k::neighbour_max_supports(contiguous));
   EXPECT_NE(message(contiguous).find("must be channels-last"), std::string::npos);
   EXPECT_NE(message(channels_last(at::randn({2, 3, 4, 5}).to(at::kHalf)))
-                .find("float32 or float64, got Half"),
+                .find("float32, float64 or bfloat16, got Half"),
             std::string::npos);
   EXPECT_NE(message(at::randn({2, 3, 4})).find("shape (B, C, M, K), got shape [2, 3, 4]"),
             std::string::npos);

@@ -11,6 +11,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
+#include <c10/core/ScalarType.h>
 
 #include <algorithm>
 #include <cmath>
@@ -28,31 +29,34 @@ namespace {
 
 constexpr int64_t kRowsPerBlock = 256;
 
-// The row loops, compiled for the baseline instruction set. Each only
-// calls its always-inlined loop, which thereby compiles as its caller does.
-template <typename Scalar>
+// The row loops, compiled for the baseline instruction set, over rows of
+// Storage computed in Scalar (cpu/norm_relu_rows.h). Each only calls its
+// always-inlined loop, which thereby compiles as its caller does.
+template <typename Storage>
 struct BaselinePasses {
-  using scalar_type = Scalar;
-  static void add(const Scalar* x, int64_t begin, int64_t end, int64_t channels, Scalar* acc) {
+  using storage_type = Storage;
+  using scalar_type = ComputeOf<Storage>;
+  using Scalar = scalar_type;
+  static void add(const Storage* x, int64_t begin, int64_t end, int64_t channels, Scalar* acc) {
     add_rows(x, begin, end, channels, acc);
   }
-  static void add_squared_deviation(const Scalar* x, const Scalar* mean, int64_t begin, int64_t end,
-                                    int64_t channels, Scalar* acc) {
+  static void add_squared_deviation(const Storage* x, const Scalar* mean, int64_t begin,
+                                    int64_t end, int64_t channels, Scalar* acc) {
     add_squared_deviation_rows(x, mean, begin, end, channels, acc);
   }
-  static void normalize_relu(const Scalar* x, const Scalar* scale, const Scalar* shift,
-                             int64_t begin, int64_t end, int64_t channels, Scalar* y) {
+  static void normalize_relu(const Storage* x, const Scalar* scale, const Scalar* shift,
+                             int64_t begin, int64_t end, int64_t channels, Storage* y) {
     normalize_relu_rows(x, scale, shift, begin, end, channels, y);
   }
-  static void add_masked_grad(const Scalar* x, const Scalar* grad, const Scalar* scale,
+  static void add_masked_grad(const Storage* x, const Storage* grad, const Scalar* scale,
                               const Scalar* shift, const Scalar* mean, int64_t begin, int64_t end,
                               int64_t channels, Scalar* grad_sum, Scalar* centred_sum) {
     add_masked_grad_rows(x, grad, scale, shift, mean, begin, end, channels, grad_sum, centred_sum);
   }
-  static void grad_input(const Scalar* x, const Scalar* grad, const Scalar* scale,
+  static void grad_input(const Storage* x, const Storage* grad, const Scalar* scale,
                          const Scalar* shift, const Scalar* mean, const Scalar* grad_mean,
                          const Scalar* centred_factor, int64_t begin, int64_t end, int64_t channels,
-                         Scalar* out) {
+                         Storage* out) {
     grad_input_rows(x, grad, scale, shift, mean, grad_mean, centred_factor, begin, end, channels,
                     out);
   }
@@ -62,35 +66,37 @@ struct BaselinePasses {
 // The same loops compiled for AVX2 (eight floats a vector instead of four):
 // 1.42-1.66x LibTorch's pair on one thread against 1.32-1.66x for the
 // baseline build (docs/kernels.md). Same bits (norm_relu_rows.h).
-template <typename Scalar>
+template <typename Storage>
 struct Avx2Passes {
-  using scalar_type = Scalar;
-  __attribute__((target("avx2"))) static void add(const Scalar* x, int64_t begin, int64_t end,
+  using storage_type = Storage;
+  using scalar_type = ComputeOf<Storage>;
+  using Scalar = scalar_type;
+  __attribute__((target("avx2"))) static void add(const Storage* x, int64_t begin, int64_t end,
                                                   int64_t channels, Scalar* acc) {
     add_rows(x, begin, end, channels, acc);
   }
-  __attribute__((target("avx2"))) static void add_squared_deviation(const Scalar* x,
+  __attribute__((target("avx2"))) static void add_squared_deviation(const Storage* x,
                                                                     const Scalar* mean,
                                                                     int64_t begin, int64_t end,
                                                                     int64_t channels, Scalar* acc) {
     add_squared_deviation_rows(x, mean, begin, end, channels, acc);
   }
-  __attribute__((target("avx2"))) static void normalize_relu(const Scalar* x, const Scalar* scale,
+  __attribute__((target("avx2"))) static void normalize_relu(const Storage* x, const Scalar* scale,
                                                              const Scalar* shift, int64_t begin,
                                                              int64_t end, int64_t channels,
-                                                             Scalar* y) {
+                                                             Storage* y) {
     normalize_relu_rows(x, scale, shift, begin, end, channels, y);
   }
   __attribute__((target("avx2"))) static void add_masked_grad(
-      const Scalar* x, const Scalar* grad, const Scalar* scale, const Scalar* shift,
+      const Storage* x, const Storage* grad, const Scalar* scale, const Scalar* shift,
       const Scalar* mean, int64_t begin, int64_t end, int64_t channels, Scalar* grad_sum,
       Scalar* centred_sum) {
     add_masked_grad_rows(x, grad, scale, shift, mean, begin, end, channels, grad_sum, centred_sum);
   }
   __attribute__((target("avx2"))) static void grad_input(
-      const Scalar* x, const Scalar* grad, const Scalar* scale, const Scalar* shift,
+      const Storage* x, const Storage* grad, const Scalar* scale, const Scalar* shift,
       const Scalar* mean, const Scalar* grad_mean, const Scalar* centred_factor, int64_t begin,
-      int64_t end, int64_t channels, Scalar* out) {
+      int64_t end, int64_t channels, Storage* out) {
     grad_input_rows(x, grad, scale, shift, mean, grad_mean, centred_factor, begin, end, channels,
                     out);
   }
@@ -171,11 +177,13 @@ at::Tensor as_tensor(const std::vector<double>& values, int64_t offset, int64_t 
 template <typename Passes>
 NormReluForward forward_rows(const at::Tensor& rows, const at::Tensor& weight,
                              const at::Tensor& bias, double eps) {
+  using Storage = typename Passes::storage_type;
   using Scalar = typename Passes::scalar_type;
   const int64_t count = rows.size(0);
   const int64_t channels = rows.size(1);
-  const Scalar* x = rows.const_data_ptr<Scalar>();
-  const at::TensorOptions options = rows.options();
+  const Storage* x = rows.const_data_ptr<Storage>();
+  // Statistics in the type the rows are computed in (float for bfloat16).
+  const at::TensorOptions options = rows.options().dtype(c10::CppTypeToScalarType<Scalar>::value);
 
   // Mean, then the sum of squared deviations from it: two passes, as ATen's
   // batch norm does, so a large mean does not cost the variance its digits.
@@ -208,7 +216,7 @@ NormReluForward forward_rows(const at::Tensor& rows, const at::Tensor& weight,
   }
 
   result.output = at::empty_like(rows);
-  Scalar* y = result.output.data_ptr<Scalar>();
+  Storage* y = result.output.data_ptr<Storage>();
   at::parallel_for(0, count, kRowsPerBlock, [&](int64_t begin, int64_t end) {
     Passes::normalize_relu(x, scale.data(), shift.data(), begin, end, channels, y);
   });
@@ -219,11 +227,12 @@ template <typename Passes>
 NormReluBackward backward_rows(const at::Tensor& grad_rows, const at::Tensor& rows,
                                const at::Tensor& weight, const at::Tensor& bias,
                                const at::Tensor& mean_t, const at::Tensor& invstd_t) {
+  using Storage = typename Passes::storage_type;
   using Scalar = typename Passes::scalar_type;
   const int64_t count = rows.size(0);
   const int64_t channels = rows.size(1);
-  const Scalar* x = rows.const_data_ptr<Scalar>();
-  const Scalar* grad = grad_rows.const_data_ptr<Scalar>();
+  const Storage* x = rows.const_data_ptr<Storage>();
+  const Storage* grad = grad_rows.const_data_ptr<Storage>();
   const Scalar* mean = mean_t.const_data_ptr<Scalar>();
   const Scalar* invstd = invstd_t.const_data_ptr<Scalar>();
   const Scalar* gamma = weight.const_data_ptr<Scalar>();
@@ -245,7 +254,7 @@ NormReluBackward backward_rows(const at::Tensor& grad_rows, const at::Tensor& ro
                                 acc, acc + channels);
       });
 
-  const at::TensorOptions options = rows.options();
+  const at::TensorOptions options = rows.options().dtype(c10::CppTypeToScalarType<Scalar>::value);
   NormReluBackward result;
   result.grad_bias = as_tensor<Scalar>(sums, 0, channels, options);
   result.grad_weight = as_tensor<Scalar>(sums, channels, channels, options);
@@ -260,7 +269,7 @@ NormReluBackward backward_rows(const at::Tensor& grad_rows, const at::Tensor& ro
     grad_weight[c] = static_cast<Scalar>(sums[channels + c] * invstd[c]);
   }
   result.grad_input = at::empty_like(rows);
-  Scalar* grad_input = result.grad_input.data_ptr<Scalar>();
+  Storage* grad_input = result.grad_input.data_ptr<Storage>();
   at::parallel_for(0, count, kRowsPerBlock, [&](int64_t begin, int64_t end) {
     Passes::grad_input(x, grad, scale.data(), shift.data(), mean, grad_mean.data(),
                        centred_factor.data(), begin, end, channels, grad_input);
@@ -268,17 +277,29 @@ NormReluBackward backward_rows(const at::Tensor& grad_rows, const at::Tensor& ro
   return result;
 }
 
-// Runs `run` with the row passes for this CPU, for rows of `type`.
+// Runs `run` with the row passes for this CPU and rows of `type`.
+template <template <typename> class Passes, typename Run>
+auto with_storage(at::ScalarType type, Run&& run) {
+  switch (type) {
+    case at::kDouble:
+      return run(Passes<double>{});
+    case at::kBFloat16:
+      return run(Passes<c10::BFloat16>{});
+    default:
+      return run(Passes<float>{});
+  }
+}
+
 template <typename Run>
 auto with_passes(at::ScalarType type, Run&& run) {
   const bool avx2 = use_avx2();
 #if defined(__x86_64__)
   if (avx2) {
-    return type == at::kDouble ? run(Avx2Passes<double>{}) : run(Avx2Passes<float>{});
+    return with_storage<Avx2Passes>(type, run);
   }
 #endif
   (void)avx2;
-  return type == at::kDouble ? run(BaselinePasses<double>{}) : run(BaselinePasses<float>{});
+  return with_storage<BaselinePasses>(type, run);
 }
 
 }  // namespace

@@ -5,6 +5,11 @@
 // in order whatever the vector width, so the baseline and AVX2 builds of
 // these loops give the same bits.
 //
+// Rows are stored as `Storage` (float, double or c10::BFloat16) and read,
+// computed and summed in RowValues<Storage>::compute_type (float for
+// bfloat16), the type of the per-channel vectors; results written back to
+// rows are rounded to Storage.
+//
 // They are always inlined, so that each compiles with the instruction set
 // of the function that calls it (BaselinePasses and Avx2Passes in
 // cpu/batch_norm_relu.cpp).
@@ -16,6 +21,8 @@
 #pragma once
 
 #include <cstdint>
+
+#include "bfloat16_values.h"
 
 #define DTRAIN_NORM_RELU_INLINE inline __attribute__((always_inline))
 
@@ -42,81 +49,90 @@ DTRAIN_NORM_RELU_INLINE Scalar passed_grad(Scalar x, Scalar grad, Scalar scale, 
   return !(normalized(x, scale, shift) <= Scalar(0)) ? grad : Scalar(0);
 }
 
+// The type a loop over rows of Storage computes in.
+template <typename Storage>
+using ComputeOf = typename RowValues<Storage>::compute_type;
+
 // acc[c] += x[r][c]
-template <typename Scalar>
-DTRAIN_NORM_RELU_INLINE void add_rows(const Scalar* __restrict x, int64_t begin, int64_t end,
+template <typename Storage, typename Scalar = ComputeOf<Storage>>
+DTRAIN_NORM_RELU_INLINE void add_rows(const Storage* __restrict x, int64_t begin, int64_t end,
                                       int64_t channels, Scalar* __restrict acc) {
   for (int64_t r = begin; r < end; ++r) {
-    const Scalar* __restrict row = x + r * channels;
+    const Storage* __restrict row = x + r * channels;
     for (int64_t c = 0; c < channels; ++c) {
-      acc[c] += row[c];
+      acc[c] += RowValues<Storage>::load(row[c]);
     }
   }
 }
 
 // acc[c] += (x[r][c] - mean[c])^2
-template <typename Scalar>
-DTRAIN_NORM_RELU_INLINE void add_squared_deviation_rows(const Scalar* __restrict x,
+template <typename Storage, typename Scalar = ComputeOf<Storage>>
+DTRAIN_NORM_RELU_INLINE void add_squared_deviation_rows(const Storage* __restrict x,
                                                         const Scalar* __restrict mean,
                                                         int64_t begin, int64_t end,
                                                         int64_t channels, Scalar* __restrict acc) {
   for (int64_t r = begin; r < end; ++r) {
-    const Scalar* __restrict row = x + r * channels;
+    const Storage* __restrict row = x + r * channels;
     for (int64_t c = 0; c < channels; ++c) {
-      const Scalar d = row[c] - mean[c];
+      const Scalar d = RowValues<Storage>::load(row[c]) - mean[c];
       acc[c] += d * d;
     }
   }
 }
 
 // y[r][c] = relu(x[r][c] * scale[c] + shift[c])
-template <typename Scalar>
-DTRAIN_NORM_RELU_INLINE void normalize_relu_rows(const Scalar* __restrict x,
+template <typename Storage, typename Scalar = ComputeOf<Storage>>
+DTRAIN_NORM_RELU_INLINE void normalize_relu_rows(const Storage* __restrict x,
                                                  const Scalar* __restrict scale,
                                                  const Scalar* __restrict shift, int64_t begin,
                                                  int64_t end, int64_t channels,
-                                                 Scalar* __restrict y) {
+                                                 Storage* __restrict y) {
+  using Values = RowValues<Storage>;
   for (int64_t r = begin; r < end; ++r) {
-    const Scalar* __restrict row = x + r * channels;
-    Scalar* __restrict out = y + r * channels;
+    const Storage* __restrict row = x + r * channels;
+    Storage* __restrict out = y + r * channels;
     for (int64_t c = 0; c < channels; ++c) {
-      out[c] = relu(normalized(row[c], scale[c], shift[c]));
+      out[c] = Values::round(relu(normalized(Values::load(row[c]), scale[c], shift[c])));
     }
   }
 }
 
 // grad_sum[c] += g, centred_sum[c] += g * (x[r][c] - mean[c]), g the
 // gradient the ReLU passed.
-template <typename Scalar>
+template <typename Storage, typename Scalar = ComputeOf<Storage>>
 DTRAIN_NORM_RELU_INLINE void add_masked_grad_rows(
-    const Scalar* __restrict x, const Scalar* __restrict grad, const Scalar* __restrict scale,
+    const Storage* __restrict x, const Storage* __restrict grad, const Scalar* __restrict scale,
     const Scalar* __restrict shift, const Scalar* __restrict mean, int64_t begin, int64_t end,
     int64_t channels, Scalar* __restrict grad_sum, Scalar* __restrict centred_sum) {
+  using Values = RowValues<Storage>;
   for (int64_t r = begin; r < end; ++r) {
-    const Scalar* __restrict row = x + r * channels;
-    const Scalar* __restrict grad_row = grad + r * channels;
+    const Storage* __restrict row = x + r * channels;
+    const Storage* __restrict grad_row = grad + r * channels;
     for (int64_t c = 0; c < channels; ++c) {
-      const Scalar g = passed_grad(row[c], grad_row[c], scale[c], shift[c]);
+      const Scalar v = Values::load(row[c]);
+      const Scalar g = passed_grad(v, Values::load(grad_row[c]), scale[c], shift[c]);
       grad_sum[c] += g;
-      centred_sum[c] += g * (row[c] - mean[c]);
+      centred_sum[c] += g * (v - mean[c]);
     }
   }
 }
 
 // grad_input[r][c] = scale[c] * (g - grad_mean[c] - (x[r][c] - mean[c]) * centred_factor[c])
-template <typename Scalar>
+template <typename Storage, typename Scalar = ComputeOf<Storage>>
 DTRAIN_NORM_RELU_INLINE void grad_input_rows(
-    const Scalar* __restrict x, const Scalar* __restrict grad, const Scalar* __restrict scale,
+    const Storage* __restrict x, const Storage* __restrict grad, const Scalar* __restrict scale,
     const Scalar* __restrict shift, const Scalar* __restrict mean,
     const Scalar* __restrict grad_mean, const Scalar* __restrict centred_factor, int64_t begin,
-    int64_t end, int64_t channels, Scalar* __restrict grad_input) {
+    int64_t end, int64_t channels, Storage* __restrict grad_input) {
+  using Values = RowValues<Storage>;
   for (int64_t r = begin; r < end; ++r) {
-    const Scalar* __restrict row = x + r * channels;
-    const Scalar* __restrict grad_row = grad + r * channels;
-    Scalar* __restrict out = grad_input + r * channels;
+    const Storage* __restrict row = x + r * channels;
+    const Storage* __restrict grad_row = grad + r * channels;
+    Storage* __restrict out = grad_input + r * channels;
     for (int64_t c = 0; c < channels; ++c) {
-      const Scalar g = passed_grad(row[c], grad_row[c], scale[c], shift[c]);
-      out[c] = scale[c] * (g - grad_mean[c] - (row[c] - mean[c]) * centred_factor[c]);
+      const Scalar v = Values::load(row[c]);
+      const Scalar g = passed_grad(v, Values::load(grad_row[c]), scale[c], shift[c]);
+      out[c] = Values::round(scale[c] * (g - grad_mean[c] - (v - mean[c]) * centred_factor[c]));
     }
   }
 }

@@ -8,10 +8,16 @@
 // (sums, input gradient) where the pair makes four and three.
 //
 // Contract:
-//  - input (N, C, ...) float32 or float64 on the CPU, with the channels
-//    innermost: input.movedim(1, -1) contiguous (a channels-last (N, C, H, W)
-//    tensor, a contiguous (N, C), or the transpose of a contiguous (N, L, C));
-//    at least 2 values per channel. weight and bias: (C,) of input's dtype.
+//  - input (N, C, ...) float32, float64 or bfloat16 on the CPU, with the
+//    channels innermost: input.movedim(1, -1) contiguous (a channels-last
+//    (N, C, H, W) tensor, a contiguous (N, C), or the transpose of a
+//    contiguous (N, L, C)); at least 2 values per channel. weight and bias:
+//    (C,) of input's dtype, or for bfloat16 input float32 or bfloat16.
+//  - bfloat16 input (what a CPU bf16 autocast convolution gives, beside
+//    the module's float32 parameters) is computed in float32, statistics
+//    and sums included, and the output and input gradient are rounded to
+//    bfloat16, as LibTorch's mixed-type batch norm does. The weight and
+//    bias gradients come in the parameters' own dtype.
 //  - Returns relu(batch_norm(input)) with the batch's statistics (biased
 //    variance), in input's layout: the values of at::batch_norm(training) +
 //    at::relu up to float rounding. Differentiable in input, weight and bias
@@ -22,7 +28,7 @@
 //    the unbiased variance.
 //  - The batch sums are made in a fixed order: the results do not depend on
 //    the thread count.
-//  - Anything else (CUDA, half types, other layouts) throws c10::Error
+//  - Anything else (CUDA, float16, other layouts) throws c10::Error
 //    naming the argument; batch_norm_relu_supports() tells beforehand.
 //  - Registered as torch.ops.dtrain.batch_norm_relu (running statistics
 //    may be None there).
@@ -37,7 +43,7 @@
 
 namespace dtrain::kernels {
 
-// Whether batch_norm_relu() takes `input`: a CPU float32 or float64 tensor
+// Whether batch_norm_relu() takes `input`: a CPU float32, float64 or bfloat16 tensor
 // of at least 2 dimensions with the channels (dim 1) innermost in memory
 // and more than one value per channel (the checks the op itself makes).
 bool batch_norm_relu_supports(const at::Tensor& input);

@@ -6,7 +6,8 @@
 // and scatters into it.
 //
 // Contract:
-//  - grouped (B, C, M, K) float32 or float64 on the CPU, channels-last
+//  - grouped (B, C, M, K) float32, float64 or bfloat16 (what a CPU bf16
+//    autocast convolution gives) on the CPU, channels-last
 //    (grouped.permute({0, 2, 3, 1}) contiguous), K >= 1.
 //  - Returns (B, C, M) with the channels innermost (the transpose of a
 //    contiguous (B, M, C)): the values of std::get<0>(grouped.max(3)), bit
