@@ -10,7 +10,11 @@
 # Output: benchmarks/results/pointnet2_train_cpu.csv (summary with speedups)
 # and pointnet2_train_cpu_rounds.csv (every round), + .png of the summary.
 #
-#   bash benchmarks/run_pointnet2_train.sh [--rounds 5] [--threads N] [--quick]
+#   bash benchmarks/run_pointnet2_train.sh [--rounds 5] [--threads N] [--amp bf16] [--quick]
+#
+# --amp bf16 times every program with its forward and loss under CPU bf16
+# autocast (dtrain::amp::AutocastGuard, torch.autocast) and writes
+# pointnet2_train_bf16_cpu*.csv/.png instead.
 #
 # DTRAIN_RESULTS_DIR=DIR writes the CSV and plot there instead of
 # benchmarks/results (for a trial run that must not replace the committed ones).
@@ -28,14 +32,17 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh" bench_pointnet2_train
 rounds=""
 threads=""
 quick=0
+amp=off
 while (($#)); do
   case "$1" in
     --rounds) rounds="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
+    --amp) amp="$2"; shift 2 ;;
     --quick) quick=1; shift ;;
-    *) echo "$runner: unknown argument '$1' (--rounds, --threads, --quick)" >&2; exit 2 ;;
+    *) echo "$runner: unknown argument '$1' (--rounds, --threads, --amp, --quick)" >&2; exit 2 ;;
   esac
 done
+[[ $amp == off || $amp == bf16 ]] || { echo "$runner: --amp must be off or bf16, got '$amp'" >&2; exit 2; }
 library="$build/kernels/libdtrain_kernels.so"
 [[ -f "$library" ]] || { echo "$runner: $library is not built (ninja -C $build dtrain_kernels)" >&2; exit 1; }
 require_python
@@ -55,7 +62,7 @@ for ((round = 1; round <= rounds; round++)); do
   for config in "${configs[@]}"; do
     read -r preset batch points warmup steps <<<"$config"
     common=(--preset "$preset" --batch-size "$batch" --points "$points" --warmup "$warmup"
-            --steps "$steps" --threads "$threads")
+            --steps "$steps" --threads "$threads" --amp "$amp")
     echo "== round $round/$rounds, $preset, $(uptime | sed 's/.*load/load/')"
     "$bench" "${common[@]}" --csv "$raw"
     # The same model with LibTorch's batch norm and ReLU: what the fused op gains.
@@ -69,11 +76,13 @@ for ((round = 1; round <= rounds; round++)); do
       "${common[@]}" --out "$raw"
   done
 done
-summary="$results/pointnet2_train_cpu.csv"
+name=pointnet2_train_cpu
+[[ $amp == bf16 ]] && name=pointnet2_train_bf16_cpu
+summary="$results/$name.csv"
 "$python" "$root/benchmarks/report/pointnet2_train_report.py" --rounds-csv "$raw" \
   --out "$scratch/summary.csv" --png "$scratch/summary.png"
 # Together, so a run stopped half-way leaves the previous set.
-mv "$raw" "$results/pointnet2_train_cpu_rounds.csv"
+mv "$raw" "$results/${name}_rounds.csv"
 mv "$scratch/summary.csv" "$summary"
 [[ -f "$scratch/summary.png" ]] && mv "$scratch/summary.png" "${summary%.csv}.png"
 echo "wrote $summary"

@@ -11,8 +11,10 @@
 // --layout contiguous runs the set abstractions channel-major (the layout of
 // Python PointNet++ code) instead of channels-last; --norm-relu separate
 // runs LibTorch's batch norm and ReLU where the fused kernel would serve;
-// --device cuda times the step on the GPU. Each shows in the row's impl:
-// dtrain_cpp, then _cuda, _contiguous, _separate_norm_relu.
+// --device cuda times the step on the GPU; --amp bf16 runs the forward and
+// the loss under bf16 autocast (dtrain::amp::AutocastGuard). Each shows in
+// the row's impl: dtrain_cpp, then _cuda, _contiguous, _separate_norm_relu,
+// _bf16.
 //
 // A step: zero_grad, forward + cross-entropy, backward, Adam step, on one
 // fixed batch of clouds uniform in [-1, 1]^3 (seeded, so every step and both
@@ -33,7 +35,9 @@
 #include <torch/optim/adam.h>
 
 #include <cmath>
+#include <optional>
 
+#include "dtrain/amp/autocast.h"
 #include "dtrain/models/pointnet2_cls.h"
 #include "dtrain/train/csv_writer.h"
 #include "dtrain/util/cli_app.h"
@@ -55,6 +59,7 @@ struct Options {
   std::string layout = "channels-last";
   std::string norm_relu = "fused";
   std::string device = "cpu";
+  std::string amp = "off";
   std::string csv = "out/bench_pointnet2_train.csv";
 };
 
@@ -86,11 +91,19 @@ int run(const Options& o) {
   const at::Tensor labels = at::randint(0, o.classes, {o.batch_size}, at::kLong).to(device);
   const std::string impl = std::string("dtrain_cpp") + (device.is_cuda() ? "_cuda" : "") +
                            (o.layout == "contiguous" ? "_contiguous" : "") +
-                           (o.norm_relu == "separate" ? "_separate_norm_relu" : "");
+                           (o.norm_relu == "separate" ? "_separate_norm_relu" : "") +
+                           (o.amp == "bf16" ? "_bf16" : "");
 
   const double median = dtrain::bench::median_step_ms(o.warmup, o.steps, [&](int i) {
     optimizer.zero_grad();
-    const at::Tensor loss = torch::nn::functional::cross_entropy(model(points), labels);
+    at::Tensor loss;
+    {
+      std::optional<dtrain::amp::AutocastGuard> autocast;
+      if (o.amp == "bf16") {
+        autocast.emplace(dtrain::amp::AutocastOptions(device.type()).dtype(at::kBFloat16));
+      }
+      loss = torch::nn::functional::cross_entropy(model(points), labels);
+    }
     loss.backward();
     optimizer.step();
     const double value = loss.item<double>();  // also waits for the step to finish
@@ -100,8 +113,9 @@ int run(const Options& o) {
   const double peak_mb = static_cast<double>(dtrain::util::peak_rss_bytes()) / (1 << 20);
   spdlog::info(
       "dtrain (C++) {} batch {} x {} points: {:.1f} ms/step, {:.1f} clouds/s ({}, {}, {} batch "
-      "norm + ReLU)",
-      o.preset, o.batch_size, o.points, median, samples_per_s, o.device, o.layout, o.norm_relu);
+      "norm + ReLU, amp {})",
+      o.preset, o.batch_size, o.points, median, samples_per_s, o.device, o.layout, o.norm_relu,
+      o.amp);
   csv.write_row({impl, o.preset, o.batch_size, o.points, int64_t{o.threads}, int64_t{o.steps},
                  median, samples_per_s, peak_mb});
   return 0;
@@ -132,6 +146,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--device", o.device)
       ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  app.add_option("--amp", o.amp, "off, or bf16: forward and loss under bf16 autocast")
+      ->check(CLI::IsMember({"off", "bf16"}))
       ->capture_default_str();
   app.add_option("--csv", o.csv, "report (rows appended)")->capture_default_str();
   return dtrain::util::run_cli_app(app, argc, argv, [&] { return run(o); });

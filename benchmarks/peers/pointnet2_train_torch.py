@@ -29,7 +29,7 @@ the C++ benchmark).
 
 Usage:
   python pointnet2_train_torch.py --library build/kernels/libdtrain_kernels.so \
-      [--preset ssg-lite] [--batch-size 16] [--points 512] [--threads 1] [--out f.csv]
+      [--preset ssg-lite] [--batch-size 16] [--points 512] [--threads 1] [--amp bf16] [--out f.csv]
 """
 
 import argparse
@@ -154,13 +154,14 @@ class PointNet2Cls(nn.Module):
         return self.head(features.squeeze(-1))
 
 
-def time_steps(model, points, labels, warmup, steps):
+def time_steps(model, points, labels, warmup, steps, amp):
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     times = []
     for i in range(warmup + steps):
         start = time.perf_counter()
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(points), labels)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp == "bf16"):
+            loss = F.cross_entropy(model(points), labels)
         loss.backward()
         optimizer.step()
         value = loss.item()
@@ -182,6 +183,8 @@ def main():
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--impls", default=",".join(IMPLS))
+    parser.add_argument("--amp", default="off", choices=["off", "bf16"],
+                        help="bf16: forward and loss under torch.autocast (impl gets _bf16)")
     parser.add_argument("--out", default="pointnet2_train_torch.csv")
     args = parser.parse_args()
     torch.ops.load_library(args.library)
@@ -199,7 +202,9 @@ def main():
             model = PointNet2Cls(ops, args.preset, args.classes, channels_last)
             points = torch.rand(args.batch_size, args.points, 3) * 2 - 1
             labels = torch.randint(0, args.classes, (args.batch_size,))
-            median = time_steps(model, points, labels, args.warmup, args.steps)
+            median = time_steps(model, points, labels, args.warmup, args.steps, args.amp)
+            if args.amp == "bf16":
+                impl += "_bf16"
             peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             print(f"{impl} {args.preset} batch {args.batch_size} x {args.points} points: "
                   f"{median:.1f} ms/step, {1000 * args.batch_size / median:.1f} clouds/s")

@@ -6,8 +6,10 @@ CSV: preset,batch_size,points,threads,impl,rounds,step_ms,step_ms_min,
 step_ms_max,clouds_per_s,speedup_vs_torch_python,speedup_vs_torch_python_dtrain_ops,
 speedup_vs_torch_python_dtrain_channels_last,speedup_vs_dtrain_separate_norm_relu
 (step_ms: median over rounds; min and max show the spread between rounds)
-(speedups on the dtrain_cpp rows only). A bar chart of clouds/s per
-configuration goes to --png when matplotlib is importable.
+(speedups on the dtrain_cpp rows only). Programs timed under bf16
+autocast have impl names ending in _bf16 and are compared among
+themselves. A bar chart of clouds/s per configuration goes to --png when
+matplotlib is importable.
 """
 
 import argparse
@@ -36,8 +38,11 @@ def main():
     args = parser.parse_args()
     times = defaultdict(list)
     for row in csv.DictReader(open(args.rounds_csv)):
-        key = (row["preset"], int(row["batch_size"]), int(row["points"]), int(row["threads"]))
-        times[key, row["impl"]].append(float(row["step_ms_median"]))
+        impl, amp = row["impl"], ""
+        if impl.endswith("_bf16"):
+            impl, amp = impl[:-len("_bf16")], "_bf16"
+        key = (row["preset"], int(row["batch_size"]), int(row["points"]), int(row["threads"]), amp)
+        times[key, impl].append(float(row["step_ms_median"]))
     configs = sorted({key for key, _ in times}, key=lambda k: (k[2], k[0]))
     rows = []
     for config in configs:
@@ -47,10 +52,10 @@ def main():
             speedups = [""] * len(PEERS)
             if impl == "dtrain_cpp":
                 speedups = [f"{median[peer] / ms:.3g}" if peer in median else "" for peer in PEERS]
-            rows.append([*config, impl, len(times[config, impl]), f"{ms:.4g}",
+            rows.append([*config[:4], impl + config[4], len(times[config, impl]), f"{ms:.4g}",
                          f"{min(times[config, impl]):.4g}", f"{max(times[config, impl]):.4g}",
                          f"{1000 * config[1] / ms:.4g}", *speedups])
-            print(f"{config[0]:>8} B={config[1]:<3} N={config[2]:<5} {impl:<20} "
+            print(f"{config[0]:>8} B={config[1]:<3} N={config[2]:<5} {impl + config[4]:<20} "
                   f"{ms:9.1f} ms/step ({min(times[config, impl]):.1f}-{max(times[config, impl]):.1f}) "
                   f"{1000 * config[1] / ms:7.1f} clouds/s "
                   f"{' '.join(s for s in speedups if s)}")
@@ -79,7 +84,8 @@ def main():
             ax.set_xticklabels([LABELS[i] for i in impls], rotation=20, ha="right", fontsize=7)
             ax.set_ylabel("training clouds / s (higher is better)")
             ax.set_title(f"{config[0]}, batch {config[1]} x {config[2]} points, "
-                         f"{config[3]} threads", fontsize=9)
+                         f"{config[3]} threads{', bf16 autocast' if config[4] else ''}",
+                         fontsize=9)
         fig.tight_layout()
         fig.savefig(args.png, dpi=110)
     return 0
