@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 #include <unordered_set>
+#include <utility>
 
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
@@ -59,6 +60,15 @@ void copy_state(torch::nn::Module& from, torch::nn::Module& to) {
   }
 }
 
+// The same two-scale layer twice, in the same state: one fusing its batch
+// norm + ReLU pairs, one running the modules.
+std::pair<SetAbstraction, SetAbstraction> fused_and_separate() {
+  SetAbstraction fused(two_scales());
+  SetAbstraction separate(SetAbstractionOptions(two_scales()).fused_norm_relu(false));
+  copy_state(*fused, *separate);
+  return {fused, separate};
+}
+
 TEST(FusedNormRelu, SetAbstractionFusesEveryPairWhileTraining) {
   torch::manual_seed(1);
   const at::Tensor xyz = at::rand({2, 40, 3});
@@ -89,9 +99,7 @@ TEST(FusedNormRelu, SetAbstractionMatchesTheModules) {
   torch::manual_seed(3);
   const at::Tensor xyz = at::rand({3, 50, 3});
   const at::Tensor features = at::randn({3, 6, 50});
-  SetAbstraction fused(two_scales());
-  SetAbstraction separate(SetAbstractionOptions(two_scales()).fused_norm_relu(false));
-  copy_state(*fused, *separate);
+  auto [fused, separate] = fused_and_separate();
   for (int step = 0; step < 2; ++step) {
     const at::Tensor a = features.clone().requires_grad_();
     const at::Tensor b = features.clone().requires_grad_();
@@ -125,9 +133,7 @@ TEST(FusedNormRelu, SetAbstractionFusesUnderBf16Autocast) {
   torch::manual_seed(5);
   const at::Tensor xyz = at::rand({3, 50, 3});
   const at::Tensor features = at::randn({3, 6, 50});
-  SetAbstraction fused(two_scales());
-  SetAbstraction separate(SetAbstractionOptions(two_scales()).fused_norm_relu(false));
-  copy_state(*fused, *separate);
+  auto [fused, separate] = fused_and_separate();
   const at::Tensor a = features.clone().requires_grad_();
   const at::Tensor b = features.clone().requires_grad_();
   at::Tensor out_fused, out_separate;
