@@ -140,6 +140,13 @@ class TorchOps(unittest.TestCase):
         self.assertTrue(torch.autograd.gradcheck(
             lambda a, w, b: torch.ops.dtrain.batch_norm_relu(a, w, b, None, None, 0.1, 1e-5),
             (x64, w64, b64)))
+        # Under torch.autocast("cpu"): bfloat16 activations, float32 parameters.
+        x16 = x.to(torch.bfloat16)
+        got16 = torch.ops.dtrain.batch_norm_relu(x16, weight, bias, None, None, 0.1, 1e-5)
+        expected16 = torch.relu(torch.nn.functional.batch_norm(
+            x16, None, None, weight, bias, training=True, momentum=0.1, eps=1e-5))
+        self.assertEqual(got16.dtype, torch.bfloat16)
+        torch.testing.assert_close(got16, expected16)
         with self.assertRaisesRegex(RuntimeError, r"channels \(dim 1\) innermost"):
             torch.ops.dtrain.batch_norm_relu(torch.randn(2, 6, 3, 3), weight, bias, None, None,
                                              0.1, 1e-5)
@@ -149,6 +156,8 @@ class TorchOps(unittest.TestCase):
         got = torch.ops.dtrain.neighbour_max(grouped)
         self.assertTrue(torch.equal(got, grouped.max(3)[0]))
         self.assertTrue(got.transpose(1, 2).is_contiguous())
+        bf16 = grouped.to(torch.bfloat16)
+        self.assertTrue(torch.equal(torch.ops.dtrain.neighbour_max(bf16), bf16.max(3)[0]))
         g64 = torch.randn(2, 3, 4, 5, dtype=torch.float64).contiguous(
             memory_format=torch.channels_last).requires_grad_()
         self.assertTrue(torch.autograd.gradcheck(torch.ops.dtrain.neighbour_max, (g64,)))
