@@ -2,12 +2,13 @@
 // norm -> ReLU [-> dropout], ...) with each batch norm + ReLU pair that
 // dtrain::kernels::batch_norm_relu takes run as that one fused op (Note
 // [fused batch norm ReLU] in the kernels): a CPU float tensor (bfloat16
-// under autocast included) with its channels innermost, a torch BatchNorm1d/2d with weights
-// normalising with the batch's statistics (training, or no running statistics). Every other module,
-// and every pair that does not qualify (CUDA, float16, channel-major tensors, eval mode, a
-// SyncBatchNorm put in by ddp::convert_sync_batchnorm), runs as the stack's own forward would.
-// Parameters, buffers and the running statistics' updates are those of the
-// modules, so checkpoints do not change.
+// under autocast included) with its channels innermost, a torch
+// BatchNorm1d/2d with weights normalising with the batch's statistics
+// (training, or no running statistics). Every other module, and every pair
+// that does not qualify (CUDA, float16, channel-major tensors, eval mode, a
+// SyncBatchNorm put in by ddp::convert_sync_batchnorm), runs as the stack's
+// own forward would. Parameters, buffers and the running statistics'
+// updates are those of the modules, so checkpoints do not change.
 #pragma once
 
 #include <ATen/core/Tensor.h>
