@@ -293,9 +293,16 @@ TEST_F(TwoNodes, ANodeJoiningMidTrainingCostsNoSteps) {
   EXPECT_NE(output.find("resumed from " + dir_.file("model.pt") + " after "), std::string::npos)
       << output;
   if (stop[1].matched) {
-    EXPECT_NE(output.find(" clouds not reached before the restart, split among 2 process(es)"),
-              std::string::npos)
-        << output;
+    // The rest of the epoch goes to the two workers; or, when the stop fell
+    // so near the epoch's end that fewer than 2 clouds are left for each
+    // (batch norm's minimum), the epoch ends there.
+    const bool split =
+        output.find(" clouds not reached before the restart, split among 2 process(es)") !=
+        std::string::npos;
+    const bool too_few = output.find(
+                             " clouds were not reached before the restart, too few to "
+                             "split among 2 process(es)") != std::string::npos;
+    EXPECT_TRUE(split || too_few) << output;
   }
   const auto rows = dtrain::testing::read_csv(csv);
   ASSERT_EQ(rows.size(), 13u) << output;
