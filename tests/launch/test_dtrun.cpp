@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "dtrain/util/build_info.h"
 #include "dtrun_test_util.h"
 #include "multi_process.h"
 
@@ -347,6 +348,11 @@ TEST_F(Dtrun, HelpReadsLikeTorchrun) {
         "--standalone", "--log-dir", "--redirects", "--tee", "--local-ranks-filter"}) {
     EXPECT_NE(output_.find(flag), std::string::npos) << flag;
   }
+}
+
+TEST_F(Dtrun, VersionNamesDtrainsBuild) {
+  ASSERT_EQ(run({"--version"}, "echo the script must not run"), 0) << output_;
+  EXPECT_EQ(output_, dtrain::util::build_info().describe() + "\n");
 }
 
 struct FlagCase {

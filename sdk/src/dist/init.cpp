@@ -1,15 +1,11 @@
 // init_process_group and the module-level API around the default group.
 #include "dtrain/dist/init.h"
 
-#include <unistd.h>
-
 #include <ATen/Context.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
-#include <random>
-#include <set>
 
 #include <spdlog/spdlog.h>
 
@@ -21,13 +17,14 @@
 #include "dtrain/dist/process_group_nccl.h"
 #include "dtrain/dist/tcp_store.h"
 #include "dtrain/dist/torch_tcp_store.h"
+#include "dtrain/util/build_info.h"
 #include "dtrain/util/launch_env.h"
 #include "dtrain/util/logging.h"
 #include "dtrain/util/memory.h"
 #include "host_port.h"
 #include "interfaces.h"
+#include "membership.h"
 #include "mpi_backend.h"
-#include "socket.h"
 
 namespace dtrain::dist {
 
@@ -65,76 +62,6 @@ std::string resolve_backend(const std::string& requested) {
   DTRAIN_CHECK(requested == "gloo" || requested == "nccl" || requested == "mpi",
                "init_process_group: backend '", requested, "' is not one of gloo, nccl, mpi, auto");
   return requested;
-}
-
-// One id per process, to tell two processes claiming the same rank apart;
-// the same for every call in a process, so one that retries
-// init_process_group after a failure finds its own claim rather than a
-// rival's. Made afresh after a fork: a forked child is another process.
-std::string process_token() {
-  static std::mutex mutex;
-  static pid_t owner = 0;
-  static std::string token;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (owner != getpid()) {
-    owner = getpid();
-    std::random_device seed;
-    token = net::host_name() + ":" + std::to_string(owner) + ":" + std::to_string(seed());
-  }
-  return token;
-}
-
-std::string bytes_text(const Bytes& b) {
-  return std::string(b.begin(), b.end());
-}
-
-// Checks, through the store, that the world agrees: one world size, every
-// rank claimed exactly once, all ranks present within the timeout.
-// `stale_hint` is added to a claim or size conflict: what to do when the
-// rival is a previous job's record rather than a live process.
-void check_membership(Store& store, int rank, int world_size, std::chrono::milliseconds timeout,
-                      const std::string& stale_hint) {
-  const std::string size_text = std::to_string(world_size);
-  const Bytes agreed =
-      store.compare_set("world_size", {}, Bytes(size_text.begin(), size_text.end()));
-  DTRAIN_CHECK(bytes_text(agreed) == size_text, "init_process_group: rank ", rank,
-               " was started with world size ", world_size, " but another rank with world size ",
-               bytes_text(agreed), stale_hint);
-  const std::string token = process_token();
-  const Bytes owner =
-      store.compare_set("rank/" + std::to_string(rank), {}, Bytes(token.begin(), token.end()));
-  DTRAIN_CHECK(bytes_text(owner) == token, "init_process_group: rank ", rank,
-               " was claimed twice: by process ", bytes_text(owner), " and by this one (", token,
-               "); every process needs its own rank", stale_hint);
-  std::vector<std::string> keys;
-  for (int r = 0; r < world_size; ++r) {
-    keys.push_back("rank/" + std::to_string(r));
-  }
-  try {
-    store.wait(keys, timeout);
-  } catch (const StoreTimeoutError&) {
-    std::string missing;
-    try {
-      for (int r = 0; r < world_size; ++r) {
-        if (!store.check({keys[r]})) {
-          missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-        }
-      }
-    } catch (const StoreError& e) {
-      throw CollectiveTimeoutError("init_process_group: rank " + std::to_string(rank) + " waited " +
-                                   std::to_string(timeout.count()) + " ms for all " +
-                                   std::to_string(world_size) +
-                                   " ranks to join, then lost the store (" + e.what() + ")");
-    }
-    throw CollectiveTimeoutError("init_process_group: rank " + std::to_string(rank) + " waited " +
-                                 std::to_string(timeout.count()) + " ms, but rank(s) " + missing +
-                                 " of " + std::to_string(world_size) + " never joined");
-  } catch (const StoreError& e) {
-    // The store's host (rank 0) gave up first -- typically on the same missing ranks.
-    throw CollectiveError("init_process_group: rank " + std::to_string(rank) +
-                          " lost the store while waiting for all " + std::to_string(world_size) +
-                          " ranks to join (" + e.what() + ")");
-  }
 }
 
 // What every group of the job is built from, besides its ranks and name.
@@ -306,13 +233,21 @@ ProcessGroupPtr init_process_group(const InitOptions& options) {
           ? " (or '" + rdzv.path + "' holds a previous job's records: a job that was killed " +
                 "leaves its file behind; delete it, or use a new file)"
           : "";
-  check_membership(*std::make_shared<PrefixStore>("init", job_store), rdzv.rank, rdzv.world_size,
-                   options.timeout, stale_hint);
+  const MemberOptions member{.rank = rdzv.rank,
+                             .world_size = rdzv.world_size,
+                             .build = util::build_info().identity(),
+                             .allow_mixed_builds = mixed_builds_allowed_by_env(),
+                             .timeout = options.timeout,
+                             .stale_hint = stale_hint};
+  PrefixStore init_store("init", job_store);
+  check_membership(init_store, member);
   if (auto* file_store = dynamic_cast<FileStore*>(store.get())) {
     // Joined: every rank counts itself out at the end and the last deletes
-    // the file, so the next job on the same URL starts from an empty store.
+    // the file, so the next job on the same URL starts from an empty store
+    // (a job of mixed builds too, which fails just below).
     file_store->delete_when_all_done(rdzv.world_size);
   }
+  check_one_build(init_store, member);
 
   const std::string master_host = rdzv.kind == Rendezvous::Kind::kTcp ? rdzv.host : "";
   s.group = wrap_for_debug_if_enabled(
@@ -324,8 +259,8 @@ ProcessGroupPtr init_process_group(const InitOptions& options) {
   s.backend = backend;
   s.master_host = master_host;
   s.groups_created = 0;
-  spdlog::info("process group ready: rank {} of {}, backend {}", rdzv.rank, rdzv.world_size,
-               backend);
+  spdlog::info("process group ready: rank {} of {}, backend {}, {}", rdzv.rank, rdzv.world_size,
+               backend, util::build_info().identity());
   return s.group;
 }
 

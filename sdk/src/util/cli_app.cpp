@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "dtrain/util/build_info.h"
 #include "dtrain/util/job_rank.h"
 
 namespace dtrain::util {
@@ -43,8 +44,13 @@ std::string error_source(const std::string& name) {
 
 int run_cli_app(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
   const std::string name = app.get_name().empty() ? std::string(argv[0]) : app.get_name();
+  if (app.get_option_no_throw("--version") == nullptr) {
+    app.set_version_flag("--version", build_info().describe(), "Print dtrain's build and exit");
+  }
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForVersion& version) {
+    return app.exit(version);
   } catch (const CLI::CallForHelp& help) {
     return app.exit(help);
   } catch (const CLI::CallForAllHelp& help) {

@@ -7,7 +7,10 @@
 //     return dtrain::util::run_cli_app(app, argc, argv, [&] { return train(options); });
 //   }
 //
-// Exit status: the body's, 0 for --help, 2 for a bad flag ("NAME: error:
+// Every such program answers `--version` with dtrain's build
+// (util::build_info().describe()), unless it defines the flag itself.
+//
+// Exit status: the body's, 0 for --help and --version, 2 for a bad flag ("NAME: error:
 // <what was wrong>; see NAME --help"), 1 for an exception from the body
 // ("NAME: error: <what()>"). Once this process's rank in its job is known
 // (job_rank.h), the lines start "NAME (rank R): error: ".
