@@ -2,9 +2,10 @@
 // ReLU] in src/batch_norm_relu.cpp) over rows of channels.
 //
 // The row loops (cpu/norm_relu_rows.h) vectorise: this file compiles with
-// -O3 (see kernels/CMakeLists.txt), and on x86-64 CPUs with AVX2 they run
-// in functions compiled for it (Avx2Passes below); DTRAIN_CPU_BATCH_NORM_RELU
-// = baseline | avx2 forces either, for tests and benchmarks. The sums are
+// -O3 (see kernels/CMakeLists.txt), and on x86-64 CPUs with AVX-512 or AVX2
+// they run in functions compiled for it (Avx512Passes, Avx2Passes below);
+// DTRAIN_CPU_BATCH_NORM_RELU = baseline | avx2 | avx512 forces one, for
+// tests and benchmarks. The sums are
 // made per block of kRowsPerBlock rows and the blocks added in order, so
 // they do not depend on the thread count.
 #include <ATen/Parallel.h>
@@ -29,96 +30,96 @@ namespace {
 
 constexpr int64_t kRowsPerBlock = 256;
 
-// The row loops, compiled for the baseline instruction set, over rows of
-// Storage computed in Scalar (cpu/norm_relu_rows.h). Each only calls its
-// always-inlined loop, which thereby compiles as its caller does.
-template <typename Storage>
-struct BaselinePasses {
-  using storage_type = Storage;
-  using scalar_type = ComputeOf<Storage>;
-  using Scalar = scalar_type;
-  static void add(const Storage* x, int64_t begin, int64_t end, int64_t channels, Scalar* acc) {
-    add_rows(x, begin, end, channels, acc);
-  }
-  static void add_squared_deviation(const Storage* x, const Scalar* mean, int64_t begin,
-                                    int64_t end, int64_t channels, Scalar* acc) {
-    add_squared_deviation_rows(x, mean, begin, end, channels, acc);
-  }
-  static void normalize_relu(const Storage* x, const Scalar* scale, const Scalar* shift,
-                             int64_t begin, int64_t end, int64_t channels, Storage* y) {
-    normalize_relu_rows(x, scale, shift, begin, end, channels, y);
-  }
-  static void add_masked_grad(const Storage* x, const Storage* grad, const Scalar* scale,
-                              const Scalar* shift, const Scalar* mean, int64_t begin, int64_t end,
-                              int64_t channels, Scalar* grad_sum, Scalar* centred_sum) {
-    add_masked_grad_rows(x, grad, scale, shift, mean, begin, end, channels, grad_sum, centred_sum);
-  }
-  static void grad_input(const Storage* x, const Storage* grad, const Scalar* scale,
-                         const Scalar* shift, const Scalar* mean, const Scalar* grad_mean,
-                         const Scalar* centred_factor, int64_t begin, int64_t end, int64_t channels,
-                         Storage* out) {
-    grad_input_rows(x, grad, scale, shift, mean, grad_mean, centred_factor, begin, end, channels,
-                    out);
-  }
-};
+// The row loops over rows of Storage computed in Scalar
+// (cpu/norm_relu_rows.h), compiled for one instruction set: each pass only
+// calls its always-inlined loop, which thereby compiles as its caller does,
+// under ATTRIBUTES (nothing, or a target() attribute). A macro, since a
+// target attribute cannot be a template argument.
+#define DTRAIN_ROW_PASSES(Name, ATTRIBUTES)                                                       \
+  template <typename Storage>                                                                     \
+  struct Name {                                                                                   \
+    using storage_type = Storage;                                                                 \
+    using scalar_type = ComputeOf<Storage>;                                                       \
+    using Scalar = scalar_type;                                                                   \
+    ATTRIBUTES static void add(const Storage* x, int64_t begin, int64_t end, int64_t channels,    \
+                               Scalar* acc) {                                                     \
+      add_rows(x, begin, end, channels, acc);                                                     \
+    }                                                                                             \
+    ATTRIBUTES static void add_squared_deviation(const Storage* x, const Scalar* mean,            \
+                                                 int64_t begin, int64_t end, int64_t channels,    \
+                                                 Scalar* acc) {                                   \
+      add_squared_deviation_rows(x, mean, begin, end, channels, acc);                             \
+    }                                                                                             \
+    ATTRIBUTES static void normalize_relu(const Storage* x, const Scalar* scale,                  \
+                                          const Scalar* shift, int64_t begin, int64_t end,        \
+                                          int64_t channels, Storage* y) {                         \
+      normalize_relu_rows(x, scale, shift, begin, end, channels, y);                              \
+    }                                                                                             \
+    ATTRIBUTES static void add_masked_grad(const Storage* x, const Storage* grad,                 \
+                                           const Scalar* scale, const Scalar* shift,              \
+                                           const Scalar* mean, int64_t begin, int64_t end,        \
+                                           int64_t channels, Scalar* grad_sum,                    \
+                                           Scalar* centred_sum) {                                 \
+      add_masked_grad_rows(x, grad, scale, shift, mean, begin, end, channels, grad_sum,           \
+                           centred_sum);                                                          \
+    }                                                                                             \
+    ATTRIBUTES static void grad_input(const Storage* x, const Storage* grad, const Scalar* scale, \
+                                      const Scalar* shift, const Scalar* mean,                    \
+                                      const Scalar* grad_mean, const Scalar* centred_factor,      \
+                                      int64_t begin, int64_t end, int64_t channels,               \
+                                      Storage* out) {                                             \
+      grad_input_rows(x, grad, scale, shift, mean, grad_mean, centred_factor, begin, end,         \
+                      channels, out);                                                             \
+    }                                                                                             \
+  };
 
+DTRAIN_ROW_PASSES(BaselinePasses, )
 #if defined(__x86_64__)
-// The same loops compiled for AVX2 (eight floats a vector instead of four):
-// 1.42-1.66x LibTorch's pair on one thread against 1.32-1.66x for the
-// baseline build (docs/kernels.md). Same bits (norm_relu_rows.h).
-template <typename Storage>
-struct Avx2Passes {
-  using storage_type = Storage;
-  using scalar_type = ComputeOf<Storage>;
-  using Scalar = scalar_type;
-  __attribute__((target("avx2"))) static void add(const Storage* x, int64_t begin, int64_t end,
-                                                  int64_t channels, Scalar* acc) {
-    add_rows(x, begin, end, channels, acc);
-  }
-  __attribute__((target("avx2"))) static void add_squared_deviation(const Storage* x,
-                                                                    const Scalar* mean,
-                                                                    int64_t begin, int64_t end,
-                                                                    int64_t channels, Scalar* acc) {
-    add_squared_deviation_rows(x, mean, begin, end, channels, acc);
-  }
-  __attribute__((target("avx2"))) static void normalize_relu(const Storage* x, const Scalar* scale,
-                                                             const Scalar* shift, int64_t begin,
-                                                             int64_t end, int64_t channels,
-                                                             Storage* y) {
-    normalize_relu_rows(x, scale, shift, begin, end, channels, y);
-  }
-  __attribute__((target("avx2"))) static void add_masked_grad(
-      const Storage* x, const Storage* grad, const Scalar* scale, const Scalar* shift,
-      const Scalar* mean, int64_t begin, int64_t end, int64_t channels, Scalar* grad_sum,
-      Scalar* centred_sum) {
-    add_masked_grad_rows(x, grad, scale, shift, mean, begin, end, channels, grad_sum, centred_sum);
-  }
-  __attribute__((target("avx2"))) static void grad_input(
-      const Storage* x, const Storage* grad, const Scalar* scale, const Scalar* shift,
-      const Scalar* mean, const Scalar* grad_mean, const Scalar* centred_factor, int64_t begin,
-      int64_t end, int64_t channels, Storage* out) {
-    grad_input_rows(x, grad, scale, shift, mean, grad_mean, centred_factor, begin, end, channels,
-                    out);
-  }
-};
+// Eight floats a vector instead of four: 1.42-1.66x LibTorch's pair on one
+// thread against 1.32-1.66x for the baseline build (docs/kernels.md).
+DTRAIN_ROW_PASSES(Avx2Passes, __attribute__((target("avx2"))))
+// Sixteen floats a vector (GCC keeps to 256-bit vectors unless told to
+// prefer 512): bfloat16 rows gain most, as their rounding is integer work
+// per value; float32 rows are bound by memory and run as with AVX2.
+DTRAIN_ROW_PASSES(Avx512Passes, __attribute__((target("avx2,avx512f,avx512bw,avx512vl,avx512dq,"
+                                                      "prefer-vector-width=512"))))
 #endif
+#undef DTRAIN_ROW_PASSES
 
-// Whether to run the AVX2 build of the loops: where the CPU has AVX2,
-// unless DTRAIN_CPU_BATCH_NORM_RELU says baseline. Read on every call (a
-// getenv beside passes over megabytes), so a test can switch it.
-bool use_avx2() {
-  const std::size_t choice = env_choice("DTRAIN_CPU_BATCH_NORM_RELU", {"auto", "baseline", "avx2"});
+// Which build of the loops runs. All give the same bits (norm_relu_rows.h).
+enum class RowBuild { kBaseline, kAvx2, kAvx512 };
+
+// The widest build this CPU runs, unless DTRAIN_CPU_BATCH_NORM_RELU names
+// one (baseline, avx2, avx512: for tests and benchmarks). Read on every call
+// (a getenv beside passes over megabytes), so a test can switch it.
+RowBuild row_build() {
+  const std::size_t choice =
+      env_choice("DTRAIN_CPU_BATCH_NORM_RELU", {"auto", "baseline", "avx2", "avx512"});
 #if defined(__x86_64__)
-  if (choice == 2 && !cpu_has_avx2()) {
-    throw std::invalid_argument("DTRAIN_CPU_BATCH_NORM_RELU is avx2, but this CPU has no AVX2");
+  const bool avx2 = cpu_has_avx2();
+  const bool avx512 = cpu_has_avx512();
+  if ((choice == 2 && !avx2) || (choice == 3 && !avx512)) {
+    throw std::invalid_argument(std::string("DTRAIN_CPU_BATCH_NORM_RELU is ") +
+                                (choice == 2
+                                     ? "avx2, but this CPU has no AVX2"
+                                     : "avx512, but this CPU lacks AVX-512 F, BW, VL or DQ"));
   }
-  return choice != 1 && cpu_has_avx2();
+  switch (choice) {
+    case 1:
+      return RowBuild::kBaseline;
+    case 2:
+      return RowBuild::kAvx2;
+    case 3:
+      return RowBuild::kAvx512;
+    default:
+      return avx512 ? RowBuild::kAvx512 : (avx2 ? RowBuild::kAvx2 : RowBuild::kBaseline);
+  }
 #else
-  if (choice == 2) {
+  if (choice >= 2) {
     throw std::invalid_argument(
-        "DTRAIN_CPU_BATCH_NORM_RELU is avx2, but this is not an x86-64 build");
+        "DTRAIN_CPU_BATCH_NORM_RELU names an x86-64 build, but this is not one");
   }
-  return false;
+  return RowBuild::kBaseline;
 #endif
 }
 
@@ -292,14 +293,16 @@ auto with_storage(at::ScalarType type, Run&& run) {
 
 template <typename Run>
 auto with_passes(at::ScalarType type, Run&& run) {
-  const bool avx2 = use_avx2();
+  switch (row_build()) {
 #if defined(__x86_64__)
-  if (avx2) {
-    return with_storage<Avx2Passes>(type, run);
-  }
+    case RowBuild::kAvx512:
+      return with_storage<Avx512Passes>(type, run);
+    case RowBuild::kAvx2:
+      return with_storage<Avx2Passes>(type, run);
 #endif
-  (void)avx2;
-  return with_storage<BaselinePasses>(type, run);
+    default:
+      return with_storage<BaselinePasses>(type, run);
+  }
 }
 
 }  // namespace
