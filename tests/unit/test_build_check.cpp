@@ -36,8 +36,7 @@ std::vector<MemberOptions> members_running(const std::vector<std::string>& build
                        .world_size = static_cast<int>(builds.size()),
                        .build = builds[rank],
                        .allow_mixed_builds = allow_mixed,
-                       .timeout = 20s,
-                       .stale_hint = ""});
+                       .timeout = 20s});
   }
   return members;
 }

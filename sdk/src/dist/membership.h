@@ -38,7 +38,7 @@ struct MemberOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(30)};
   // Added to a conflict's message: what to do when the rival is a previous
   // job's record rather than a live process (a file:// store left behind).
-  std::string stale_hint;
+  std::string stale_hint{};
 };
 
 // Checks, through `store`, that the world agrees: one world size, every rank

@@ -26,8 +26,8 @@ struct ScaleRules {
   double backoff_factor = 0.5;
   int64_t growth_interval = 2000;
   int64_t hysteresis = 1;
-  std::optional<double> min_scale;
-  std::optional<double> max_scale;
+  std::optional<double> min_scale{};
+  std::optional<double> max_scale{};
 
   // True when the rules are exactly torch.amp's (the fused kernel applies).
   bool is_torch_default() const { return hysteresis == 1 && !min_scale && !max_scale; }

@@ -42,7 +42,7 @@ struct DdpOptions {
   bool static_graph = false;
   GradientAveraging averaging = GradientAveraging::kWorld;
   // How buckets are reduced; nullptr = plain all-reduce (comm_hook.h).
-  std::shared_ptr<CommHook> comm_hook;
+  std::shared_ptr<CommHook> comm_hook{};
   // Record a per-step timeline of backward and bucket communication (timeline.h).
   bool record_timeline = false;
 };
