@@ -237,4 +237,18 @@ std::vector<std::vector<std::string>> read_csv(const std::string& path) {
   return rows;
 }
 
+std::vector<std::string> cpu_vector_builds() {
+  std::vector<std::string> builds{"baseline"};
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx2")) {
+    builds.push_back("avx2");
+  }
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+    builds.push_back("avx512");
+  }
+#endif
+  return builds;
+}
+
 }  // namespace dtrain::testing

@@ -100,4 +100,9 @@ void write_tiny_cifar10(const std::filesystem::path& dir, int per_file = 200, in
 // split at its commas; the header is row 0. Empty when the file is missing.
 std::vector<std::vector<std::string>> read_csv(const std::string& path);
 
+// The vector builds of the CPU kernels' loops (kernels/src/cpu/vector_build.h)
+// that this CPU runs, as their variables name them: "baseline", then "avx2"
+// and "avx512" where the CPU has them.
+std::vector<std::string> cpu_vector_builds();
+
 }  // namespace dtrain::testing

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dtrain/kernels/batch_norm_relu.h"
+#include "test_support.h"
 
 namespace {
 
@@ -212,21 +213,10 @@ TEST(BatchNormRelu, ResultsDoNotDependOnTheThreadCount) {
   }
 }
 
-// Sets DTRAIN_CPU_BATCH_NORM_RELU for one scope (the kernel reads it on
-// every call).
-class ForcedPasses {
- public:
-  explicit ForcedPasses(const char* value) { setenv(kVariable, value, 1); }
-  ~ForcedPasses() { unsetenv(kVariable); }
-
- private:
-  static constexpr const char* kVariable = "DTRAIN_CPU_BATCH_NORM_RELU";
-};
-
 TEST(BatchNormRelu, VectorBuildsGiveTheSameBits) {
-#if defined(__x86_64__)
-  if (!__builtin_cpu_supports("avx2")) {
-    GTEST_SKIP() << "this CPU has no AVX2: only the baseline loops run";
+  const std::vector<std::string> builds = dtrain::testing::cpu_vector_builds();
+  if (builds.size() < 2) {
+    GTEST_SKIP() << "this CPU runs only the baseline loops";
   }
   for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
     SCOPED_TRACE(c10::toString(dtype));
@@ -236,13 +226,8 @@ TEST(BatchNormRelu, VectorBuildsGiveTheSameBits) {
         at::randn({4, 37, 30, 9}).to(dtype).contiguous(at::MemoryFormat::ChannelsLast);
     const at::Tensor grad = at::randn_like(input);
     std::vector<Outcome> runs;
-    std::vector<const char*> builds{"baseline", "avx2"};
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
-      builds.push_back("avx512");
-    }
-    for (const char* passes : builds) {
-      ForcedPasses forced(passes);
+    for (const std::string& build : builds) {
+      dtrain::testing::ScopedEnv forced("DTRAIN_CPU_BATCH_NORM_RELU", build.c_str());
       at::manual_seed(9);
       Params p = make_params(37, at::kFloat);
       runs.push_back(run(fused, input, p, grad));
@@ -255,13 +240,10 @@ TEST(BatchNormRelu, VectorBuildsGiveTheSameBits) {
       EXPECT_TRUE(at::equal(runs[0].grad_bias, runs[i].grad_bias));
     }
   }
-#else
-  GTEST_SKIP() << "not an x86-64 build: only the baseline loops exist";
-#endif
 }
 
 TEST(BatchNormRelu, AnUnknownPassesSettingIsNamed) {
-  ForcedPasses forced("sse4");
+  dtrain::testing::ScopedEnv forced("DTRAIN_CPU_BATCH_NORM_RELU", "sse4");
   Params p = make_params(4, at::kFloat);
   try {
     fused(at::randn({3, 4}), p);

@@ -7,9 +7,11 @@
 
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dtrain/kernels/neighbour_max.h"
+#include "test_support.h"
 
 namespace {
 
@@ -48,21 +50,32 @@ at::Tensor channels_last(const at::Tensor& t) {
   return t.contiguous(at::MemoryFormat::ChannelsLast);
 }
 
+// Each test below runs every vector build of the loops this CPU runs.
 TEST(NeighbourMax, MatchesLibTorchBitForBit) {
-  at::manual_seed(0);
-  for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{
-           {2, 5, 7, 3}, {3, 37, 20, 16}, {2, 8, 1, 40}, {1, 4, 6, 1}}) {
-    SCOPED_TRACE(::testing::PrintToString(shape));
-    expect_same_as_libtorch(channels_last(at::randn(shape)));
-    expect_same_as_libtorch(channels_last(at::randn(shape, at::kDouble)));
-    // What a CPU bf16 autocast convolution hands the pool.
-    expect_same_as_libtorch(channels_last(at::randn(shape, at::kBFloat16)));
+  for (const std::string& build : dtrain::testing::cpu_vector_builds()) {
+    SCOPED_TRACE(build);
+    dtrain::testing::ScopedEnv forced("DTRAIN_CPU_NEIGHBOUR_MAX", build.c_str());
+    at::manual_seed(0);
+    // 37 channels: whole AVX-512, AVX2 and SSE vectors, and a remainder.
+    for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{
+             {2, 5, 7, 3}, {3, 37, 20, 16}, {2, 8, 1, 40}, {1, 4, 6, 1}}) {
+      SCOPED_TRACE(::testing::PrintToString(shape));
+      expect_same_as_libtorch(channels_last(at::randn(shape)));
+      expect_same_as_libtorch(channels_last(at::randn(shape, at::kDouble)));
+      // What a CPU bf16 autocast convolution hands the pool.
+      expect_same_as_libtorch(channels_last(at::randn(shape, at::kBFloat16)));
+    }
   }
 }
 
 TEST(NeighbourMax, TiesGoToTheFirstNeighbourAndTheFirstNaNWins) {
-  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
-    SCOPED_TRACE(c10::toString(dtype));
+  for (const auto& [build, dtype] :
+       {std::pair<std::string, at::ScalarType>{"baseline", at::kFloat},
+        {"baseline", at::kBFloat16},
+        {dtrain::testing::cpu_vector_builds().back(), at::kFloat},
+        {dtrain::testing::cpu_vector_builds().back(), at::kBFloat16}}) {
+    SCOPED_TRACE(build + " " + c10::toString(dtype));
+    dtrain::testing::ScopedEnv forced("DTRAIN_CPU_NEIGHBOUR_MAX", build.c_str());
     at::manual_seed(1);
     // Few distinct values: most maxima are tied between neighbours.
     at::Tensor ties = at::randint(0, 3, {2, 9, 5, 12}).to(dtype);
@@ -87,6 +100,8 @@ TEST(NeighbourMax, UnsupportedInputsAreNamed) {
       k::neighbour_max(x);
     } catch (const c10::Error& e) {
       return e.what_without_backtrace();
+    } catch (const std::exception& e) {
+      return e.what();
     }
     return "no error";
   };
@@ -101,6 +116,12 @@ TEST(NeighbourMax, UnsupportedInputsAreNamed) {
   EXPECT_NE(message(channels_last(at::randn({2, 3, 4, 0}))).find("at least one neighbour"),
             std::string::npos);
   EXPECT_TRUE(k::neighbour_max_supports(channels_last(at::randn({2, 3, 4, 5}))));
+  dtrain::testing::ScopedEnv forced("DTRAIN_CPU_NEIGHBOUR_MAX", "sse4");
+  EXPECT_NE(
+      message(channels_last(at::randn({2, 3, 4, 5})))
+          .find("DTRAIN_CPU_NEIGHBOUR_MAX must be auto, baseline, avx2 or avx512, got 'sse4'"),
+      std::string::npos)
+      << message(channels_last(at::randn({2, 3, 4, 5})));
 }
 
 }  // namespace

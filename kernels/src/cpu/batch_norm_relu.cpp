@@ -20,9 +20,8 @@
 #include <vector>
 
 #include "../dispatch.h"
-#include "../kernel_choice.h"
-#include "cpu_features.h"
 #include "norm_relu_rows.h"
+#include "vector_build.h"
 
 namespace dtrain::kernels::detail {
 
@@ -77,51 +76,12 @@ DTRAIN_ROW_PASSES(BaselinePasses, )
 #if defined(__x86_64__)
 // Eight floats a vector instead of four: 1.42-1.66x LibTorch's pair on one
 // thread against 1.32-1.66x for the baseline build (docs/kernels.md).
-DTRAIN_ROW_PASSES(Avx2Passes, __attribute__((target("avx2"))))
-// Sixteen floats a vector (GCC keeps to 256-bit vectors unless told to
-// prefer 512): bfloat16 rows gain most, as their rounding is integer work
-// per value; float32 rows are bound by memory and run as with AVX2.
-DTRAIN_ROW_PASSES(Avx512Passes, __attribute__((target("avx2,avx512f,avx512bw,avx512vl,avx512dq,"
-                                                      "prefer-vector-width=512"))))
+DTRAIN_ROW_PASSES(Avx2Passes, DTRAIN_TARGET_AVX2)
+// Sixteen floats a vector: bfloat16 rows gain most, as their rounding is
+// integer work per value; float32 rows are mostly bound by memory.
+DTRAIN_ROW_PASSES(Avx512Passes, DTRAIN_TARGET_AVX512)
 #endif
 #undef DTRAIN_ROW_PASSES
-
-// Which build of the loops runs. All give the same bits (norm_relu_rows.h).
-enum class RowBuild { kBaseline, kAvx2, kAvx512 };
-
-// The widest build this CPU runs, unless DTRAIN_CPU_BATCH_NORM_RELU names
-// one (baseline, avx2, avx512: for tests and benchmarks). Read on every call
-// (a getenv beside passes over megabytes), so a test can switch it.
-RowBuild row_build() {
-  const std::size_t choice =
-      env_choice("DTRAIN_CPU_BATCH_NORM_RELU", {"auto", "baseline", "avx2", "avx512"});
-#if defined(__x86_64__)
-  const bool avx2 = cpu_has_avx2();
-  const bool avx512 = cpu_has_avx512();
-  if ((choice == 2 && !avx2) || (choice == 3 && !avx512)) {
-    throw std::invalid_argument(std::string("DTRAIN_CPU_BATCH_NORM_RELU is ") +
-                                (choice == 2
-                                     ? "avx2, but this CPU has no AVX2"
-                                     : "avx512, but this CPU lacks AVX-512 F, BW, VL or DQ"));
-  }
-  switch (choice) {
-    case 1:
-      return RowBuild::kBaseline;
-    case 2:
-      return RowBuild::kAvx2;
-    case 3:
-      return RowBuild::kAvx512;
-    default:
-      return avx512 ? RowBuild::kAvx512 : (avx2 ? RowBuild::kAvx2 : RowBuild::kBaseline);
-  }
-#else
-  if (choice >= 2) {
-    throw std::invalid_argument(
-        "DTRAIN_CPU_BATCH_NORM_RELU names an x86-64 build, but this is not one");
-  }
-  return RowBuild::kBaseline;
-#endif
-}
 
 int64_t block_count(int64_t rows) {
   return (rows + kRowsPerBlock - 1) / kRowsPerBlock;
@@ -293,11 +253,11 @@ auto with_storage(at::ScalarType type, Run&& run) {
 
 template <typename Run>
 auto with_passes(at::ScalarType type, Run&& run) {
-  switch (row_build()) {
+  switch (vector_build("DTRAIN_CPU_BATCH_NORM_RELU")) {
 #if defined(__x86_64__)
-    case RowBuild::kAvx512:
+    case VectorBuild::kAvx512:
       return with_storage<Avx512Passes>(type, run);
-    case RowBuild::kAvx2:
+    case VectorBuild::kAvx2:
       return with_storage<Avx2Passes>(type, run);
 #endif
     default:
