@@ -136,6 +136,16 @@ TEST(OneBuildPerJob, AllowedMixedBuildsJoin) {
   }
 }
 
+TEST(OneBuildPerJob, RanksNotAllowedFailEvenWhereRankZeroIsAllowed) {
+  // DTRAIN_ALLOW_MIXED_BUILDS set on rank 0's node only: rank 0 warns and
+  // goes on, the others still get the verdict (not a wait for one).
+  std::vector<MemberOptions> members = members_running({kBuildA, kBuildB});
+  members[0].allow_mixed_builds = true;
+  const std::vector<std::string> errors = join_members(members);
+  EXPECT_EQ(errors[0], "");
+  EXPECT_NE(errors[1].find("run different builds of dtrain"), std::string::npos) << errors[1];
+}
+
 TEST(OneBuildPerJob, TheEnvironmentsSwitchIsChecked) {
   dtrain::testing::ScopedEnv env("DTRAIN_ALLOW_MIXED_BUILDS", nullptr);
   EXPECT_FALSE(dtrain::dist::mixed_builds_allowed_by_env());

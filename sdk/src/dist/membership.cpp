@@ -145,11 +145,12 @@ void check_one_build(Store& store, const MemberOptions& me) {
       (differences.empty() ? std::string("all ranks agree, but a previous job's record does not")
                            : differences.front()) +
       ")" + me.stale_hint;
+  // Written even when rank 0 may go on: a rank not allowed to waits for it.
+  store.set("build/verdict", text_bytes(verdict));
   if (me.allow_mixed_builds) {
     spdlog::warn("{}; running anyway, as DTRAIN_ALLOW_MIXED_BUILDS=1 asks", verdict);
     return;
   }
-  store.set("build/verdict", text_bytes(verdict));
   std::vector<std::string> read_keys;
   for (int r = 1; r < me.world_size; ++r) {
     read_keys.push_back("build/read/" + std::to_string(r));
