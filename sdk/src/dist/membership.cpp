@@ -130,9 +130,17 @@ void check_one_build(Store& store, const MemberOptions& me) {
     if (me.allow_mixed_builds) {
       return;  // rank 0 warns
     }
-    store.wait({"build/verdict"}, me.timeout);
-    const std::string verdict = bytes_text(store.get("build/verdict"));
-    store.set("build/read/" + std::to_string(me.rank), text_bytes("1"));
+    std::string verdict;
+    try {
+      store.wait({"build/verdict"}, me.timeout);
+      verdict = bytes_text(store.get("build/verdict"));
+      store.set("build/read/" + std::to_string(me.rank), text_bytes("1"));
+    } catch (const StoreError& e) {
+      throw CollectiveError("init_process_group: rank " + std::to_string(me.rank) +
+                            " found that the processes of this job run different builds of "
+                            "dtrain, but never heard from rank 0 which (" +
+                            e.what() + ")" + advice);
+    }
     throw Error(verdict + advice);
   }
   std::vector<std::vector<Setting>> builds(me.world_size);
