@@ -146,6 +146,32 @@ TEST(OneBuildPerJob, RanksNotAllowedFailEvenWhereRankZeroIsAllowed) {
   EXPECT_NE(errors[1].find("run different builds of dtrain"), std::string::npos) << errors[1];
 }
 
+TEST(OneBuildPerJob, ARankWhoseVerdictNeverComesSaysSo) {
+  // Rank 0 joins and then gives no verdict (it died with the store hosted
+  // elsewhere, as by torchrun's agent): rank 1 fails at its timeout, saying
+  // what it was waiting for.
+  std::vector<MemberOptions> members = members_running({kBuildA, kBuildB});
+  members[1].timeout = 1s;
+  dtrain::dist::TcpStoreServer server(0);
+  TcpStore rank_zero(TcpStoreOptions().port(server.port()).timeout(20s));
+  std::string error;
+  std::thread rank_one([&] {
+    TcpStore store(TcpStoreOptions().port(server.port()).timeout(20s));
+    try {
+      dtrain::dist::check_membership(store, members[1]);
+      dtrain::dist::check_one_build(store, members[1]);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  dtrain::dist::check_membership(rank_zero, members[0]);
+  rank_one.join();
+  EXPECT_NE(error.find("init_process_group: rank 1 could not learn from the store whether every "
+                       "rank runs the same build of dtrain"),
+            std::string::npos)
+      << error;
+}
+
 TEST(OneBuildPerJob, TheEnvironmentsSwitchIsChecked) {
   dtrain::testing::ScopedEnv env("DTRAIN_ALLOW_MIXED_BUILDS", nullptr);
   EXPECT_FALSE(dtrain::dist::mixed_builds_allowed_by_env());

@@ -119,7 +119,9 @@ void check_membership(Store& store, const MemberOptions& me) {
 // 0 often hosts the store, so it fails only once the others have read the
 // verdict (or a minute has passed): failing at once would take the store
 // away while they wait, and they would report that instead.
-void check_one_build(Store& store, const MemberOptions& me) {
+namespace {
+
+void compare_builds(Store& store, const MemberOptions& me) {
   if (!store.check({"build/mismatches"})) {
     return;
   }
@@ -130,17 +132,9 @@ void check_one_build(Store& store, const MemberOptions& me) {
     if (me.allow_mixed_builds) {
       return;  // rank 0 warns
     }
-    std::string verdict;
-    try {
-      store.wait({"build/verdict"}, me.timeout);
-      verdict = bytes_text(store.get("build/verdict"));
-      store.set("build/read/" + std::to_string(me.rank), text_bytes("1"));
-    } catch (const StoreError& e) {
-      throw CollectiveError("init_process_group: rank " + std::to_string(me.rank) +
-                            " found that the processes of this job run different builds of "
-                            "dtrain, but never heard from rank 0 which (" +
-                            e.what() + ")" + advice);
-    }
+    store.wait({"build/verdict"}, me.timeout);
+    const std::string verdict = bytes_text(store.get("build/verdict"));
+    store.set("build/read/" + std::to_string(me.rank), text_bytes("1"));
     throw Error(verdict + advice);
   }
   std::vector<std::vector<Setting>> builds(me.world_size);
@@ -169,6 +163,20 @@ void check_one_build(Store& store, const MemberOptions& me) {
     // A rank that never read it fails anyway: on the store it loses.
   }
   throw Error(verdict + advice);
+}
+
+}  // namespace
+
+void check_one_build(Store& store, const MemberOptions& me) {
+  try {
+    compare_builds(store, me);
+  } catch (const StoreError& e) {
+    // Rank 0 gone, or its verdict never came.
+    throw CollectiveError("init_process_group: rank " + std::to_string(me.rank) +
+                          " could not learn from the store whether every rank runs the same "
+                          "build of dtrain (" +
+                          e.what() + ")");
+  }
 }
 
 bool mixed_builds_allowed_by_env() {
