@@ -49,7 +49,9 @@ void check_membership(Store& store, const MemberOptions& me);
 
 // After check_membership: throws dtrain::Error on every rank, naming the
 // builds and their ranks, when not all run `me.build` (Note [One build per
-// job]); with `me.allow_mixed_builds`, rank 0 logs that as a warning.
+// job]); with `me.allow_mixed_builds`, rank 0 logs that as a warning. A
+// store that fails meanwhile (rank 0 gone, no verdict within the timeout)
+// raises CollectiveError saying what the rank was waiting for.
 void check_one_build(Store& store, const MemberOptions& me);
 
 // DTRAIN_ALLOW_MIXED_BUILDS: "1" allows, unset, empty or "0" does not;
