@@ -15,6 +15,9 @@
 #include <string>
 #include <thread>
 
+#include "dtrain/dist/prefix_store.h"
+#include "dtrain/dist/tcp_store.h"
+#include "dtrain/launch/rendezvous.h"
 #include "dtrain/util/build_info.h"
 #include "dtrun_test_util.h"
 #include "multi_process.h"
@@ -427,6 +430,46 @@ TEST_F(Dtrun, AnEndpointTakenByAnotherProgramIsNamed) {
       << output_;
   EXPECT_NE(output_.find("is not a dtrun rendezvous store"), std::string::npos) << output_;
   EXPECT_FALSE(std::filesystem::exists(file("ran")));
+}
+
+// A node whose agent runs another build of dtrain (played here by the test,
+// joining the rendezvous with its own record) ends the job at once, naming
+// both builds, before any worker starts and without using up restarts.
+TEST_F(Dtrun, NodesOfAnotherBuildEndTheJobBeforeAnyWorkerStarts) {
+  dtrain::dist::TcpStoreServer server(0);
+  const std::string endpoint = "127.0.0.1:" + std::to_string(server.port());
+  auto dtrun = start_dtrun(kDtrun,
+                           {"--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint,
+                            "--rdzv-id", "mixed", "--max-restarts", "3"},
+                           "touch \"$OUT/ran\"", dir());
+  auto store = std::make_shared<dtrain::dist::PrefixStore>(
+      "dtrun/mixed", std::make_shared<dtrain::dist::TcpStore>(
+                         dtrain::dist::TcpStoreOptions().port(server.port()).timeout(30s)));
+  dtrain::launch::Rendezvous other(store, {.nnodes = {2, 2}});
+  const std::string old_build = "dtrain 0.0.9 (source 0123456789ab), LibTorch 2.10.0";
+  const dtrain::launch::JoinResult joined = other.join(
+      [&] {
+        dtrain::launch::NodeInfo info;
+        info.addr = "127.0.0.1";
+        info.host = "old-node";
+        info.build = old_build;
+        return info;
+      },
+      [] { return false; });
+  ASSERT_TRUE(joined.membership.has_value());
+  EXPECT_EQ(dtrun->wait(30s), 1) << dtrun->output();
+  const std::string output = dtrun->output();
+  EXPECT_NE(output.find("the nodes' dtrun agents run different builds of dtrain"),
+            std::string::npos)
+      << output;
+  EXPECT_NE(output.find("(old-node) \"" + old_build + "\""), std::string::npos) << output;
+  EXPECT_NE(output.find("\"" + dtrain::util::build_info().identity() + "\""), std::string::npos)
+      << output;
+  EXPECT_NE(output.find("job failed after 0 restart(s)"), std::string::npos) << output;
+  EXPECT_FALSE(std::filesystem::exists(file("ran")));
+  const auto outcome = other.outcome(joined.round);
+  ASSERT_TRUE(outcome.has_value());
+  EXPECT_EQ(outcome->kind, dtrain::launch::Outcome::Kind::kFatal);
 }
 
 // Two agents of one elastic job (--nnodes 1:2) on loopback.

@@ -174,13 +174,13 @@ TEST(OneBuildPerJob, ARankWhoseVerdictNeverComesSaysSo) {
 
 TEST(OneBuildPerJob, TheEnvironmentsSwitchIsChecked) {
   dtrain::testing::ScopedEnv env("DTRAIN_ALLOW_MIXED_BUILDS", nullptr);
-  EXPECT_FALSE(dtrain::dist::mixed_builds_allowed_by_env());
+  EXPECT_FALSE(dtrain::util::mixed_builds_allowed());
   env.set("DTRAIN_ALLOW_MIXED_BUILDS", "0");
-  EXPECT_FALSE(dtrain::dist::mixed_builds_allowed_by_env());
+  EXPECT_FALSE(dtrain::util::mixed_builds_allowed());
   env.set("DTRAIN_ALLOW_MIXED_BUILDS", "1");
-  EXPECT_TRUE(dtrain::dist::mixed_builds_allowed_by_env());
+  EXPECT_TRUE(dtrain::util::mixed_builds_allowed());
   env.set("DTRAIN_ALLOW_MIXED_BUILDS", "yes");
-  dtrain::testing::expect_error([] { dtrain::dist::mixed_builds_allowed_by_env(); },
+  dtrain::testing::expect_error([] { dtrain::util::mixed_builds_allowed(); },
                                 "DTRAIN_ALLOW_MIXED_BUILDS='yes' is not 0 or 1");
 }
 

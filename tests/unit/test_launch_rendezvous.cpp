@@ -142,7 +142,7 @@ TEST_F(RendezvousTest, TooFewNodesTimeOutNamingTheCount) {
 }
 
 TEST_F(RendezvousTest, EncodingsRoundTrip) {
-  NodeInfo info{"10.1.2.3", 555, 4, 2, "host-a", true};
+  NodeInfo info{"10.1.2.3", 555, 4, 2, "host-a", true, "dtrain 0.1.0 (source 1a), LibTorch 2.11.0"};
   const NodeInfo back = decode_node_info(encode(info));
   EXPECT_TRUE(back.store_host);
   EXPECT_EQ(back.addr, "10.1.2.3");
@@ -150,6 +150,11 @@ TEST_F(RendezvousTest, EncodingsRoundTrip) {
   EXPECT_EQ(back.nproc, 4);
   EXPECT_EQ(back.node_rank, 2);
   EXPECT_EQ(back.host, "host-a");
+  EXPECT_EQ(back.build, info.build);
+  // A record from a dtrun that did not yet say its build.
+  const NodeInfo older = decode_node_info("10.1.2.4\n556\n1\n0\n0\nhost-b");
+  EXPECT_EQ(older.host, "host-b");
+  EXPECT_EQ(older.build, "");
   const Outcome outcome =
       decode_outcome(encode(Outcome{Outcome::Kind::kLost, 3, "node 1\nsilent"}));
   EXPECT_EQ(outcome.kind, Outcome::Kind::kLost);
@@ -161,6 +166,31 @@ TEST_F(RendezvousTest, EncodingsRoundTrip) {
 }  // namespace
 
 namespace {
+
+TEST_F(RendezvousTest, NodesOfDifferentBuildsAreNamedWithTheirBuilds) {
+  auto node = [](const std::string& host, const std::string& build) {
+    NodeInfo info;
+    info.host = host;
+    info.build = build;
+    return info;
+  };
+  const std::string a = "dtrain 0.1.0 (source 1a), LibTorch 2.11.0";
+  const std::string b = "dtrain 0.1.0 (source 2b), LibTorch 2.11.0";
+  EXPECT_EQ(builds_disagreement({node("h0", a), node("h1", a)}), std::nullopt);
+  const auto mixed = builds_disagreement({node("h0", a), node("h1", b), node("h2", a)});
+  ASSERT_TRUE(mixed.has_value());
+  EXPECT_NE(mixed->find("the nodes' dtrun agents run different builds of dtrain: node 0 (h0), "
+                        "node 2 (h2) \"" +
+                        a + "\"; node 1 (h1) \"" + b + "\""),
+            std::string::npos)
+      << *mixed;
+  EXPECT_NE(mixed->find("DTRAIN_ALLOW_MIXED_BUILDS=1"), std::string::npos) << *mixed;
+  const auto older = builds_disagreement({node("h0", a), node("h1", "")});
+  ASSERT_TRUE(older.has_value());
+  EXPECT_NE(older->find("node 1 (h1) an older dtrun, which does not say its build"),
+            std::string::npos)
+      << *older;
+}
 
 TEST_F(RendezvousTest, HeartbeatsNameAPeerThatWentSilent) {
   RendezvousSettings settings;

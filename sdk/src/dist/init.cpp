@@ -236,7 +236,7 @@ ProcessGroupPtr init_process_group(const InitOptions& options) {
   const MemberOptions member{.rank = rdzv.rank,
                              .world_size = rdzv.world_size,
                              .build = util::build_info().identity(),
-                             .allow_mixed_builds = mixed_builds_allowed_by_env(),
+                             .allow_mixed_builds = util::mixed_builds_allowed(),
                              .timeout = options.timeout,
                              .stale_hint = stale_hint};
   PrefixStore init_store("init", job_store);

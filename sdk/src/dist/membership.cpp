@@ -179,12 +179,4 @@ void check_one_build(Store& store, const MemberOptions& me) {
   }
 }
 
-bool mixed_builds_allowed_by_env() {
-  const char* value = std::getenv("DTRAIN_ALLOW_MIXED_BUILDS");
-  const std::string text = value == nullptr ? "" : value;
-  DTRAIN_CHECK(text.empty() || text == "0" || text == "1", "DTRAIN_ALLOW_MIXED_BUILDS='", text,
-               "' is not 0 or 1");
-  return text == "1";
-}
-
 }  // namespace dtrain::dist

@@ -33,8 +33,8 @@ namespace dtrain::dist {
 struct MemberOptions {
   int rank = 0;
   int world_size = 1;
-  std::string build;  // util::build_info().identity(), or a test's own
-  bool allow_mixed_builds = false;
+  std::string build;                // util::build_info().identity(), or a test's own
+  bool allow_mixed_builds = false;  // util::mixed_builds_allowed()
   std::chrono::milliseconds timeout{std::chrono::minutes(30)};
   // Added to a conflict's message: what to do when the rival is a previous
   // job's record rather than a live process (a file:// store left behind).
@@ -53,9 +53,5 @@ void check_membership(Store& store, const MemberOptions& me);
 // store that fails meanwhile (rank 0 gone, no verdict within the timeout)
 // raises CollectiveError saying what the rank was waiting for.
 void check_one_build(Store& store, const MemberOptions& me);
-
-// DTRAIN_ALLOW_MIXED_BUILDS: "1" allows, unset, empty or "0" does not;
-// anything else raises dtrain::Error naming the value.
-bool mixed_builds_allowed_by_env();
 
 }  // namespace dtrain::dist

@@ -20,6 +20,7 @@
 #include "dtrain/launch/worker_env.h"
 #include "dtrain/launch/worker_output.h"
 #include "dtrain/launch/worker_process.h"
+#include "dtrain/util/build_info.h"
 #include "dtrain/util/errors.h"
 #include "heartbeats.h"
 
@@ -53,6 +54,7 @@ class Agent {
       : options_(options),
         program_path_(resolve_program(options.program.front())),
         host_name_(address::host_name()),
+        mixed_builds_allowed_(util::mixed_builds_allowed()),
         output_(signals::wake_fd()) {}
 
   int run();
@@ -76,6 +78,7 @@ class Agent {
   LaunchOptions options_;
   std::string program_path_;
   std::string host_name_;
+  bool mixed_builds_allowed_;  // DTRAIN_ALLOW_MIXED_BUILDS, read before anything starts
   std::string local_addr_;
   std::string log_root_;  // <log dir>/<run id>, or empty for no log files
   bool is_host_ = false;
@@ -172,6 +175,7 @@ NodeInfo Agent::make_info() {
   info.node_rank = options_.node_rank;
   info.host = host_name_;
   info.store_host = is_host_;
+  info.build = util::build_info().identity();
   return info;
 }
 
@@ -455,6 +459,15 @@ int Agent::run() {
         return finish(joined.round, 0, *joined.final_outcome);
       }
       const Membership& m = *joined.membership;
+      if (const auto mixed = builds_disagreement(m.nodes)) {
+        if (!mixed_builds_allowed_) {
+          // Every agent of the round finds the same and settles the same.
+          const Outcome ended =
+              rdzv_->settle(m.round, {Outcome::Kind::kFatal, m.restarts + 1, *mixed});
+          return finish(m.round, static_cast<int>(m.nodes.size()), ended);
+        }
+        spdlog::warn("{}; running anyway, as DTRAIN_ALLOW_MIXED_BUILDS=1 asks", *mixed);
+      }
       start_workers(m);
       const Outcome outcome = supervise(m);
       if (outcome.kind != Outcome::Kind::kDone) {

@@ -51,11 +51,12 @@ int to_int(const std::string& text, const std::string& what) {
 std::string encode(const NodeInfo& info) {
   return info.addr + "\n" + std::to_string(info.master_port) + "\n" + std::to_string(info.nproc) +
          "\n" + std::to_string(info.node_rank) + "\n" + (info.store_host ? "1" : "0") + "\n" +
-         info.host;
+         info.host + "\n" + info.build;
 }
 
 NodeInfo decode_node_info(const std::string& text) {
-  const auto fields = lines_of(text, 6);
+  // The build came last, after the host: an older record's build is empty.
+  const auto fields = lines_of(text, 7);
   NodeInfo info;
   info.addr = fields[0];
   info.master_port = static_cast<std::uint16_t>(to_int(fields[1], "node port"));
@@ -63,7 +64,37 @@ NodeInfo decode_node_info(const std::string& text) {
   info.node_rank = to_int(fields[3], "node rank");
   info.store_host = to_int(fields[4], "store host flag") != 0;
   info.host = fields[5];
+  info.build = fields[6];
   return info;
+}
+
+std::optional<std::string> builds_disagreement(const std::vector<NodeInfo>& nodes) {
+  // Each build with its nodes, in the order of their lowest group rank.
+  std::vector<std::pair<std::string, std::string>> holders;
+  for (std::size_t group = 0; group < nodes.size(); ++group) {
+    const std::string& build = nodes[group].build;
+    auto held = std::find_if(holders.begin(), holders.end(),
+                             [&](const auto& holder) { return holder.first == build; });
+    if (held == holders.end()) {
+      holders.push_back({build, ""});
+      held = std::prev(holders.end());
+    }
+    held->second += (held->second.empty() ? "" : ", ") + std::string("node ") +
+                    std::to_string(group) + " (" + nodes[group].host + ")";
+  }
+  if (holders.size() < 2) {
+    return std::nullopt;
+  }
+  std::string text = "the nodes' dtrun agents run different builds of dtrain: ";
+  for (std::size_t i = 0; i < holders.size(); ++i) {
+    const std::string& build = holders[i].first;
+    text += (i == 0 ? "" : "; ") + holders[i].second + " " +
+            (build.empty() ? std::string("an older dtrun, which does not say its build")
+                           : "\"" + build + "\"");
+  }
+  return text +
+         ". Build or install dtrain from the same sources, against the same LibTorch, on every "
+         "node (or set DTRAIN_ALLOW_MIXED_BUILDS=1 for builds known to work together)";
 }
 
 const char* kind_name(Outcome::Kind kind) {

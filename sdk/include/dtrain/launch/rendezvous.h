@@ -41,9 +41,19 @@ struct NodeInfo {
   int node_rank = 0;        // --node-rank, orders nodes in a static rendezvous
   std::string host;         // host name, for messages
   bool store_host = false;  // this agent hosts the rendezvous store
+  // The agent's util::build_info().identity(); empty from a dtrun that
+  // predates it (its record has one line fewer).
+  std::string build{};
 };
 std::string encode(const NodeInfo& info);
 NodeInfo decode_node_info(const std::string& text);
+
+// When a round's nodes run different builds of dtrain, what to tell the
+// user: each build with the nodes (group rank and host) that run it.
+// std::nullopt when all agree. A job of mixed builds may fail in ways that
+// no restart mends, so the agents end it at once (Note [One build per job]
+// in src/dist/membership.h says why builds must match).
+std::optional<std::string> builds_disagreement(const std::vector<NodeInfo>& nodes);
 
 struct Outcome {
   enum class Kind { kFailed, kLost, kRejoin, kDone, kFatal };

@@ -27,4 +27,10 @@ struct BuildInfo {
 
 const BuildInfo& build_info();
 
+// Whether processes of other builds may share a job (DTRAIN_ALLOW_MIXED_BUILDS:
+// "1" allows; unset, empty or "0" does not; anything else raises
+// dtrain::Error naming the value). For builds known to work together, as
+// during a rolling upgrade.
+bool mixed_builds_allowed();
+
 }  // namespace dtrain::util
