@@ -12,6 +12,7 @@
 
 #include "dtrain/dist/same_settings.h"
 #include "dtrain/dist/types.h"
+#include "dtrain/util/build_info.h"
 #include "dtrain/util/errors.h"
 #include "socket.h"
 
@@ -125,9 +126,7 @@ void compare_builds(Store& store, const MemberOptions& me) {
   if (!store.check({"build/mismatches"})) {
     return;
   }
-  const std::string advice =
-      ". Build or install dtrain from the same sources, against the same LibTorch, on every "
-      "node (or set DTRAIN_ALLOW_MIXED_BUILDS=1 for builds known to work together)";
+  const std::string advice = std::string(". ") + util::kSameBuildAdvice;
   if (me.rank != 0) {
     if (me.allow_mixed_builds) {
       return;  // rank 0 warns

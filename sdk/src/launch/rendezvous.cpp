@@ -4,6 +4,7 @@
 #include <sstream>
 #include <thread>
 
+#include "dtrain/util/build_info.h"
 #include "dtrain/util/errors.h"
 
 namespace dtrain::launch {
@@ -92,9 +93,7 @@ std::optional<std::string> builds_disagreement(const std::vector<NodeInfo>& node
             (build.empty() ? std::string("an older dtrun, which does not say its build")
                            : "\"" + build + "\"");
   }
-  return text +
-         ". Build or install dtrain from the same sources, against the same LibTorch, on every "
-         "node (or set DTRAIN_ALLOW_MIXED_BUILDS=1 for builds known to work together)";
+  return text + ". " + util::kSameBuildAdvice;
 }
 
 const char* kind_name(Outcome::Kind kind) {

@@ -33,4 +33,10 @@ const BuildInfo& build_info();
 // during a rolling upgrade.
 bool mixed_builds_allowed();
 
+// What a job of mixed builds is told to do, after its message: both checks
+// (init_process_group's and dtrun's agents') end with it.
+inline constexpr const char* kSameBuildAdvice =
+    "Build or install dtrain from the same sources, against the same LibTorch, on every node (or "
+    "set DTRAIN_ALLOW_MIXED_BUILDS=1 for builds known to work together)";
+
 }  // namespace dtrain::util
