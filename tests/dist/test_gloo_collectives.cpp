@@ -254,9 +254,75 @@ TEST_P(GlooWorld, SubGroups) {
       EXPECT_EQ(t.item<float>(), (world - 1) * world / 2.0f);
       EXPECT_EQ(rest->rank(), rank - 1);
       at::Tensor from_first = at::full({1}, rank);
-      dist::broadcast(from_first, 0, rest);  // group rank 0 is global rank 1
+      dist::broadcast(from_first, 1, rest);  // global rank 1, the group's rank 0
       EXPECT_EQ(from_first.item<float>(), 1.0f);
     }
+    dist::barrier();
+  });
+}
+
+// torch.distributed's convention: the free functions take the default
+// group's ranks, also with a smaller group. Group {0, 2, 3} of 4 ranks, so
+// its group ranks 1 and 2 are global ranks 2 and 3.
+TEST(GlooSubGroup, RootsAndPeersAreGlobalRanks) {
+  run_gloo_ranks(4, 30s, [](int rank, int) {
+    const std::vector<int> members = {0, 2, 3};
+    auto group = dist::new_group({3, 0, 2});  // in any order, as torch allows
+    ASSERT_EQ(group != nullptr, rank != 1);
+    if (!group) {
+      dist::barrier();
+      return;
+    }
+    EXPECT_EQ(dist::get_process_group_ranks(group), members);
+    EXPECT_EQ(dist::get_group_rank(group, 3), 2);
+    EXPECT_EQ(dist::get_global_rank(group, 1), 2);
+    EXPECT_EQ(dist::get_global_rank(nullptr, 1), 1);
+    expect_error([&] { dist::get_group_rank(group, 1); },
+                 "rank 1 is not a member of group 'group1' (global ranks 0, 2, 3)");
+    expect_error([&] { dist::get_global_rank(group, 3); }, "rank 3 is outside group 'group1'");
+    const auto f = at::TensorOptions().dtype(at::kFloat);
+    const int size = static_cast<int>(members.size());
+    for (int root : members) {
+      at::Tensor b = at::full({2}, rank, f);
+      dist::broadcast(b, root, group);
+      EXPECT_TRUE(at::equal(b, at::full({2}, root, f))) << "broadcast from " << root;
+      at::Tensor r = at::full({1}, rank, f);
+      dist::reduce(r, root, ReduceOp::kSum, group);
+      EXPECT_EQ(r.item<float>(), rank == root ? 0 + 2 + 3 : rank) << "reduce to " << root;
+      std::vector<at::Tensor> gathered;
+      for (int i = 0; rank == root && i < size; ++i) {
+        gathered.push_back(at::empty({1}, f));
+      }
+      dist::gather(at::full({1}, rank, f), gathered, root, group);
+      for (int i = 0; rank == root && i < size; ++i) {
+        EXPECT_EQ(gathered[i].item<float>(), members[i]) << "gather to " << root;
+      }
+      std::vector<at::Tensor> pieces;
+      for (int i = 0; rank == root && i < size; ++i) {
+        pieces.push_back(at::full({1}, 10 * members[i], f));
+      }
+      at::Tensor piece = at::empty({1}, f);
+      dist::scatter(piece, pieces, root, group);
+      EXPECT_EQ(piece.item<float>(), 10 * rank) << "scatter from " << root;
+    }
+    // Point to point between global ranks 3 and 0, through the group.
+    if (rank == 3) {
+      dist::send(at::full({3}, 7.0), 0, group);
+    } else if (rank == 0) {
+      at::Tensor in = at::zeros({3});
+      dist::recv(in, 3, group);
+      EXPECT_TRUE(at::equal(in, at::full({3}, 7.0)));
+    }
+    // A rank outside the group is refused before anything is sent; the
+    // group's own methods still take group ranks.
+    at::Tensor t = at::full({1}, rank, f);
+    expect_error([&] { dist::broadcast(t, 1, group); },
+                 "broadcast: src 1 is not a member of group 'group1' (global ranks 0, 2, 3)");
+    expect_error([&] { dist::reduce(t, 1, ReduceOp::kSum, group); },
+                 "reduce: dst 1 is not a member");
+    expect_error([&] { dist::send(t, 1, group); }, "send: dst 1 is not a member");
+    group->broadcast(t, {.root = 1})->wait();
+    EXPECT_EQ(t.item<float>(), 2.0f);
     dist::barrier();
   });
 }

@@ -291,15 +291,15 @@ void sub_groups(int rank, int world) {
     EXPECT_THAT(t.item<float>() == (world - 1) * world / 2.0f, "rest all_reduce: ", Flat{t});
     EXPECT_THAT(rest->rank() == rank - 1, "rest rank ", rest->rank());
     at::Tensor from_first = at::full({1}, rank);
-    dist::broadcast(from_first, 0, rest);  // group rank 0 is global rank 1
+    dist::broadcast(from_first, 1, rest);  // global rank 1, the group's rank 0
     EXPECT_THAT(from_first.item<float>() == 1.0f, "rest broadcast: ", Flat{from_first});
-    // Point to point uses group ranks too.
+    // Point to point takes global ranks too (the group's ranks 0 and 1).
     if (rest->size() >= 2 && rest->rank() < 2) {
       at::Tensor x = at::full({2}, rank, at::kInt);
       if (rest->rank() == 0) {
-        dist::send(x, 1, rest, 5);
+        dist::send(x, 2, rest, 5);
       } else {
-        dist::recv(x, 0, rest, 5);
+        dist::recv(x, 1, rest, 5);
         EXPECT_THAT(at::equal(x, at::full({2}, 1, at::kInt)), "rest recv: ", Flat{x});
       }
     }

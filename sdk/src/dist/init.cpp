@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "dtrain/config.h"
@@ -123,6 +124,22 @@ const ProcessGroupPtr& group_or_default(const ProcessGroupPtr& group) {
   }
   DTRAIN_CHECK(state().group != nullptr, "dtrain::dist: call init_process_group() first");
   return state().group;
+}
+
+// The group rank of `global_rank`, the `what` ("src", "dst") of `op`; the
+// default group's ranks are its own, so they pass unchanged.
+int group_rank_of(const ProcessGroupPtr& group, int global_rank, const char* op, const char* what) {
+  if (!group) {
+    return global_rank;
+  }
+  const std::vector<int>& ranks = group->global_ranks();
+  const auto found = std::find(ranks.begin(), ranks.end(), global_rank);
+  DTRAIN_CHECK(found != ranks.end(), op, ": ", what, " ", global_rank,
+               " is not a member of group '", group->name(), "' (global ranks ",
+               fmt::format("{}", fmt::join(ranks, ", ")),
+               "): dtrain::dist's functions take ranks of the default group, as "
+               "torch.distributed's do; the group's own methods take its ranks");
+  return static_cast<int>(found - ranks.begin());
 }
 
 WorkPtr finish(WorkPtr work, bool async_op) {
@@ -311,10 +328,27 @@ ProcessGroupPtr new_group(std::vector<int> ranks) {
   if (me == ranks.end()) {
     return nullptr;
   }
-  return wrap_for_debug_if_enabled(
+  ProcessGroupPtr group = wrap_for_debug_if_enabled(
       make_group(settings_of(s), s.store, static_cast<int>(me - ranks.begin()),
                  static_cast<int>(ranks.size()), name),
       s.store, s.options.timeout);
+  group->set_global_ranks(std::move(ranks));
+  return group;
+}
+
+int get_group_rank(const ProcessGroupPtr& group, int global_rank) {
+  return group_rank_of(group_or_default(group), global_rank, "get_group_rank", "rank");
+}
+
+int get_global_rank(const ProcessGroupPtr& group, int group_rank) {
+  const ProcessGroupPtr& g = group_or_default(group);
+  DTRAIN_CHECK(group_rank >= 0 && group_rank < g->size(), "get_global_rank: rank ", group_rank,
+               " is outside group '", g->name(), "' of size ", g->size());
+  return g->global_ranks()[group_rank];
+}
+
+std::vector<int> get_process_group_ranks(const ProcessGroupPtr& group) {
+  return group_or_default(group)->global_ranks();
 }
 
 void send(const at::Tensor& tensor, int dst, const ProcessGroupPtr& group, int tag) {
@@ -324,20 +358,24 @@ void recv(at::Tensor& tensor, int src, const ProcessGroupPtr& group, int tag) {
   irecv(tensor, src, group, tag)->wait();
 }
 WorkPtr isend(const at::Tensor& tensor, int dst, const ProcessGroupPtr& group, int tag) {
-  return group_or_default(group)->send(tensor, dst, tag);
+  return group_or_default(group)->send(tensor, group_rank_of(group, dst, "send", "dst"), tag);
 }
 WorkPtr irecv(at::Tensor& tensor, int src, const ProcessGroupPtr& group, int tag) {
-  return group_or_default(group)->recv(tensor, src, tag);
+  return group_or_default(group)->recv(tensor, group_rank_of(group, src, "recv", "src"), tag);
 }
 WorkPtr broadcast(at::Tensor& tensor, int src, const ProcessGroupPtr& group, bool async_op) {
-  return finish(group_or_default(group)->broadcast(tensor, {.root = src}), async_op);
+  return finish(group_or_default(group)->broadcast(
+                    tensor, {.root = group_rank_of(group, src, "broadcast", "src")}),
+                async_op);
 }
 WorkPtr all_reduce(at::Tensor& tensor, ReduceOp op, const ProcessGroupPtr& group, bool async_op) {
   return finish(group_or_default(group)->all_reduce(tensor, {.op = op}), async_op);
 }
 WorkPtr reduce(at::Tensor& tensor, int dst, ReduceOp op, const ProcessGroupPtr& group,
                bool async_op) {
-  return finish(group_or_default(group)->reduce(tensor, {.root = dst, .op = op}), async_op);
+  return finish(group_or_default(group)->reduce(
+                    tensor, {.root = group_rank_of(group, dst, "reduce", "dst"), .op = op}),
+                async_op);
 }
 WorkPtr all_gather(std::vector<at::Tensor>& tensor_list, const at::Tensor& tensor,
                    const ProcessGroupPtr& group, bool async_op) {
@@ -345,11 +383,15 @@ WorkPtr all_gather(std::vector<at::Tensor>& tensor_list, const at::Tensor& tenso
 }
 WorkPtr gather(const at::Tensor& tensor, std::vector<at::Tensor>& gather_list, int dst,
                const ProcessGroupPtr& group, bool async_op) {
-  return finish(group_or_default(group)->gather(gather_list, tensor, {.root = dst}), async_op);
+  return finish(group_or_default(group)->gather(
+                    gather_list, tensor, {.root = group_rank_of(group, dst, "gather", "dst")}),
+                async_op);
 }
 WorkPtr scatter(at::Tensor& tensor, const std::vector<at::Tensor>& scatter_list, int src,
                 const ProcessGroupPtr& group, bool async_op) {
-  return finish(group_or_default(group)->scatter(tensor, scatter_list, {.root = src}), async_op);
+  return finish(group_or_default(group)->scatter(
+                    tensor, scatter_list, {.root = group_rank_of(group, src, "scatter", "src")}),
+                async_op);
 }
 WorkPtr reduce_scatter(at::Tensor& output, const std::vector<at::Tensor>& input_list, ReduceOp op,
                        const ProcessGroupPtr& group, bool async_op) {

@@ -1,5 +1,9 @@
 #include "dtrain/dist/process_group.h"
 
+#include <algorithm>
+#include <functional>
+#include <numeric>
+
 namespace dtrain::dist {
 
 std::string to_string(ReduceOp op) {
@@ -23,6 +27,17 @@ ProcessGroup::ProcessGroup(int rank, int size, std::string name)
   DTRAIN_CHECK(size >= 1, "process group '", name_, "': size must be >= 1, got ", size);
   DTRAIN_CHECK(rank >= 0 && rank < size, "process group '", name_, "': rank ", rank,
                " is outside the world of size ", size);
+  global_ranks_.resize(size_);
+  std::iota(global_ranks_.begin(), global_ranks_.end(), 0);
+}
+
+void ProcessGroup::set_global_ranks(std::vector<int> ranks) {
+  DTRAIN_CHECK(static_cast<int>(ranks.size()) == size_, "process group '", name_,
+               "': ", ranks.size(), " global ranks for a group of size ", size_);
+  DTRAIN_CHECK(
+      std::adjacent_find(ranks.begin(), ranks.end(), std::greater_equal<>()) == ranks.end(),
+      "process group '", name_, "': global ranks must be distinct and ascending");
+  global_ranks_ = std::move(ranks);
 }
 
 void ProcessGroup::unsupported(const std::string& op) const {

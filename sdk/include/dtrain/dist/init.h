@@ -8,8 +8,8 @@
 //   auto work = dtrain::dist::all_reduce(t, {.op = ReduceOp::kMax}, /*async_op=*/true);
 //   work->wait();
 //
-// Ranks passed to the free functions (src, dst, root) are ranks within the
-// group used. Errors: a bad init_method, a rank outside the world, two
+// Ranks passed to the free functions (src, dst) are ranks of the default
+// group, also with a smaller group, as in torch.distributed. Errors: a bad init_method, a rank outside the world, two
 // processes claiming one rank, ranks disagreeing on the world size, or a
 // master that never answers each raise dtrain::Error (or a subclass) on
 // that rank within the timeout, saying which.
@@ -85,7 +85,19 @@ void destroy_process_group();
 // the group get nullptr.
 ProcessGroupPtr new_group(std::vector<int> ranks);
 
+// Between a group's own ranks and the default group's, as in
+// torch.distributed. `group` nullptr means the default group. Throws
+// dtrain::Error naming the group when the rank is not one of its members.
+int get_group_rank(const ProcessGroupPtr& group, int global_rank);
+int get_global_rank(const ProcessGroupPtr& group, int group_rank);
+std::vector<int> get_process_group_ranks(const ProcessGroupPtr& group);
+
 // Blocking unless async_op; `group` nullptr means the default group.
+// `src` and `dst` are ranks in the default group even when `group` is a
+// smaller one, as in torch.distributed (dist.broadcast(t, src=2, group=g)
+// sends from global rank 2, which must be in g); a rank outside `group` is
+// refused, naming the group's ranks. The methods of ProcessGroup take the
+// group's own ranks instead, as c10d's do.
 void send(const at::Tensor& tensor, int dst, const ProcessGroupPtr& group = nullptr, int tag = 0);
 void recv(at::Tensor& tensor, int src, const ProcessGroupPtr& group = nullptr, int tag = 0);
 WorkPtr isend(const at::Tensor& tensor, int dst, const ProcessGroupPtr& group = nullptr,

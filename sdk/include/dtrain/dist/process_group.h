@@ -27,10 +27,21 @@ class ProcessGroup {
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;
 
+  // The group's own rank and size: what every method here takes as a root
+  // or peer (as c10d's ProcessGroup does).
   int rank() const { return rank_; }
   int size() const { return size_; }
   const std::string& name() const { return name_; }
   virtual std::string backend_name() const = 0;
+
+  // The ranks in the default group of this group's members, by group rank:
+  // what the free functions of init.h take, as torch.distributed's do.
+  // new_group records them; any other group counts as the whole world,
+  // 0 .. size - 1.
+  const std::vector<int>& global_ranks() const { return global_ranks_; }
+  // Called once by new_group; throws dtrain::Error unless `ranks` holds
+  // `size` distinct ranks, ascending.
+  void set_global_ranks(std::vector<int> ranks);
 
   // Point to point (the tensor must stay alive and untouched until wait()).
   virtual WorkPtr send(const at::Tensor& tensor, int dst, int tag = 0);
@@ -67,6 +78,7 @@ class ProcessGroup {
   int rank_;
   int size_;
   std::string name_;
+  std::vector<int> global_ranks_;
 };
 
 using ProcessGroupPtr = std::shared_ptr<ProcessGroup>;
