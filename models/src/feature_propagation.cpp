@@ -48,10 +48,14 @@ at::Tensor interpolate_three_nearest(const at::Tensor& xyz1, const at::Tensor& x
 
 FeaturePropagationImpl::FeaturePropagationImpl(const FeaturePropagationOptions& options)
     : options_(options) {
-  TORCH_CHECK(options.in_channels() >= 1,
-              "FeaturePropagationOptions: in_channels must be >= 1, got ", options.in_channels());
-  TORCH_CHECK(!options.mlp().empty(), "FeaturePropagationOptions: mlp must not be empty");
-  mlp_ = register_module("mlp", shared_mlp_1d(options.in_channels(), options.mlp()));
+  reset();
+}
+
+void FeaturePropagationImpl::reset() {
+  TORCH_CHECK(options_.in_channels() >= 1,
+              "FeaturePropagationOptions: in_channels must be >= 1, got ", options_.in_channels());
+  TORCH_CHECK(!options_.mlp().empty(), "FeaturePropagationOptions: mlp must not be empty");
+  mlp_ = register_module("mlp", shared_mlp_1d(options_.in_channels(), options_.mlp()));
 }
 
 at::Tensor FeaturePropagationImpl::forward(const at::Tensor& xyz1, const at::Tensor& xyz2,

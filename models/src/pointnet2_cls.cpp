@@ -57,31 +57,36 @@ PointNet2ClsOptions pointnet2_cls_preset(const std::string& name, int64_t num_cl
 }
 
 PointNet2ClsImpl::PointNet2ClsImpl(const PointNet2ClsOptions& options) : options_(options) {
-  TORCH_CHECK(options.num_classes() >= 2, "PointNet2ClsOptions: num_classes must be >= 2, got ",
-              options.num_classes());
-  TORCH_CHECK(options.in_channels() >= 0, "PointNet2ClsOptions: in_channels must be >= 0, got ",
-              options.in_channels());
-  TORCH_CHECK(!options.layers().empty(), "PointNet2ClsOptions: layers must not be empty");
-  TORCH_CHECK(options.layers().back().npoint() == 0,
+  reset();
+}
+
+void PointNet2ClsImpl::reset() {
+  layers_.clear();
+  TORCH_CHECK(options_.num_classes() >= 2, "PointNet2ClsOptions: num_classes must be >= 2, got ",
+              options_.num_classes());
+  TORCH_CHECK(options_.in_channels() >= 0, "PointNet2ClsOptions: in_channels must be >= 0, got ",
+              options_.in_channels());
+  TORCH_CHECK(!options_.layers().empty(), "PointNet2ClsOptions: layers must not be empty");
+  TORCH_CHECK(options_.layers().back().npoint() == 0,
               "PointNet2ClsOptions: the last layer must group all points (npoint 0), got npoint ",
-              options.layers().back().npoint());
-  TORCH_CHECK(options.dropout() >= 0 && options.dropout() < 1,
-              "PointNet2ClsOptions: dropout must be in [0, 1), got ", options.dropout());
-  int64_t channels = options.in_channels();
-  for (size_t i = 0; i < options.layers().size(); ++i) {
-    SetAbstractionOptions layer = options.layers()[i];
+              options_.layers().back().npoint());
+  TORCH_CHECK(options_.dropout() >= 0 && options_.dropout() < 1,
+              "PointNet2ClsOptions: dropout must be in [0, 1), got ", options_.dropout());
+  int64_t channels = options_.in_channels();
+  for (size_t i = 0; i < options_.layers().size(); ++i) {
+    SetAbstractionOptions layer = options_.layers()[i];
     layer.in_channels(channels);
     layers_.push_back(register_module("sa" + std::to_string(i + 1), SetAbstraction(layer)));
     channels = layers_.back()->out_channels();
   }
   head_ = register_module("head", torch::nn::Sequential());
   channels = detail::append_norm_relu_layers<torch::nn::BatchNorm1d>(
-      head_, channels, options.head(),
+      head_, channels, options_.head(),
       [](int64_t in, int64_t out) {
         return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
       },
-      options.dropout());
-  head_->push_back(torch::nn::Linear(channels, options.num_classes()));
+      options_.dropout());
+  head_->push_back(torch::nn::Linear(channels, options_.num_classes()));
 }
 
 at::Tensor PointNet2ClsImpl::forward(const at::Tensor& points) {

@@ -40,21 +40,27 @@ PointNet2PartSegOptions pointnet2_part_seg_preset(const std::string& name, int64
 
 PointNet2PartSegImpl::PointNet2PartSegImpl(const PointNet2PartSegOptions& options)
     : options_(options) {
-  TORCH_CHECK(options.num_parts() >= 2, "PointNet2PartSegOptions: num_parts must be >= 2, got ",
-              options.num_parts());
-  TORCH_CHECK(options.num_categories() >= 0,
+  reset();
+}
+
+void PointNet2PartSegImpl::reset() {
+  down_.clear();
+  up_.clear();
+  TORCH_CHECK(options_.num_parts() >= 2, "PointNet2PartSegOptions: num_parts must be >= 2, got ",
+              options_.num_parts());
+  TORCH_CHECK(options_.num_categories() >= 0,
               "PointNet2PartSegOptions: num_categories must be >= 0, got ",
-              options.num_categories());
-  TORCH_CHECK(!options.layers().empty() && options.layers().back().npoint() == 0,
+              options_.num_categories());
+  TORCH_CHECK(!options_.layers().empty() && options_.layers().back().npoint() == 0,
               "PointNet2PartSegOptions: layers must end with one that groups all points");
-  TORCH_CHECK(options.propagations().size() == options.layers().size(),
+  TORCH_CHECK(options_.propagations().size() == options_.layers().size(),
               "PointNet2PartSegOptions: one propagation per set abstraction layer, got ",
-              options.propagations().size(), " for ", options.layers().size());
+              options_.propagations().size(), " for ", options_.layers().size());
   // Channels at each level: level 0 is the input, level i the output of
   // set abstraction i.
-  std::vector<int64_t> level_channels{options.in_channels()};
-  for (size_t i = 0; i < options.layers().size(); ++i) {
-    SetAbstractionOptions layer = options.layers()[i];
+  std::vector<int64_t> level_channels{options_.in_channels()};
+  for (size_t i = 0; i < options_.layers().size(); ++i) {
+    SetAbstractionOptions layer = options_.layers()[i];
     layer.in_channels(level_channels.back());
     down_.push_back(register_module("sa" + std::to_string(i + 1), SetAbstraction(layer)));
     level_channels.push_back(down_.back()->out_channels());
@@ -63,28 +69,28 @@ PointNet2PartSegImpl::PointNet2PartSegImpl(const PointNet2PartSegOptions& option
   // propagation's) spread to level j and meet its skip link. Level 0's link
   // is the category one-hot, the coordinates and the input features.
   int64_t sparse_channels = level_channels.back();
-  const size_t levels = options.layers().size();
+  const size_t levels = options_.layers().size();
   for (size_t k = 0; k < levels; ++k) {
     const size_t level = levels - 1 - k;
     const int64_t skip_channels =
-        level == 0 ? options.num_categories() + 3 + options.in_channels() : level_channels[level];
-    TORCH_CHECK(!options.propagations()[k].empty(), "PointNet2PartSegOptions: propagation ", k,
+        level == 0 ? options_.num_categories() + 3 + options_.in_channels() : level_channels[level];
+    TORCH_CHECK(!options_.propagations()[k].empty(), "PointNet2PartSegOptions: propagation ", k,
                 " has an empty mlp");
     up_.push_back(
         register_module("fp" + std::to_string(level + 1),
                         FeaturePropagation(FeaturePropagationOptions()
                                                .in_channels(sparse_channels + skip_channels)
-                                               .mlp(options.propagations()[k]))));
-    sparse_channels = options.propagations()[k].back();
+                                               .mlp(options_.propagations()[k]))));
+    sparse_channels = options_.propagations()[k].back();
   }
   head_ = register_module("head", torch::nn::Sequential());
   const int64_t channels = detail::append_norm_relu_layers<torch::nn::BatchNorm1d>(
-      head_, sparse_channels, options.head(),
+      head_, sparse_channels, options_.head(),
       [](int64_t in, int64_t out) {
         return torch::nn::Conv1d(torch::nn::Conv1dOptions(in, out, 1).bias(false));
       },
-      options.dropout());
-  head_->push_back(torch::nn::Conv1d(torch::nn::Conv1dOptions(channels, options.num_parts(), 1)));
+      options_.dropout());
+  head_->push_back(torch::nn::Conv1d(torch::nn::Conv1dOptions(channels, options_.num_parts(), 1)));
 }
 
 at::Tensor PointNet2PartSegImpl::forward(const at::Tensor& points, const at::Tensor& categories) {

@@ -100,22 +100,27 @@ torch::nn::Sequential shared_mlp_2d(int64_t in_channels, const std::vector<int64
 }
 
 SetAbstractionImpl::SetAbstractionImpl(const SetAbstractionOptions& options) : options_(options) {
-  TORCH_CHECK(options.npoint() >= 0, "SetAbstractionOptions: npoint must be >= 0, got ",
-              options.npoint());
-  TORCH_CHECK(options.in_channels() >= 0, "SetAbstractionOptions: in_channels must be >= 0, got ",
-              options.in_channels());
-  TORCH_CHECK(!options.scales().empty(), "SetAbstractionOptions: scales must not be empty");
-  TORCH_CHECK(options.use_xyz() || options.in_channels() > 0,
+  reset();
+}
+
+void SetAbstractionImpl::reset() {
+  mlps_.clear();
+  TORCH_CHECK(options_.npoint() >= 0, "SetAbstractionOptions: npoint must be >= 0, got ",
+              options_.npoint());
+  TORCH_CHECK(options_.in_channels() >= 0, "SetAbstractionOptions: in_channels must be >= 0, got ",
+              options_.in_channels());
+  TORCH_CHECK(!options_.scales().empty(), "SetAbstractionOptions: scales must not be empty");
+  TORCH_CHECK(options_.use_xyz() || options_.in_channels() > 0,
               "SetAbstractionOptions: with use_xyz false, in_channels must be > 0 (the MLP "
               "would see no input)");
-  TORCH_CHECK(options.npoint() > 0 || options.scales().size() == 1,
+  TORCH_CHECK(options_.npoint() > 0 || options_.scales().size() == 1,
               "SetAbstractionOptions: grouping all points (npoint 0) takes one scale, got ",
-              options.scales().size());
-  const int64_t mlp_in = options.in_channels() + (options.use_xyz() ? 3 : 0);
-  for (size_t s = 0; s < options.scales().size(); ++s) {
-    const GroupingScale& scale = options.scales()[s];
+              options_.scales().size());
+  const int64_t mlp_in = options_.in_channels() + (options_.use_xyz() ? 3 : 0);
+  for (size_t s = 0; s < options_.scales().size(); ++s) {
+    const GroupingScale& scale = options_.scales()[s];
     TORCH_CHECK(!scale.mlp.empty(), "SetAbstractionOptions: scale ", s, " has an empty mlp");
-    if (options.npoint() > 0) {
+    if (options_.npoint() > 0) {
       TORCH_CHECK(scale.radius > 0, "SetAbstractionOptions: scale ", s, " radius must be > 0, got ",
                   scale.radius);
       TORCH_CHECK(scale.nsample >= 1, "SetAbstractionOptions: scale ", s,

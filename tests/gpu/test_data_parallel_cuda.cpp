@@ -1,6 +1,7 @@
 // DataParallel over GPUs against the same module on one device: outputs
 // and the gradients summed into the wrapped module. With one GPU, the
-// multi-copy path still runs by listing cuda:0 twice. Skips, saying why,
+// multi-copy path still runs by listing cuda:0 twice; dtrain's own toy CNN
+// is copied as a Sequential is. Skips, saying why,
 // where no CUDA device is visible.
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "dtrain/ddp/data_parallel.h"
+#include "dtrain/models/toy_cnn.h"
 
 namespace {
 
@@ -87,6 +89,34 @@ TEST_F(DataParallelCuda, OutputsGatherOnTheCpuWhenAsked) {
   expect_equal_to_one_device(
       DataParallelOptions().devices({{kCuda0, kCuda0}}).output_device(c10::Device(c10::kCPU)),
       /*input_on_cpu=*/false);
+}
+
+// The seed's model, not only a Sequential: dtrain's models are Cloneable,
+// so DataParallel can copy them (tests/unit/test_model_clone.cpp checks
+// the copies on the CPU).
+TEST_F(DataParallelCuda, CopiesOfTheToyCnnEqualOneDevice) {
+  auto make_cnn = [] {
+    at::manual_seed(5);
+    return dtrain::models::ToyCnn(dtrain::models::ToyCnnOptions().in_channels(1));
+  };
+  auto reference = make_cnn();
+  reference->to(kCuda0);
+  DataParallel<dtrain::models::ToyCnn> model(make_cnn(),
+                                             DataParallelOptions().devices({{kCuda0, kCuda0}}));
+  at::manual_seed(9);
+  const at::Tensor images = at::randn({6, 1, 32, 32});
+  const at::Tensor y = model(images);
+  const at::Tensor y_ref = reference->forward(images.to(kCuda0));
+  EXPECT_LT(max_diff(y, y_ref), 1e-5);
+  y.sum().backward();
+  y_ref.sum().backward();
+  const auto got = model.module()->parameters();
+  const auto want = reference->parameters();
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(got[i].grad().defined()) << "parameter " << i;
+    EXPECT_LT(max_diff(got[i].grad(), want[i].grad()), 1e-4) << "parameter " << i;
+  }
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <torch/arg.h>
+#include <torch/nn/cloneable.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/pimpl.h>
@@ -28,9 +29,13 @@ struct FeaturePropagationOptions {
 // Conv1x1 -> BatchNorm -> ReLU for each width, over (B, C, N) inputs.
 torch::nn::Sequential shared_mlp_1d(int64_t in_channels, const std::vector<int64_t>& widths);
 
-class FeaturePropagationImpl : public torch::nn::Module {
+class FeaturePropagationImpl : public torch::nn::Cloneable<FeaturePropagationImpl> {
  public:
   explicit FeaturePropagationImpl(const FeaturePropagationOptions& options);
+
+  // Builds the layers from options(); called by the constructor, and by
+  // clone() (DataParallel's copies) for each copy.
+  void reset() override;
 
   // xyz1: (B, N, 3) dense points; xyz2: (B, M, 3) sparse points;
   // features1: (B, C1, N) skip features or undefined; features2: (B, C2, M).

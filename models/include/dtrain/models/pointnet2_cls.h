@@ -20,6 +20,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <torch/arg.h>
+#include <torch/nn/cloneable.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/pimpl.h>
@@ -49,9 +50,13 @@ const std::vector<std::string>& pointnet2_cls_preset_names();
 PointNet2ClsOptions pointnet2_cls_preset(const std::string& name, int64_t num_classes,
                                          int64_t in_channels = 0);
 
-class PointNet2ClsImpl : public torch::nn::Module {
+class PointNet2ClsImpl : public torch::nn::Cloneable<PointNet2ClsImpl> {
  public:
   explicit PointNet2ClsImpl(const PointNet2ClsOptions& options);
+
+  // Builds the layers from options(); called by the constructor, and by
+  // clone() (DataParallel's copies) for each copy.
+  void reset() override;
 
   // points: (B, N, 3 + in_channels), xyz first; N at least the first
   // layer's npoint. Returns logits (B, num_classes). Throws c10::Error

@@ -22,6 +22,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <torch/arg.h>
+#include <torch/nn/cloneable.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/pimpl.h>
@@ -57,9 +58,13 @@ const std::vector<std::string>& pointnet2_part_seg_preset_names();
 PointNet2PartSegOptions pointnet2_part_seg_preset(const std::string& name, int64_t num_parts,
                                                   int64_t num_categories, int64_t in_channels = 0);
 
-class PointNet2PartSegImpl : public torch::nn::Module {
+class PointNet2PartSegImpl : public torch::nn::Cloneable<PointNet2PartSegImpl> {
  public:
   explicit PointNet2PartSegImpl(const PointNet2PartSegOptions& options);
+
+  // Builds the layers from options(); called by the constructor, and by
+  // clone() (DataParallel's copies) for each copy.
+  void reset() override;
 
   // points: (B, N, 3 + in_channels), xyz first. categories: (B,) int64 in
   // [0, num_categories), or undefined when num_categories is 0. Returns

@@ -20,6 +20,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <torch/arg.h>
+#include <torch/nn/cloneable.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/pimpl.h>
@@ -62,9 +63,13 @@ struct SetAbstractionOptions {
 // PointNet's MLP shared by every point.
 torch::nn::Sequential shared_mlp_2d(int64_t in_channels, const std::vector<int64_t>& widths);
 
-class SetAbstractionImpl : public torch::nn::Module {
+class SetAbstractionImpl : public torch::nn::Cloneable<SetAbstractionImpl> {
  public:
   explicit SetAbstractionImpl(const SetAbstractionOptions& options);
+
+  // Builds the layers from options(); called by the constructor, and by
+  // clone() (DataParallel's copies) for each copy.
+  void reset() override;
 
   struct Output {
     at::Tensor xyz;       // (B, npoint, 3) float32 centres ((B, 1, 3) zeros when grouping all)

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <torch/arg.h>
+#include <torch/nn/cloneable.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
@@ -24,9 +25,13 @@ struct ToyCnnOptions {
   TORCH_ARG(int64_t, num_classes) = 10;
 };
 
-class ToyCnnImpl : public torch::nn::Module {
+class ToyCnnImpl : public torch::nn::Cloneable<ToyCnnImpl> {
  public:
   explicit ToyCnnImpl(const ToyCnnOptions& options = {});
+
+  // Builds the layers from options(); called by the constructor, and by
+  // clone() (DataParallel's copies) for each copy.
+  void reset() override;
 
   // Throws c10::Error naming the expected shape when x is not (B, in_channels, 32, 32).
   torch::Tensor forward(const torch::Tensor& x);
