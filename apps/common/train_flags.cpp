@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "dtrain/dist/init.h"
 #include "dtrain/util/cli_checks.h"
+#include "dtrain/util/errors.h"
 #include "dtrain/util/launch_env.h"
 #include "sharding.h"
 
@@ -102,9 +104,29 @@ void add_common_train_flags(CLI::App& app, CommonTrainOptions& options,
       throw CLI::ValidationError("--checkpoint-steps " + std::to_string(options.checkpoint_steps),
                                  "needs --checkpoint, the file to write");
     }
-    // Checked against the launcher's world now, before any data is read.
+    const JoinFlags& join = options.join;
+    if ((join.world_size > 0) != (join.rank >= 0)) {
+      throw CLI::ValidationError(join.world_size > 0 ? "--world-size" : "--rank",
+                                 "needs --world-size and --rank together: a process started "
+                                 "by hand is told both (or neither, under a launcher)");
+    }
+    if (join.world_size > 0 && join.rank >= join.world_size) {
+      throw CLI::ValidationError("--rank " + std::to_string(join.rank),
+                                 "must be below --world-size " + std::to_string(join.world_size));
+    }
+    if (join.world_size > 1) {
+      // A URL that cannot work is named now, before any data is read.
+      try {
+        dist::resolve_rendezvous(
+            {.init_method = join.init_method, .rank = join.rank, .world_size = join.world_size});
+      } catch (const Error& e) {
+        throw CLI::ValidationError("--init-method " + join.init_method, e.what());
+      }
+    }
+    // Checked against the job's world now, before any data is read.
     const auto weights = parse_rank_weights(options.rank_weights).fixed.size();
-    const int world = util::read_launch_env().world_size.value_or(1);
+    const int world =
+        join.world_size > 0 ? join.world_size : util::read_launch_env().world_size.value_or(1);
     if (weights > 0 && static_cast<int>(weights) != world) {
       throw CLI::ValidationError(
           "--rank-weights " + options.rank_weights,
@@ -117,6 +139,18 @@ void add_common_train_flags(CLI::App& app, CommonTrainOptions& options,
                  "--device cuda, gloo for cpu)")
       ->check(CLI::IsMember({"auto", "gloo", "mpi", "nccl"}))
       ->capture_default_str();
+  app.add_option("--init-method", options.join.init_method,
+                 "Where the processes meet: env:// (MASTER_ADDR, MASTER_PORT), "
+                 "tcp://host:port (rank 0 listens there) or file:///path on a shared file "
+                 "system")
+      ->capture_default_str();
+  app.add_option("--world-size", options.join.world_size,
+                 "Processes in the job, for processes started by hand, one command each "
+                 "(with --rank; default: the launcher's variables)")
+      ->check(dtrain::util::positive());
+  app.add_option("--rank", options.join.rank,
+                 "This process's rank, 0 .. --world-size - 1 (with --world-size)")
+      ->check(dtrain::util::non_negative());
   app.add_option("--dist-timeout", options.dist_timeout_s,
                  "Seconds a collective may wait for a peer before failing")
       ->check(dtrain::util::positive())

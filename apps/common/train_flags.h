@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "dtrain/dist/same_settings.h"
+#include "training_job.h"
 
 namespace dtrain::apps {
 
@@ -38,6 +39,8 @@ struct CommonTrainOptions {
   // backend and how long a collective may wait for a peer.
   std::string backend = "auto";
   int dist_timeout_s = 300;
+  // --init-method, --world-size and --rank: each process started by hand.
+  JoinFlags join;
   // How each epoch's samples and each step's global batch are split among
   // the processes: "equal" (DistributedSampler), one weight per process
   // ("3,1": known relative speeds), or "auto" (measured each epoch); see

@@ -38,6 +38,19 @@ void name_rank_in_errors() {
   }
 }
 
+util::LaunchEnv launch_env(const JoinFlags& flags) {
+  util::LaunchEnv env = util::read_launch_env();
+  if (flags.world_size > 0) {
+    env.world_size = flags.world_size;
+    env.rank = flags.rank;
+    env.source = "flags";
+  }
+  if (env.world_size.value_or(1) > 1) {
+    util::set_job_rank(env.rank);
+  }
+  return env;
+}
+
 // Made current so that NCCL and the caching allocator use it.
 c10::Device choose_device(const util::LaunchEnv& env, const std::string& device) {
   if (device == "cpu") {
@@ -60,8 +73,8 @@ c10::Device choose_device(const util::LaunchEnv& env, const std::string& device)
   return {c10::kCUDA, index};
 }
 
-Job start_job(const util::LaunchEnv& env, const std::string& backend, int timeout_s,
-              c10::Device device) {
+Job start_job(const util::LaunchEnv& env, const JoinFlags& flags, const std::string& backend,
+              int timeout_s, c10::Device device) {
   Job job;
   job.device = device;
   if (env.world_size.value_or(1) <= 1) {
@@ -71,7 +84,15 @@ Job start_job(const util::LaunchEnv& env, const std::string& backend, int timeou
   // "auto" follows the training device, not whether the machine has a GPU:
   // CPU training on a GPU node still needs Gloo.
   const std::string chosen = backend != "auto" ? backend : (job.device.is_cuda() ? "nccl" : "gloo");
-  dist::init_process_group({.backend = chosen, .timeout = std::chrono::seconds(timeout_s)});
+  // Without --world-size, rank and world come from the launcher's
+  // variables, read where init_process_group reads them (under mpirun it
+  // also shares the store's address through MPI).
+  const bool by_flags = flags.world_size > 0;
+  dist::init_process_group({.backend = chosen,
+                            .init_method = flags.init_method,
+                            .rank = by_flags ? flags.rank : -1,
+                            .world_size = by_flags ? flags.world_size : -1,
+                            .timeout = std::chrono::seconds(timeout_s)});
   job.rank = dist::get_rank();
   job.world = dist::get_world_size();
   return job;

@@ -11,6 +11,20 @@
 
 namespace dtrain::apps {
 
+// How this process meets the others when they are started by hand, one
+// command per process (the seed tutorial's --init-method tcp://host:port
+// --world-size 2 --rank 0), rather than by a launcher. world_size 0: the
+// launcher's variables say (dtrun/torchrun, mpirun, srun, or alone).
+struct JoinFlags {
+  std::string init_method = "env://";
+  int world_size = 0;
+  int rank = -1;
+};
+
+// The launcher's variables, with the world size and rank of `flags` in
+// place of theirs when given. Names the rank in error lines from here on.
+util::LaunchEnv launch_env(const JoinFlags& flags);
+
 struct Job {
   int rank = 0;
   int world = 1;
@@ -37,12 +51,12 @@ void name_rank_in_errors();
 // its optimizer's state start there.
 c10::Device choose_device(const util::LaunchEnv& env, const std::string& device);
 
-// Joins the process group when the launcher asked for more than one
-// process (backend "auto": nccl on GPUs, gloo on CPUs; timeout_s bounds
-// every collective); alone, keeps freed host memory in the process as
-// init_process_group would.
-Job start_job(const util::LaunchEnv& env, const std::string& backend, int timeout_s,
-              c10::Device device = c10::kCPU);
+// Joins the process group when `env` (from launch_env) counts more than one
+// process, where `flags` say (backend "auto": nccl on GPUs, gloo on CPUs;
+// timeout_s bounds every collective); alone, keeps freed host memory in the
+// process as init_process_group would.
+Job start_job(const util::LaunchEnv& env, const JoinFlags& flags, const std::string& backend,
+              int timeout_s, c10::Device device = c10::kCPU);
 
 // Leaves the process group, when there is one.
 void finish_job(const Job& job);

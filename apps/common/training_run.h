@@ -71,7 +71,7 @@ int run_training(const CommonTrainOptions& options, const util::LaunchEnv& env, 
   // 1 starts the report afresh.
   EpochReport report(options.csv, /*writes=*/env.rank.value_or(0) == 0, options.epochs,
                      /*append=*/checkpoints.epochs_done() > 0, task.extra_columns);
-  const Job job = start_job(env, options.backend, options.dist_timeout_s, device);
+  const Job job = start_job(env, options.join, options.backend, options.dist_timeout_s, device);
   // The flags, and the training set each process loaded (--data-dir may
   // name another copy on each node): its size and its labels.
   if (job.distributed()) {

@@ -69,7 +69,7 @@ int train(const TrainOptions& options) {
   if (options.threads > 0) {
     at::set_num_threads(options.threads);
   }
-  const dtrain::util::LaunchEnv env = dtrain::util::read_launch_env();
+  const dtrain::util::LaunchEnv env = dtrain::apps::launch_env(options.join);
   // First: a missing GPU is named before any data is read.
   const c10::Device device = choose_device(env, options.device);
   const ImageData data = load_image_data(options);

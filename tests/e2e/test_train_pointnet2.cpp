@@ -11,10 +11,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <regex>
 #include <set>
 
 #include "background_process.h"
+#include "multi_process.h"
 #include "test_support.h"
 
 namespace {
@@ -267,6 +269,74 @@ TEST(TrainPointNet2, TwoProcessesUnderDtrunShareTheData) {
     ++entries;
   }
   EXPECT_EQ(entries, 2u) << "expected only shapes/ and report.csv";
+}
+
+// The seed tutorial's second way: each process started by its own command,
+// told where to meet (--init-method tcp://host:port, rank 0 listening
+// there, or file:///path), the world size and its rank, no launcher. The
+// job trains as the same two processes under dtrun do: the same losses and
+// accuracy to the last digit.
+TEST(TrainPointNet2, ProcessesStartedByHandTrainAsUnderDtrun) {
+  TempDir dir;
+  std::vector<std::string> dtrun_args{DTRAIN_DTRUN_PATH, "--standalone", "--nproc-per-node", "2",
+                                      DTRAIN_TRAIN_POINTNET2_PATH};
+  for (const auto& arg : small_synthetic_run(dir.file("shapes"), dir.file("dtrun.csv"))) {
+    dtrun_args.push_back(arg);
+  }
+  dtrun_args.insert(dtrun_args.end(), {"--epochs", "2"});
+  const auto under_dtrun = run_process(dtrun_args);
+  ASSERT_EQ(under_dtrun.exit_code, 0) << under_dtrun.output;
+  const auto expected = read_csv(dir.file("dtrun.csv"));
+  ASSERT_EQ(expected.size(), 3u) << under_dtrun.output;
+
+  const std::string tcp = "tcp://127.0.0.1:" + std::to_string(dtrain::testing::free_port());
+  const std::string file = "file://" + dir.file("rendezvous");
+  for (const std::string& init_method : {tcp, file}) {
+    SCOPED_TRACE(init_method);
+    const std::string csv = dir.file("by_hand.csv");
+    std::vector<std::unique_ptr<BackgroundProcess>> ranks;
+    for (int rank = 0; rank < 2; ++rank) {
+      auto args = small_synthetic_run(dir.file("shapes"), csv);
+      args.insert(args.begin(), DTRAIN_TRAIN_POINTNET2_PATH);
+      args.insert(args.end(), {"--epochs", "2", "--init-method", init_method, "--world-size", "2",
+                               "--rank", std::to_string(rank)});
+      ranks.push_back(std::make_unique<BackgroundProcess>(
+          args, dir.file("rank" + std::to_string(rank) + ".log")));
+    }
+    for (auto& rank : ranks) {
+      ASSERT_EQ(rank->wait(180s), 0) << rank->output();
+    }
+    EXPECT_NE(ranks[0]->output().find("on 2 process(es)"), std::string::npos) << ranks[0]->output();
+    EXPECT_NE(ranks[1]->output().find("[rank 1/"), std::string::npos)
+        << "rank 1 does not name itself: " << ranks[1]->output();
+    const auto got = read_csv(csv);
+    ASSERT_EQ(got.size(), expected.size()) << "only rank 0 writes the report";
+    for (size_t row = 1; row < got.size(); ++row) {
+      // clouds, train_loss, test_loss, test_accuracy.
+      for (size_t column : {1u, 5u, 6u, 7u}) {
+        EXPECT_EQ(got[row].at(column), expected[row].at(column))
+            << "epoch " << row << " column " << column;
+      }
+    }
+    fs::remove(csv);
+  }
+  EXPECT_FALSE(fs::exists(dir.file("rendezvous"))) << "the last rank out deletes the file";
+}
+
+TEST(TrainPointNet2Errors, ByHandFlagsComeTogether) {
+  expect_one_line_error(run_app({"--rank", "1"}), 2,
+                        "--rank: needs --world-size and --rank together");
+  expect_one_line_error(run_app({"--world-size", "2"}), 2,
+                        "--world-size: needs --world-size and --rank together");
+  expect_one_line_error(run_app({"--world-size", "2", "--rank", "2"}), 2,
+                        "--rank 2: must be below --world-size 2");
+  expect_one_line_error(
+      run_app({"--world-size", "2", "--rank", "0", "--init-method", "udp://somewhere"}), 2,
+      "--init-method udp://somewhere: init_method 'udp://somewhere' is not env://, "
+      "tcp://host:port or file:///path");
+  expect_one_line_error(
+      run_app({"--world-size", "2", "--rank", "0", "--init-method", "file://relative"}), 2,
+      "must name an absolute path");
 }
 
 // Two processes of small_synthetic_run under dtrun, with `more` flags.
