@@ -180,6 +180,30 @@ TEST_F(Examples, HorovodTrainingKeepsRanksInAgreement) {
       << result.output;
 }
 
+// As Horovod programs are launched (horovodrun is mpirun underneath), on
+// the MPI backend: every rank ends with the same parameters.
+TEST_F(Examples, HorovodTrainingUnderMpirun) {
+#if defined(DTRAIN_MPI_RUN) && defined(DTRAIN_MPIRUN_PATH)
+  if (!dtrain::datasets::fashion_mnist_installed()) {
+    GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
+  }
+  const ProcessResult result =
+      run_process({"/bin/sh", DTRAIN_MPI_RUN, DTRAIN_MPIRUN_PATH, "2", "mpi",
+                   DTRAIN_EXAMPLE_HOROVOD_TRAIN, "--backend", "mpi", "--train-limit", "1024"});
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  // Two lines: each process ran as the rank mpirun gave it (one that forked
+  // ranks of its own would print two).
+  EXPECT_EQ(lines_starting(result.output, "Train Epoch: 0 [0/512]\tLoss: ").size(), 2u)
+      << result.output;
+  EXPECT_EQ(
+      sorted(lines_starting(result.output, "Rank ")),
+      sorted({"Rank 0 parameters agree across ranks", "Rank 1 parameters agree across ranks"}))
+      << result.output;
+#else
+  GTEST_SKIP() << "this build has no MPI backend or no mpirun";
+#endif
+}
+
 TEST_F(Examples, AmpDdpTrainingLowersTheLoss) {
   if (!dtrain::datasets::fashion_mnist_installed()) {
     GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";

@@ -271,24 +271,43 @@ TEST(TrainPointNet2, TwoProcessesUnderDtrunShareTheData) {
   EXPECT_EQ(entries, 2u) << "expected only shapes/ and report.csv";
 }
 
+// The report of small_synthetic_run over 2 epochs by two processes under
+// dtrun: what the other ways of starting the same job must reproduce.
+std::vector<std::vector<std::string>> report_under_dtrun(const TempDir& dir) {
+  std::vector<std::string> args{DTRAIN_DTRUN_PATH, "--standalone", "--nproc-per-node", "2",
+                                DTRAIN_TRAIN_POINTNET2_PATH};
+  for (const auto& arg : small_synthetic_run(dir.file("shapes"), dir.file("dtrun.csv"))) {
+    args.push_back(arg);
+  }
+  args.insert(args.end(), {"--epochs", "2"});
+  const auto result = run_process(args);
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  const auto rows = read_csv(dir.file("dtrun.csv"));
+  EXPECT_EQ(rows.size(), 3u) << result.output;
+  return rows;
+}
+
+// The clouds, losses and accuracy of every epoch, to the last digit.
+void expect_same_training(const std::vector<std::vector<std::string>>& got,
+                          const std::vector<std::vector<std::string>>& expected) {
+  ASSERT_EQ(got.size(), expected.size()) << "only rank 0 writes the report";
+  for (size_t row = 1; row < got.size(); ++row) {
+    // clouds, train_loss, test_loss, test_accuracy.
+    for (size_t column : {1u, 5u, 6u, 7u}) {
+      EXPECT_EQ(got[row].at(column), expected[row].at(column))
+          << "epoch " << row << " column " << column;
+    }
+  }
+}
+
 // The seed tutorial's second way: each process started by its own command,
 // told where to meet (--init-method tcp://host:port, rank 0 listening
 // there, or file:///path), the world size and its rank, no launcher. The
-// job trains as the same two processes under dtrun do: the same losses and
-// accuracy to the last digit.
+// job trains as the same two processes under dtrun do.
 TEST(TrainPointNet2, ProcessesStartedByHandTrainAsUnderDtrun) {
   TempDir dir;
-  std::vector<std::string> dtrun_args{DTRAIN_DTRUN_PATH, "--standalone", "--nproc-per-node", "2",
-                                      DTRAIN_TRAIN_POINTNET2_PATH};
-  for (const auto& arg : small_synthetic_run(dir.file("shapes"), dir.file("dtrun.csv"))) {
-    dtrun_args.push_back(arg);
-  }
-  dtrun_args.insert(dtrun_args.end(), {"--epochs", "2"});
-  const auto under_dtrun = run_process(dtrun_args);
-  ASSERT_EQ(under_dtrun.exit_code, 0) << under_dtrun.output;
-  const auto expected = read_csv(dir.file("dtrun.csv"));
-  ASSERT_EQ(expected.size(), 3u) << under_dtrun.output;
-
+  const auto expected = report_under_dtrun(dir);
+  ASSERT_EQ(expected.size(), 3u);
   const std::string tcp = "tcp://127.0.0.1:" + std::to_string(dtrain::testing::free_port());
   const std::string file = "file://" + dir.file("rendezvous");
   for (const std::string& init_method : {tcp, file}) {
@@ -309,18 +328,34 @@ TEST(TrainPointNet2, ProcessesStartedByHandTrainAsUnderDtrun) {
     EXPECT_NE(ranks[0]->output().find("on 2 process(es)"), std::string::npos) << ranks[0]->output();
     EXPECT_NE(ranks[1]->output().find("[rank 1/"), std::string::npos)
         << "rank 1 does not name itself: " << ranks[1]->output();
-    const auto got = read_csv(csv);
-    ASSERT_EQ(got.size(), expected.size()) << "only rank 0 writes the report";
-    for (size_t row = 1; row < got.size(); ++row) {
-      // clouds, train_loss, test_loss, test_accuracy.
-      for (size_t column : {1u, 5u, 6u, 7u}) {
-        EXPECT_EQ(got[row].at(column), expected[row].at(column))
-            << "epoch " << row << " column " << column;
-      }
-    }
+    expect_same_training(read_csv(csv), expected);
     fs::remove(csv);
   }
   EXPECT_FALSE(fs::exists(dir.file("rendezvous"))) << "the last rank out deletes the file";
+}
+
+// Launched as Horovod users launch, by mpirun, with DDP over the MPI
+// backend: rank and world from OpenMPI's variables, the store's address
+// shared through MPI. Two ranks sum each gradient in one order whatever
+// the backend, so the job trains as under dtrun over Gloo.
+TEST(TrainPointNet2, UnderMpirunOnTheMpiBackendTrainsAsUnderDtrun) {
+#if defined(DTRAIN_MPI_RUN) && defined(DTRAIN_MPIRUN_PATH)
+  TempDir dir;
+  const auto expected = report_under_dtrun(dir);
+  ASSERT_EQ(expected.size(), 3u);
+  std::vector<std::string> args{"/bin/sh", DTRAIN_MPI_RUN, DTRAIN_MPIRUN_PATH,
+                                "2",       "mpi",          DTRAIN_TRAIN_POINTNET2_PATH};
+  for (const auto& arg : small_synthetic_run(dir.file("shapes"), dir.file("mpirun.csv"))) {
+    args.push_back(arg);
+  }
+  args.insert(args.end(), {"--epochs", "2", "--backend", "mpi"});
+  const auto result = run_process(args);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("backend mpi"), std::string::npos) << result.output;
+  expect_same_training(read_csv(dir.file("mpirun.csv")), expected);
+#else
+  GTEST_SKIP() << "this build has no MPI backend or no mpirun";
+#endif
 }
 
 TEST(TrainPointNet2Errors, ByHandFlagsComeTogether) {
