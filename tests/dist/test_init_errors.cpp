@@ -303,4 +303,30 @@ TEST(InitFile, FileInitMethodJoinsTwoProcesses) {
   std::filesystem::remove_all(dir);
 }
 
+// As srun starts a job: each process has only Slurm's variables (and the
+// MASTER_ADDR/MASTER_PORT a batch script exports); init_process_group()
+// takes rank and world size from them and the job runs.
+TEST(InitEnv, ProcessesStartedBySrunJoinFromSlurmsVariables) {
+  const auto port = dtrain::testing::free_port();
+  const auto codes = dtrain::testing::run_ranks(2, [&](int rank) {
+    for (const char* name : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK",
+                             "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE"}) {
+      unsetenv(name);
+    }
+    setenv("SLURM_PROCID", std::to_string(rank).c_str(), 1);
+    setenv("SLURM_LOCALID", std::to_string(rank).c_str(), 1);
+    setenv("SLURM_NTASKS", "2", 1);
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+    dist::init_process_group({.backend = "gloo", .timeout = 20s});
+    EXPECT_EQ(dist::get_rank(), rank);
+    EXPECT_EQ(dist::get_world_size(), 2);
+    at::Tensor t = at::full({2}, rank + 1.0);
+    dist::all_reduce(t);
+    EXPECT_TRUE(at::equal(t, at::full({2}, 3.0)));
+    dist::destroy_process_group();
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
+}
+
 }  // namespace
