@@ -4,8 +4,9 @@
 //
 //   Train Epoch: 0 [0/1024]	Loss: 2.30...
 //
-// Horovod's hvd.init / hvd.rank / hvd.size are the process group's;
-// hvd.DistributedOptimizer and hvd.broadcast_parameters are dtrain::ddp's.
+// Horovod's hvd.init / hvd.rank / hvd.size are the process group's, and
+// hvd.local_rank() (the seed's torch.cuda.set_device argument) is
+// dtrain::dist::get_node_local_rank(); hvd.DistributedOptimizer and hvd.broadcast_parameters are dtrain::ddp's.
 // Trains the toy CNN on a slice of Fashion-MNIST (--train-limit).
 #include <ATen/ATen.h>
 #include <fmt/format.h>

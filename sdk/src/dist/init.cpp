@@ -336,6 +336,16 @@ ProcessGroupPtr new_group(std::vector<int> ranks) {
   return group;
 }
 
+int get_node_local_rank(std::optional<int> fallback_rank) {
+  if (const std::optional<int> local_rank = util::read_launch_env().local_rank) {
+    return *local_rank;
+  }
+  DTRAIN_CHECK(fallback_rank.has_value(),
+               "get_node_local_rank: no launcher variable gives this process's local rank "
+               "(LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK or SLURM_LOCALID); pass a fallback");
+  return *fallback_rank;
+}
+
 int get_group_rank(const ProcessGroupPtr& group, int global_rank) {
   return group_rank_of(group_or_default(group), global_rank, "get_group_rank", "rank");
 }

@@ -9,14 +9,15 @@
 //   work->wait();
 //
 // Ranks passed to the free functions (src, dst) are ranks of the default
-// group, also with a smaller group, as in torch.distributed. Errors: a bad init_method, a rank outside the world, two
-// processes claiming one rank, ranks disagreeing on the world size, or a
+// group, also with a smaller group, as in torch.distributed. Errors: a bad init_method, a rank
+// outside the world, two processes claiming one rank, ranks disagreeing on the world size, or a
 // master that never answers each raise dtrain::Error (or a subclass) on
 // that rank within the timeout, saying which.
 #pragma once
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,13 @@ ProcessGroupPtr default_group();
 std::shared_ptr<Store> default_store();
 int get_rank();
 int get_world_size();
+// This process's rank on its node, from the launcher (LOCAL_RANK of
+// dtrun/torchrun, OMPI_COMM_WORLD_LOCAL_RANK of mpirun, SLURM_LOCALID of
+// srun): the GPU to take, as torch.distributed.get_node_local_rank and
+// Horovod's hvd.local_rank() give it. Without such a variable, returns
+// `fallback_rank` when given, else throws dtrain::Error saying so. Needs no
+// process group.
+int get_node_local_rank(std::optional<int> fallback_rank = std::nullopt);
 // Finishes queued work and closes every group.
 void destroy_process_group();
 
