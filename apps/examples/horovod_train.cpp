@@ -6,8 +6,8 @@
 //
 // Horovod's hvd.init / hvd.rank / hvd.size are the process group's, and
 // hvd.local_rank() (the seed's torch.cuda.set_device argument) is
-// dtrain::dist::get_node_local_rank(); hvd.DistributedOptimizer and hvd.broadcast_parameters are dtrain::ddp's.
-// Trains the toy CNN on a slice of Fashion-MNIST (--train-limit).
+// dtrain::dist::get_node_local_rank(); hvd.DistributedOptimizer and hvd.broadcast_parameters are
+// dtrain::ddp's. Trains the toy CNN on a slice of Fashion-MNIST (--train-limit).
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 #include <torch/nn/functional/loss.h>
@@ -68,15 +68,7 @@ void run(const TrainFlags& flags, int rank, int size) {
         });
   }
   // Every rank ends with the same model.
-  at::Tensor checksum = at::zeros({1}, at::kDouble);
-  for (const auto& p : model->parameters()) {
-    checksum += p.detach().to(at::kDouble).sum();
-  }
-  at::Tensor low = checksum.clone();
-  dtrain::dist::all_reduce(low, dtrain::dist::ReduceOp::kMin);
-  dtrain::dist::all_reduce(checksum, dtrain::dist::ReduceOp::kMax);
-  dtrain::examples::print_line(fmt::format("Rank {} parameters {} across ranks", rank,
-                                           at::equal(low, checksum) ? "agree" : "DIFFER"));
+  dtrain::examples::print_parameter_agreement(rank, model->parameters());
 }
 
 }  // namespace

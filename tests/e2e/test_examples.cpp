@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -204,23 +205,37 @@ TEST_F(Examples, HorovodTrainingUnderMpirun) {
 #endif
 }
 
-TEST_F(Examples, AmpDdpTrainingLowersTheLoss) {
+// apex's four opt levels under DDP: each lowers the loss over two epochs,
+// names its precision, and leaves every rank with the same weights (at
+// O2 the float32 master copies).
+TEST_F(Examples, AmpDdpTrainingLowersTheLossAtEveryOptLevel) {
   if (!dtrain::datasets::fashion_mnist_installed()) {
     GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
   }
-  const ProcessResult result =
-      run_process({DTRAIN_EXAMPLE_AMP_DDP_TRAIN, "--world-size", "2", "--train-limit", "2048",
-                   "--master-port", std::to_string(dtrain::testing::free_port())});
-  EXPECT_EQ(result.exit_code, 0) << result.output;
-  const auto epoch0 = lines_starting(result.output, "Rank 0 epoch 0 loss ");
-  const auto epoch1 = lines_starting(result.output, "Rank 0 epoch 1 loss ");
-  ASSERT_EQ(epoch0.size(), 1u) << result.output;
-  ASSERT_EQ(epoch1.size(), 1u) << result.output;
-  const auto loss_of = [](const std::string& line) {
-    return std::stod(line.substr(std::string("Rank 0 epoch 0 loss ").size()));
-  };
-  EXPECT_LT(loss_of(epoch1[0]), loss_of(epoch0[0])) << result.output;
-  EXPECT_NE(epoch1[0].find("(bf16 autocast, 2 ranks)"), std::string::npos) << epoch1[0];
+  const std::map<std::string, std::string> levels = {
+      {"O0", "(O0: fp32, 2 ranks)"},
+      {"O1", "(O1: bf16 autocast, 2 ranks)"},
+      {"O2", "(O2: bf16 model, fp32 master weights, 2 ranks)"},
+      {"O3", "(O3: bf16 model and update, 2 ranks)"}};
+  for (const auto& [level, description] : levels) {
+    SCOPED_TRACE(level);
+    const ProcessResult result = run_process(
+        {DTRAIN_EXAMPLE_AMP_DDP_TRAIN, "--world-size", "2", "--train-limit", "2048", "--opt-level",
+         level, "--master-port", std::to_string(dtrain::testing::free_port())});
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    const auto epoch0 = lines_starting(result.output, "Rank 0 epoch 0 loss ");
+    const auto epoch1 = lines_starting(result.output, "Rank 0 epoch 1 loss ");
+    ASSERT_EQ(epoch0.size(), 1u) << result.output;
+    ASSERT_EQ(epoch1.size(), 1u) << result.output;
+    const auto loss_of = [](const std::string& line) {
+      return std::stod(line.substr(std::string("Rank 0 epoch 0 loss ").size()));
+    };
+    EXPECT_LT(loss_of(epoch1[0]), loss_of(epoch0[0])) << result.output;
+    EXPECT_NE(epoch1[0].find(description), std::string::npos) << epoch1[0];
+    EXPECT_EQ(sorted(lines_starting(result.output, "Rank 0 parameters")),
+              std::vector<std::string>{"Rank 0 parameters agree across ranks"})
+        << result.output;
+  }
 }
 
 TEST_F(Examples, BadFlagIsOneLineAndExitTwo) {

@@ -1,6 +1,7 @@
 // What the seed's two training examples (horovod_train, amp_ddp_train)
-// share: their data flags, the training images, and walking one rank's
-// sampler indices in mini-batches.
+// share: their data flags, the training images, walking one rank's
+// sampler indices in mini-batches, and the closing check that every rank
+// holds the same weights.
 #pragma once
 
 #include <algorithm>
@@ -11,7 +12,9 @@
 #include <ATen/ATen.h>
 #include <CLI/CLI.hpp>
 
+#include "common/format.h"
 #include "dtrain/datasets/fashion_mnist.h"
+#include "dtrain/dist/init.h"
 #include "dtrain/util/cli_checks.h"
 
 namespace dtrain::examples {
@@ -56,6 +59,21 @@ void for_each_batch(const std::vector<int64_t>& indices, int64_t batch_size, Fn 
   for (int64_t begin = 0, batch = 0; begin < order.numel(); begin += batch_size, ++batch) {
     fn(batch, order.narrow(0, begin, std::min(batch_size, order.numel() - begin)));
   }
+}
+
+// Prints "Rank R parameters agree across ranks" when every rank's
+// `parameters` sum to the same float64 value (the min and max all-reduced
+// over the default group), "... DIFFER ..." otherwise. Every rank must call it.
+inline void print_parameter_agreement(int rank, const std::vector<at::Tensor>& parameters) {
+  at::Tensor checksum = at::zeros({1}, at::kDouble);
+  for (const auto& p : parameters) {
+    checksum += p.detach().to(at::kDouble).sum();
+  }
+  at::Tensor low = checksum.clone();
+  dist::all_reduce(low, dist::ReduceOp::kMin);
+  dist::all_reduce(checksum, dist::ReduceOp::kMax);
+  print_line("Rank " + std::to_string(rank) + " parameters " +
+             (at::equal(low, checksum) ? "agree" : "DIFFER") + " across ranks");
 }
 
 }  // namespace dtrain::examples
