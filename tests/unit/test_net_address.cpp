@@ -55,6 +55,39 @@ TEST(HostPort, MalformedFormsAreNamedWithTheExpectedForm) {
   expect_error([] { tcp("h]:5"); }, "a bracket out of place");
 }
 
+// Note [NCCL_SOCKET_IFNAME's rules]: as NCCL reads the list.
+TEST(NcclSocketIfname, ChoosesAsNcclDoes) {
+  EXPECT_TRUE(net::nccl_interface_chosen("eth", "eth0"));
+  EXPECT_TRUE(net::nccl_interface_chosen("ib,eth", "eth1"));
+  EXPECT_FALSE(net::nccl_interface_chosen("eth", "ib0"));
+  EXPECT_TRUE(net::nccl_interface_chosen("eth0:5000", "eth0"));
+  EXPECT_TRUE(net::nccl_interface_chosen("=eth0", "eth0"));
+  EXPECT_FALSE(net::nccl_interface_chosen("=eth", "eth0"));
+  EXPECT_FALSE(net::nccl_interface_chosen("^docker,lo", "docker0"));
+  EXPECT_FALSE(net::nccl_interface_chosen("^docker,lo", "lo"));
+  EXPECT_TRUE(net::nccl_interface_chosen("^docker,lo", "eth0"));
+  EXPECT_TRUE(net::nccl_interface_chosen("^=docker", "docker0"));
+  EXPECT_FALSE(net::nccl_interface_chosen("^=docker0", "docker0"));
+}
+
+// Loopback has an address on every host: a list that takes it passes; one
+// that can take nothing names itself and the interfaces there are.
+TEST(NcclSocketIfname, AListThatChoosesNothingHereIsNamed) {
+  net::check_nccl_socket_ifname("lo");
+  net::check_nccl_socket_ifname("=lo");
+  net::check_nccl_socket_ifname("nosuch,l");
+  expect_error([] { net::check_nccl_socket_ifname("=l"); },
+               "NCCL_SOCKET_IFNAME / socket_ifname '=l' chooses none of this host's interfaces "
+               "with an address (");
+  expect_error([] { net::check_nccl_socket_ifname("nosuch9"); }, "'nosuch9' chooses none");
+  // Excluding every prefix of one letter or digit leaves nothing.
+  std::string everything = "^";
+  for (char c = '0'; c <= 'z'; ++c) {
+    everything += std::string(everything.size() > 1 ? "," : "") + c;
+  }
+  expect_error([&] { net::check_nccl_socket_ifname(everything); }, "chooses none");
+}
+
 TEST(HostPort, AHostAloneMayBeBareIpv6) {
   EXPECT_EQ(net::parse_host("::1", "MASTER_ADDR"), "::1");
   EXPECT_EQ(net::parse_host("[::1]", "MASTER_ADDR"), "::1");

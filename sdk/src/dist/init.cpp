@@ -82,6 +82,10 @@ ProcessGroupPtr make_group(const GroupSettings& settings, std::shared_ptr<Store>
       // NCCL reads its interface from the environment only.
       ::setenv("NCCL_SOCKET_IFNAME", settings.socket_ifname.c_str(), 1);
     }
+    // Note [NCCL_SOCKET_IFNAME's rules] (interfaces.h).
+    if (const char* ifname = std::getenv("NCCL_SOCKET_IFNAME"); ifname && *ifname) {
+      net::check_nccl_socket_ifname(ifname);
+    }
     NcclOptions options = NcclOptions::from_env();
     options.timeout = settings.timeout;
     return std::make_shared<ProcessGroupNCCL>(std::move(store), rank, size, options, name);

@@ -8,8 +8,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
+#include <string_view>
 
 #include "dtrain/util/errors.h"
 
@@ -93,6 +95,42 @@ std::string interface_address(const std::string& name, bool prefer_ipv6) {
   throw Error("network interface '" + name + "' " +
               (exists ? "has no IP address" : "does not exist") +
               " on this host; interfaces with an address: " + (known.empty() ? "none" : known));
+}
+
+bool nccl_interface_chosen(const std::string& spec, const std::string& name) {
+  std::string_view list = spec;
+  const bool exclude = list.starts_with('^');
+  if (exclude) {
+    list.remove_prefix(1);
+  }
+  const bool exact = list.starts_with('=');
+  if (exact) {
+    list.remove_prefix(1);
+  }
+  bool listed = false;
+  while (!list.empty() && !listed) {
+    const std::string_view entry = list.substr(0, list.find(','));
+    list.remove_prefix(std::min(list.size(), entry.size() + 1));
+    const std::string_view prefix = entry.substr(0, entry.find(':'));  // without ":port"
+    listed = exact ? name == prefix : std::string_view(name).starts_with(prefix);
+  }
+  return listed != exclude;
+}
+
+void check_nccl_socket_ifname(const std::string& spec) {
+  const auto interfaces = interfaces_with_addresses();
+  std::string known;
+  for (const auto& [name, addresses] : interfaces) {
+    if (nccl_interface_chosen(spec, name)) {
+      return;
+    }
+    known += (known.empty() ? "" : ", ") + name;
+  }
+  throw Error("NCCL_SOCKET_IFNAME / socket_ifname '" + spec +
+              "' chooses none of this host's interfaces with an address (" +
+              (known.empty() ? std::string("none") : known) +
+              "); it lists name prefixes, '^' before the list excludes them, '=' makes them "
+              "exact");
 }
 
 std::optional<std::string> address_towards(const std::string& host) {

@@ -15,6 +15,22 @@ namespace dtrain::dist::net {
 // missing or has no address, and listing the interfaces that have one.
 std::string interface_address(const std::string& name, bool prefer_ipv6 = false);
 
+// Note [NCCL_SOCKET_IFNAME's rules]
+// NCCL reads its interfaces from NCCL_SOCKET_IFNAME, a comma-separated list
+// of name prefixes ("eth" takes eth0 and eth1), each optionally followed by
+// ":port"; a leading '^' excludes the listed ones instead, and a '=' after
+// it (or at the start) makes the names exact ("=eth0", "^=docker0").
+// A list that chooses no interface here makes NCCL fail deep in its
+// bootstrap ("no socket interface found"); dtrain checks it when the group
+// is made, and names the list and the interfaces there are.
+
+// Whether the NCCL_SOCKET_IFNAME list `spec` chooses interface `name`.
+bool nccl_interface_chosen(const std::string& spec, const std::string& name);
+
+// Throws dtrain::Error naming `spec` and listing the interfaces with an
+// address when `spec` chooses none of them.
+void check_nccl_socket_ifname(const std::string& spec);
+
 // The local address this host uses to reach `host` (a name or an address),
 // found by routing a UDP socket to it (connect(2) sends no packet): IPv6
 // for an IPv6 host, and for a name the first of its addresses that routes,

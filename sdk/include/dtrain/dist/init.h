@@ -49,9 +49,10 @@ struct InitOptions {
   // interface's address (Note [Which address Gloo binds] in
   // process_group_gloo.h); for nccl it is exported as NCCL_SOCKET_IFNAME
   // before the communicator is created (NCCL reads it once per process, at
-  // its first communicator). A name that is not an interface here raises
-  // dtrain::Error naming it. mpi ignores it (use mpirun's
-  // --mca btl_tcp_if_include).
+  // its first communicator), and there it is NCCL's list of name prefixes
+  // ("eth", "^docker", "=eth0"). A name, or a list, that chooses no
+  // interface here raises dtrain::Error naming it. mpi ignores it (use
+  // mpirun's --mca btl_tcp_if_include).
   std::string socket_ifname{};
 };
 
