@@ -136,7 +136,7 @@ TEST_F(Nccl, WaitOrdersTheCallersStreamWithoutBlocking) {
   EXPECT_EQ(work->exception(), nullptr);
 }
 
-// Note [CPU tensors on an NCCL group]: the control messages of a job stay
+// Note [Tensors on a device the backend does not move]: the control messages of a job stay
 // CPU tensors; the results come back into them, and the call returns done.
 TEST_F(Nccl, CpuTensorsAreStagedThroughTheGpu) {
   at::Tensor sum = at::arange(5, at::kLong);

@@ -116,7 +116,7 @@ TEST(NcclUtils, LoadedAndToolkitLibrariesAgree) {
 }
 
 // CPU tensors: the control-message collectives stage them through the GPU
-// (Note [CPU tensors on an NCCL group]) and, with no GPU visible, say so;
+// (Note [Tensors on a device the backend does not move]) and, with no GPU visible, say so;
 // the others refuse them before touching a GPU. Runs with or without one.
 TEST(NcclGroup, CpuTensorsAreStagedOrRefusedByName) {
   const auto port = dtrain::testing::free_port();

@@ -42,6 +42,33 @@ void check_avg(ReduceOp op, const at::Tensor& tensor, const std::string& what) {
                ": AVG needs a floating-point tensor, got ", tensor.scalar_type());
 }
 
+WorkPtr staged_on(const c10::Device& device, c10::DeviceType from, const std::string& what,
+                  const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor*>& outputs,
+                  const StagedRun& run) {
+  auto copy_to_device = [&](const at::Tensor& tensor) {
+    DTRAIN_CHECK(tensor.defined(), what, ": the tensor is undefined");
+    DTRAIN_CHECK(tensor.device().type() == from, what, ": mixes ", c10::DeviceTypeName(from),
+                 " and ", c10::DeviceTypeName(tensor.device().type()),
+                 " tensors; use one device per call");
+    return tensor.to(device);
+  };
+  std::vector<at::Tensor> staged_inputs;
+  for (const at::Tensor& tensor : inputs) {
+    staged_inputs.push_back(copy_to_device(tensor));
+  }
+  std::vector<at::Tensor> staged_outputs;
+  for (const at::Tensor* tensor : outputs) {
+    staged_outputs.push_back(copy_to_device(*tensor));
+  }
+  run(staged_inputs, staged_outputs)->wait();
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    outputs[i]->copy_(staged_outputs[i]);  // waits for the copy, whichever way it goes
+  }
+  auto work = std::make_shared<Work>(what);
+  work->finish();
+  return work;
+}
+
 void on_contiguous(at::Tensor& tensor, const std::function<void(at::Tensor&)>& body) {
   if (tensor.is_contiguous()) {
     body(tensor);

@@ -4,12 +4,14 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "dtrain/dist/types.h"
+#include "dtrain/dist/work.h"
 
 namespace dtrain::dist::detail {
 
@@ -26,6 +28,26 @@ void check_root(int root, int size, const std::string& what);
 void check_peer(int peer, int rank, int size, const std::string& what);
 // AVG divides, so it needs a floating-point tensor.
 void check_avg(ReduceOp op, const at::Tensor& tensor, const std::string& what);
+
+// Note [Tensors on a device the backend does not move]
+// NCCL moves GPU memory and Gloo host memory, yet both are handed the
+// other kind: the small CPU control tensors of a training job on an NCCL
+// group (DDP's checks, samplers' agreement, metric sums), and a CUDA model
+// on a Gloo group, which torch.distributed's Gloo takes for its common
+// collectives. Rather than make every caller pick its device by backend,
+// the group stages such tensors through its own device: copy there, run
+// the collective, wait, copy back. The call returns finished, even when
+// asked for async work; large tensors pay two copies and a wait.
+//
+// staged_on: `run` on copies of `inputs` and `outputs` made on `device`;
+// waits for its work, then copies the staged outputs back into `outputs`.
+// Every tensor must be on `from` (else an error naming `what`: one device
+// per call). Returns finished Work.
+using StagedRun =
+    std::function<WorkPtr(std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs)>;
+WorkPtr staged_on(const c10::Device& device, c10::DeviceType from, const std::string& what,
+                  const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor*>& outputs,
+                  const StagedRun& run);
 
 // Runs body on a contiguous tensor with tensor's contents, copying the
 // result back when tensor was not contiguous.

@@ -144,8 +144,21 @@ namespace {
 void check_cpu(const at::Tensor& tensor, const std::string& what) {
   DTRAIN_CHECK(tensor.defined(), what, ": the tensor is undefined");
   DTRAIN_CHECK(tensor.device().is_cpu(), what, ": gloo takes CPU tensors, got one on ",
-               tensor.device().str(), " (use the nccl backend for CUDA tensors)");
+               tensor.device().str(),
+               " (gloo stages CUDA tensors through the host for broadcast, all_reduce, reduce "
+               "and all_gather only; use the nccl backend for CUDA tensors)");
   to_gloo(tensor.scalar_type());
+}
+
+// A CUDA tensor, which the group stages through the host: Note [Tensors on
+// a device the backend does not move] (collective_args.h).
+bool on_gpu(const at::Tensor& tensor) {
+  return tensor.defined() && tensor.is_cuda();
+}
+
+WorkPtr through_host(const std::string& what, const std::vector<at::Tensor>& inputs,
+                     const std::vector<at::Tensor*>& outputs, const StagedRun& run) {
+  return staged_on(c10::Device(c10::kCPU), c10::kCUDA, what, inputs, outputs, run);
 }
 
 }  // namespace
@@ -180,6 +193,11 @@ WorkPtr ProcessGroupGloo::recv(at::Tensor& tensor, int src, int tag) {
 
 WorkPtr ProcessGroupGloo::broadcast(at::Tensor& tensor, const BroadcastOptions& options) {
   const std::string what = describe("broadcast from rank " + std::to_string(options.root));
+  if (on_gpu(tensor)) {
+    return through_host(what, {}, {&tensor}, [&](auto&, std::vector<at::Tensor>& out) {
+      return broadcast(out[0], options);
+    });
+  }
   check_cpu(tensor, what);
   check_root(options.root, size(), what);
   const auto timeout = impl_->timeout_or_default(options.timeout);
@@ -193,6 +211,11 @@ WorkPtr ProcessGroupGloo::broadcast(at::Tensor& tensor, const BroadcastOptions& 
 
 WorkPtr ProcessGroupGloo::all_reduce(at::Tensor& tensor, const AllreduceOptions& options) {
   const std::string what = describe("all_reduce(" + to_string(options.op) + ")");
+  if (on_gpu(tensor)) {
+    return through_host(what, {}, {&tensor}, [&](auto&, std::vector<at::Tensor>& out) {
+      return all_reduce(out[0], options);
+    });
+  }
   check_cpu(tensor, what);
   check_avg(options.op, tensor, what);
   const auto timeout = impl_->timeout_or_default(options.timeout);
@@ -210,6 +233,11 @@ WorkPtr ProcessGroupGloo::all_reduce(at::Tensor& tensor, const AllreduceOptions&
 WorkPtr ProcessGroupGloo::reduce(at::Tensor& tensor, const ReduceOptions& options) {
   const std::string what =
       describe("reduce(" + to_string(options.op) + ") to rank " + std::to_string(options.root));
+  if (on_gpu(tensor)) {
+    return through_host(what, {}, {&tensor}, [&](auto&, std::vector<at::Tensor>& out) {
+      return reduce(out[0], options);
+    });
+  }
   check_cpu(tensor, what);
   check_root(options.root, size(), what);
   check_avg(options.op, tensor, what);
@@ -228,6 +256,16 @@ WorkPtr ProcessGroupGloo::reduce(at::Tensor& tensor, const ReduceOptions& option
 WorkPtr ProcessGroupGloo::all_gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
                                      const CollectiveOptions& options) {
   const std::string what = describe("all_gather");
+  if (on_gpu(input)) {
+    std::vector<at::Tensor*> staged;
+    for (at::Tensor& output : outputs) {
+      staged.push_back(&output);
+    }
+    return through_host(what, {input}, staged,
+                        [&](std::vector<at::Tensor>& in, std::vector<at::Tensor>& out) {
+                          return all_gather(out, in[0], options);
+                        });
+  }
   check_cpu(input, what);
   check_one_per_rank(outputs, input, size(), what, "outputs");
   const auto timeout = impl_->timeout_or_default(options.timeout);

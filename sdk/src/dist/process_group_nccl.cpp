@@ -403,45 +403,21 @@ ProcessGroupNCCL::~ProcessGroupNCCL() {
   }
 }
 
-// Note [CPU tensors on an NCCL group]
-// NCCL moves GPU memory only, but the small control messages of a training
-// job -- DDP's check that every rank has the same parameters, its bucket
-// order and join flags, the samplers' agreement checks, an app's metric
-// sums -- are CPU tensors, as they must be on Gloo. Rather than make every
-// caller know its backend (PyTorch's way: each such site picks a device by
-// backend, and one that does not fails only on GPUs), the NCCL group stages
-// a CPU tensor through its GPU: copy there, run the collective, wait, copy
-// back. The call then returns finished. Large CPU tensors pay two copies
-// and a wait: put them on the GPU.
+// CPU tensors on an NCCL group: Note [Tensors on a device the backend does
+// not move] (collective_args.h).
 int ProcessGroupNCCL::group_device() const {
   std::lock_guard<std::mutex> lock(impl_->launch_mutex);
   return impl_->comm ? impl_->comm->device : static_cast<int>(c10::cuda::current_device());
 }
 
-WorkPtr ProcessGroupNCCL::through_device(
-    const std::string& what, const std::vector<at::Tensor>& inputs,
-    const std::vector<at::Tensor*>& outputs,
-    const std::function<WorkPtr(std::vector<at::Tensor>&, std::vector<at::Tensor>&)>& run) {
+WorkPtr ProcessGroupNCCL::through_device(const std::string& what,
+                                         const std::vector<at::Tensor>& inputs,
+                                         const std::vector<at::Tensor*>& outputs,
+                                         const StagedRun& run) {
   DTRAIN_CHECK(c10::cuda::device_count() > 0, what,
                ": CPU tensors go through the group's GPU, but no CUDA device is visible");
   const c10::Device device(c10::kCUDA, static_cast<c10::DeviceIndex>(group_device()));
-  std::vector<at::Tensor> device_inputs;
-  for (const at::Tensor& tensor : inputs) {
-    DTRAIN_CHECK(on_cpu(tensor), what, ": mixes CPU and CUDA tensors; use one device per call");
-    device_inputs.push_back(tensor.to(device));
-  }
-  std::vector<at::Tensor> device_outputs;
-  for (const at::Tensor* tensor : outputs) {
-    DTRAIN_CHECK(on_cpu(*tensor), what, ": mixes CPU and CUDA tensors; use one device per call");
-    device_outputs.push_back(tensor->to(device));
-  }
-  run(device_inputs, device_outputs)->wait();
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    outputs[i]->copy_(device_outputs[i]);  // a device-to-host copy: waits for the collective
-  }
-  auto work = std::make_shared<Work>(what);
-  work->finish();
-  return work;
+  return staged_on(device, c10::kCPU, what, inputs, outputs, run);
 }
 
 WorkPtr ProcessGroupNCCL::send(const at::Tensor& tensor, int dst, int tag) {

@@ -119,7 +119,8 @@ class ProcessGroupNCCL : public ProcessGroup {
   // The device of the group's communicator, or the current one before it exists.
   int group_device() const;
   // Runs `run` on GPU copies of `inputs` and `outputs` (CPU tensors), waits
-  // for it, and copies the GPU outputs back into `outputs`.
+  // for it, and copies the GPU outputs back into `outputs` (Note [Tensors on
+  // a device the backend does not move]).
   WorkPtr through_device(const std::string& what, const std::vector<at::Tensor>& inputs,
                          const std::vector<at::Tensor*>& outputs,
                          const std::function<WorkPtr(std::vector<at::Tensor>& inputs,
