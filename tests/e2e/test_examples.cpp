@@ -164,6 +164,19 @@ std::vector<std::string> lines_starting(const std::string& output, const std::st
   return found;
 }
 
+// What two ranks of horovod_train print: the seed's log line once per rank
+// over each rank's 512 samples (a process that forked ranks of its own
+// under a launcher would print more), and agreement on the parameters.
+void expect_two_horovod_ranks_in_agreement(const ProcessResult& result) {
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(lines_starting(result.output, "Train Epoch: 0 [0/512]\tLoss: ").size(), 2u)
+      << result.output;
+  EXPECT_EQ(
+      sorted(lines_starting(result.output, "Rank ")),
+      sorted({"Rank 0 parameters agree across ranks", "Rank 1 parameters agree across ranks"}))
+      << result.output;
+}
+
 TEST_F(Examples, HorovodTrainingKeepsRanksInAgreement) {
   if (!dtrain::datasets::fashion_mnist_installed()) {
     GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
@@ -171,14 +184,7 @@ TEST_F(Examples, HorovodTrainingKeepsRanksInAgreement) {
   const ProcessResult result =
       run_process({DTRAIN_EXAMPLE_HOROVOD_TRAIN, "--world-size", "2", "--train-limit", "1024",
                    "--master-port", std::to_string(dtrain::testing::free_port())});
-  EXPECT_EQ(result.exit_code, 0) << result.output;
-  // The seed's log line, on each rank, over each rank's 512 samples.
-  EXPECT_EQ(lines_starting(result.output, "Train Epoch: 0 [0/512]\tLoss: ").size(), 2u)
-      << result.output;
-  EXPECT_EQ(
-      sorted(lines_starting(result.output, "Rank ")),
-      sorted({"Rank 0 parameters agree across ranks", "Rank 1 parameters agree across ranks"}))
-      << result.output;
+  expect_two_horovod_ranks_in_agreement(result);
 }
 
 // As Horovod programs are launched (horovodrun is mpirun underneath), on
@@ -191,15 +197,7 @@ TEST_F(Examples, HorovodTrainingUnderMpirun) {
   const ProcessResult result =
       run_process({"/bin/sh", DTRAIN_MPI_RUN, DTRAIN_MPIRUN_PATH, "2", "mpi",
                    DTRAIN_EXAMPLE_HOROVOD_TRAIN, "--backend", "mpi", "--train-limit", "1024"});
-  EXPECT_EQ(result.exit_code, 0) << result.output;
-  // Two lines: each process ran as the rank mpirun gave it (one that forked
-  // ranks of its own would print two).
-  EXPECT_EQ(lines_starting(result.output, "Train Epoch: 0 [0/512]\tLoss: ").size(), 2u)
-      << result.output;
-  EXPECT_EQ(
-      sorted(lines_starting(result.output, "Rank ")),
-      sorted({"Rank 0 parameters agree across ranks", "Rank 1 parameters agree across ranks"}))
-      << result.output;
+  expect_two_horovod_ranks_in_agreement(result);
 #else
   GTEST_SKIP() << "this build has no MPI backend or no mpirun";
 #endif

@@ -7,38 +7,20 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
-#include <torch/nn/modules/linear.h>
-#include <torch/optim/sgd.h>
 
-#include "dtrain/ddp/distributed_data_parallel.h"
 #include "dtrain/dist/init.h"
 #include "expect_error.h"
-#include "multi_process.h"
+#include "one_rank_group.h"
 
 namespace {
 
 using namespace std::chrono_literals;
 namespace dist = dtrain::dist;
 
-class GlooCuda : public ::testing::Test {
+class GlooCuda : public dtrain::testing::OneRankCudaGroup {
  protected:
-  void SetUp() override {
-    if (!at::hasCUDA()) {
-      GTEST_SKIP() << "no CUDA device visible";
-    }
-    dist::init_process_group(
-        {.backend = "gloo",
-         .init_method = "tcp://127.0.0.1:" + std::to_string(dtrain::testing::free_port()),
-         .rank = 0,
-         .world_size = 1,
-         .timeout = 60s});
-  }
-  void TearDown() override {
-    if (dist::is_initialized()) {
-      dist::destroy_process_group();
-    }
-  }
-  const at::TensorOptions cuda_ = at::TensorOptions().device(at::kCUDA, 0);
+  GlooCuda() : OneRankCudaGroup("gloo") {}
+  const at::TensorOptions cuda_ = cuda();
 };
 
 TEST_F(GlooCuda, CommonCollectivesStageThroughTheHost) {
@@ -71,23 +53,7 @@ TEST_F(GlooCuda, OtherOpsAndMixedDevicesAreRefusedByName) {
 }
 
 TEST_F(GlooCuda, DdpTrainsACudaModel) {
-  torch::manual_seed(0);
-  torch::nn::Linear model(8, 2);
-  model->to(at::Device(at::kCUDA, 0));
-  dtrain::ddp::DistributedDataParallel<torch::nn::Linear> ddp(model);
-  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
-  const at::Tensor x = at::randn({16, 8}, cuda_);
-  double first_loss = 0;
-  double last_loss = 0;
-  for (int step = 0; step < 5; ++step) {
-    optimizer.zero_grad();
-    at::Tensor loss = ddp(x).square().mean();
-    loss.backward();
-    optimizer.step();
-    (step == 0 ? first_loss : last_loss) = loss.item<double>();
-  }
-  EXPECT_LT(last_loss, first_loss);
-  EXPECT_TRUE(model->weight.grad().is_cuda());
+  dtrain::testing::expect_ddp_trains_a_cuda_model();
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "dtrain/dist/init.h"
 #include "dtrain/dist/process_group_nccl.h"
 #include "multi_process.h"
+#include "one_rank_group.h"
 
 namespace {
 
@@ -28,27 +29,9 @@ using dist::ReduceOp;
 const std::vector<at::ScalarType> kDtypes = {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16,
                                              at::kInt,   at::kLong,   at::kByte};
 
-class Nccl : public ::testing::Test {
+class Nccl : public dtrain::testing::OneRankCudaGroup {
  protected:
-  void SetUp() override {
-    if (!at::hasCUDA()) {
-      GTEST_SKIP() << "no CUDA device visible";
-    }
-    dist::init_process_group(
-        {.backend = "nccl",
-         .init_method = "tcp://127.0.0.1:" + std::to_string(dtrain::testing::free_port()),
-         .rank = 0,
-         .world_size = 1,
-         .timeout = 60s});
-  }
-  void TearDown() override {
-    if (dist::is_initialized()) {
-      dist::destroy_process_group();
-    }
-  }
-  static at::TensorOptions cuda(at::ScalarType dtype) {
-    return at::TensorOptions().dtype(dtype).device(at::kCUDA, 0);
-  }
+  Nccl() : OneRankCudaGroup("nccl") {}
 };
 
 TEST_F(Nccl, Versions) {
@@ -163,23 +146,7 @@ TEST_F(Nccl, CpuTensorsAreStagedThroughTheGpu) {
 // parameter-shape check, the bucket order) pass through the GPU, and the
 // steps train.
 TEST_F(Nccl, DdpTrainsACudaModel) {
-  torch::manual_seed(0);
-  torch::nn::Linear model(8, 2);
-  model->to(at::Device(at::kCUDA, 0));
-  dtrain::ddp::DistributedDataParallel<torch::nn::Linear> ddp(model);
-  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
-  const at::Tensor x = at::randn({16, 8}, cuda(at::kFloat));
-  double first_loss = 0;
-  double last_loss = 0;
-  for (int step = 0; step < 5; ++step) {
-    optimizer.zero_grad();
-    at::Tensor loss = ddp(x).square().mean();
-    loss.backward();
-    optimizer.step();
-    (step == 0 ? first_loss : last_loss) = loss.item<double>();
-  }
-  EXPECT_LT(last_loss, first_loss);
-  EXPECT_TRUE(model->weight.grad().is_cuda());
+  dtrain::testing::expect_ddp_trains_a_cuda_model();
 }
 
 TEST_F(Nccl, RejectsWhatNcclCannotDo) {

@@ -1,7 +1,7 @@
-"""The seed tutorial's main.py, on the CPU and on random images: a PyTorch
-program that dtrun starts as it is, as torchrun would (dist.init_process_group()
-with nothing passed, LOCAL_RANK from the environment, DDP and
-DistributedSampler). Prints one line per rank for test_dtrun_python.py:
+"""The seed tutorial's main.py, on the CPU and on random one-channel
+images: a PyTorch program that dtrun starts as it is, as torchrun would
+(dist.init_process_group() with nothing passed, LOCAL_RANK from the
+environment, DDP and DistributedSampler). Prints one line per rank for test_dtrun_python.py:
 
   rank R of W local L group G: params <checksum> samples <indices>
 """
@@ -11,30 +11,15 @@ import sys
 
 import torch
 import torch.distributed as dist
-import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
 
-
-class ToyModel(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, 6, 5)
-        self.pool = nn.MaxPool2d(2, 2)
-        self.conv2 = nn.Conv2d(6, 16, 5)
-        self.fc1 = nn.Linear(16 * 5 * 5, 120)
-        self.fc2 = nn.Linear(120, 84)
-        self.fc3 = nn.Linear(84, 10)
-
-    def forward(self, x):
-        x = self.pool(F.relu(self.conv1(x)))
-        x = self.pool(F.relu(self.conv2(x)))
-        x = x.view(-1, 16 * 5 * 5)
-        x = F.relu(self.fc1(x))
-        x = F.relu(self.fc2(x))
-        return self.fc3(x)
+# The seed's ToyModel, as the peer benchmarks define it (one input channel).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "benchmarks", "peers"))
+from toy_cnn import ToyCnn  # noqa: E402
 
 
 def main():
@@ -44,12 +29,12 @@ def main():
     local_rank = int(os.environ["LOCAL_RANK"])
     torch.manual_seed(1 + rank)  # the seed's init_seeds(1 + rank): DDP syncs the weights
     generator = torch.Generator().manual_seed(0)
-    images = torch.randn(32, 3, 32, 32, generator=generator)
+    images = torch.randn(32, 1, 32, 32, generator=generator)
     labels = torch.randint(0, 10, (32,), generator=generator)
     dataset = TensorDataset(torch.arange(32), images, labels)
     sampler = DistributedSampler(dataset)
     loader = DataLoader(dataset, batch_size=4, sampler=sampler)
-    model = DDP(ToyModel())
+    model = DDP(ToyCnn())
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     seen = []
     for epoch in range(2):
