@@ -33,8 +33,10 @@ void run(int rank, int size) {
 
 int main(int argc, char** argv) {
   CLI::App app{"All-reduce (SUM) of ones in the group of ranks 0 and 1"};
-  dtrain::examples::SpawnOptions options;
+  dtrain::dist::SpawnOptions options;
   dtrain::examples::add_flags(app, options);
-  return dtrain::util::run_cli_app(app, argc, argv,
-                                   [&] { return dtrain::examples::spawn_or_join(options, run); });
+  return dtrain::util::run_cli_app(app, argc, argv, [&] {
+    dtrain::dist::spawn_or_join(options, run);
+    return 0;
+  });
 }

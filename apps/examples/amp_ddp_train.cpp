@@ -128,7 +128,7 @@ void run(const TrainFlags& flags, const std::string& level_name, int rank, int s
 
 int main(int argc, char** argv) {
   CLI::App app{"The seed's apex + distributed program: DDP at apex's opt levels O0-O3"};
-  dtrain::examples::SpawnOptions options;
+  dtrain::dist::SpawnOptions options;
   dtrain::examples::add_flags(app, options);
   TrainFlags flags;
   flags.epochs = 2;
@@ -140,7 +140,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"O0", "O1", "O2", "O3"}))
       ->capture_default_str();
   return dtrain::util::run_cli_app(app, argc, argv, [&] {
-    return dtrain::examples::spawn_or_join(
-        options, [&](int rank, int size) { run(flags, level, rank, size); });
+    dtrain::dist::spawn_or_join(options,
+                                [&](int rank, int size) { run(flags, level, rank, size); });
+    return 0;
   });
 }

@@ -110,8 +110,10 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Every collective: broadcast, reduce, all_reduce, all_gather, gather, scatter, "
       "reduce_scatter, all_to_all, barrier"};
-  dtrain::examples::SpawnOptions options;
+  dtrain::dist::SpawnOptions options;
   dtrain::examples::add_flags(app, options);
-  return dtrain::util::run_cli_app(app, argc, argv,
-                                   [&] { return dtrain::examples::spawn_or_join(options, run); });
+  return dtrain::util::run_cli_app(app, argc, argv, [&] {
+    dtrain::dist::spawn_or_join(options, run);
+    return 0;
+  });
 }

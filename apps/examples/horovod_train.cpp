@@ -77,12 +77,12 @@ int main(int argc, char** argv) {
   CLI::App app{
       "The seed's Horovod training program: DistributedOptimizer, broadcast_parameters, "
       "DistributedSampler"};
-  dtrain::examples::SpawnOptions options;
+  dtrain::dist::SpawnOptions options;
   dtrain::examples::add_flags(app, options);
   TrainFlags flags;
   dtrain::examples::add_train_flags(app, flags);
   return dtrain::util::run_cli_app(app, argc, argv, [&] {
-    return dtrain::examples::spawn_or_join(options,
-                                           [&](int rank, int size) { run(flags, rank, size); });
+    dtrain::dist::spawn_or_join(options, [&](int rank, int size) { run(flags, rank, size); });
+    return 0;
   });
 }

@@ -32,8 +32,10 @@ void run(int rank, int size) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Blocking point-to-point: rank 0 sends a tensor with send(), the others recv() it"};
-  dtrain::examples::SpawnOptions options;
+  dtrain::dist::SpawnOptions options;
   dtrain::examples::add_flags(app, options);
-  return dtrain::util::run_cli_app(app, argc, argv,
-                                   [&] { return dtrain::examples::spawn_or_join(options, run); });
+  return dtrain::util::run_cli_app(app, argc, argv, [&] {
+    dtrain::dist::spawn_or_join(options, run);
+    return 0;
+  });
 }

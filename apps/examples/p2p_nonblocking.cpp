@@ -41,8 +41,10 @@ void run(int rank, int size) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Non-blocking point-to-point: isend()/irecv(), then wait()"};
-  dtrain::examples::SpawnOptions options;
+  dtrain::dist::SpawnOptions options;
   dtrain::examples::add_flags(app, options);
-  return dtrain::util::run_cli_app(app, argc, argv,
-                                   [&] { return dtrain::examples::spawn_or_join(options, run); });
+  return dtrain::util::run_cli_app(app, argc, argv, [&] {
+    dtrain::dist::spawn_or_join(options, run);
+    return 0;
+  });
 }
