@@ -1,8 +1,10 @@
 #include "run_checkpoints.h"
 
 #include <ATen/ATen.h>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <filesystem>
 
 #include "dtrain/dist/init.h"
 #include "dtrain/util/errors.h"
@@ -25,12 +27,32 @@ bool flag(const std::map<std::string, at::Tensor>& values, const char* key) {
   return it != values.end() && it->second.numel() == 1 && it->second.item<int64_t>() != 0;
 }
 
+// Note [Each epoch's checkpoint kept]
+// --keep-epoch-checkpoints keeps every epoch's checkpoint, as the seed
+// saves "%d.ckpt" % epoch. The epoch's state is already written to the
+// checkpoint file, in the background; once it is on disk (at the next
+// save or at the end), that file is hard-linked under the epoch's name.
+// Checkpoints replace the file by renaming a new one over it, so the link
+// keeps the epoch's contents while the checkpoint file moves on; no state
+// is serialized twice and nothing is copied. Where the file system has no
+// hard links, the file is copied (to a temporary name, then renamed).
+std::string epoch_checkpoint_path(const std::string& path, int64_t epoch) {
+  const std::filesystem::path file(path);
+  return (file.parent_path() /
+          (file.stem().string() + ".epoch" + std::to_string(epoch) + file.extension().string()))
+      .string();
+}
+
 }  // namespace
 
 RunCheckpoints::RunCheckpoints(const CommonTrainOptions& options, int rank,
                                torch::nn::Module& module, torch::optim::Optimizer& optimizer,
                                amp::GradScaler* scaler)
-    : path_(options.checkpoint), module_(&module), optimizer_(&optimizer), scaler_(scaler) {
+    : path_(options.checkpoint),
+      keep_epochs_(options.keep_epoch_checkpoints),
+      module_(&module),
+      optimizer_(&optimizer),
+      scaler_(scaler) {
   if (path_.empty()) {
     return;
   }
@@ -131,11 +153,34 @@ void RunCheckpoints::save(int64_t epochs_done, const EpochPosition& position,
     progress.extra[kSplitOfRestKey] =
         at::tensor({static_cast<int64_t>(sharding.splits_rest(epoch))}, at::kLong);
   }
+  keep_pending_epoch();  // before the file moves on
   writer_.save(path_, *module_, *optimizer_, progress, scaler_);
+  if (keep_epochs_ && position.steps == 0 && epochs_done > 0) {
+    pending_epoch_ = epochs_done;
+  }
+}
+
+void RunCheckpoints::keep_pending_epoch() {
+  if (!pending_epoch_) {
+    return;
+  }
+  writer_.wait();
+  const std::string kept = epoch_checkpoint_path(path_, *pending_epoch_);
+  pending_epoch_.reset();
+  namespace fs = std::filesystem;
+  std::error_code error;
+  fs::remove(kept, error);  // from an earlier run: this epoch's state replaces it
+  fs::create_hard_link(path_, kept, error);
+  if (error) {
+    const std::string partial = kept + ".tmp";
+    fs::copy_file(path_, partial, fs::copy_options::overwrite_existing);
+    fs::rename(partial, kept);
+  }
 }
 
 void RunCheckpoints::finish() {
   writer_.wait();
+  keep_pending_epoch();
 }
 
 int RunCheckpoints::stopped(int sig, int64_t epochs_done, int64_t steps_done, const Job& job) {

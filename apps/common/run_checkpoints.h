@@ -59,7 +59,8 @@ class RunCheckpoints {
   // write is thrown by the next save or by finish().
   void save(int64_t epochs_done, const EpochPosition& position, const Sharding& sharding,
             const Job& job);
-  // Until the last checkpoint is on disk (before the process ends).
+  // Until the last checkpoint is on disk (before the process ends), and
+  // kept under its epoch's name when it should be.
   void finish();
   // After a stop asked for by signal `sig` (train::GracefulStop), with the
   // checkpoint saved after `epochs_done` epochs and `steps_done` steps:
@@ -69,7 +70,13 @@ class RunCheckpoints {
   int stopped(int sig, int64_t epochs_done, int64_t steps_done, const Job& job);
 
  private:
+  // With --keep-epoch-checkpoints, the checkpoint at path_ (once on disk)
+  // also goes under its epoch's name: Note [Each epoch's checkpoint kept].
+  void keep_pending_epoch();
+
   std::string path_;  // empty: no checkpoints
+  bool keep_epochs_ = false;
+  std::optional<int64_t> pending_epoch_;  // written at path_, not yet kept
   torch::nn::Module* module_;
   torch::optim::Optimizer* optimizer_;
   amp::GradScaler* scaler_;

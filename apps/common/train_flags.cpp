@@ -100,6 +100,10 @@ void add_common_train_flags(CLI::App& app, CommonTrainOptions& options,
     if (options.resume && options.checkpoint.empty()) {
       throw CLI::ValidationError("--resume", "needs --checkpoint, the file to resume from");
     }
+    if (options.keep_epoch_checkpoints && options.checkpoint.empty()) {
+      throw CLI::ValidationError("--keep-epoch-checkpoints",
+                                 "needs --checkpoint, the file each epoch's copy is named after");
+    }
     if (options.checkpoint_steps > 0 && options.checkpoint.empty()) {
       throw CLI::ValidationError("--checkpoint-steps " + std::to_string(options.checkpoint_steps),
                                  "needs --checkpoint, the file to write");
@@ -162,6 +166,9 @@ void add_common_train_flags(CLI::App& app, CommonTrainOptions& options,
                  "most N steps (0: at epochs' ends only)")
       ->check(dtrain::util::non_negative())
       ->capture_default_str();
+  app.add_flag("--keep-epoch-checkpoints", options.keep_epoch_checkpoints,
+               "Also keep each epoch's checkpoint, as NAME.epochN.EXT beside --checkpoint "
+               "(--checkpoint out/ckpt.pt keeps out/ckpt.epoch1.pt, out/ckpt.epoch2.pt, ...)");
   app.add_flag("--resume", options.resume,
                "Continue from --checkpoint when it exists, at the epoch and step it was written "
                "(every rank reads it)");

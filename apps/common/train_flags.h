@@ -50,6 +50,9 @@ struct CommonTrainOptions {
   std::string checkpoint;
   // Also after every this many steps of an epoch (0: at epochs' ends only).
   int64_t checkpoint_steps = 0;
+  // Also keep each epoch's checkpoint beside it, as <name>.epoch<N><ext>
+  // (the seed's one file per epoch).
+  bool keep_epoch_checkpoints = false;
   bool resume = false;  // continue from `checkpoint` when it exists
 
   // The learning rate for `world` processes under lr_scaling.

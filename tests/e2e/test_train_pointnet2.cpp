@@ -199,6 +199,44 @@ TEST(TrainPointNet2, LastBatchOfOneCloudIsLeftOut) {
   EXPECT_EQ(rows[1][1], "16");
 }
 
+// --keep-epoch-checkpoints keeps every epoch's checkpoint as the seed keeps
+// "%d.ckpt" % epoch. Each holds its epoch's state: the run resumed from the
+// second epoch's file trains the third epoch as the whole run did, to the
+// last digit; the last one is the checkpoint itself.
+TEST(TrainPointNet2, EachEpochsCheckpointIsKept) {
+  TempDir dir;
+  const std::string data = dir.file("shapes");
+  auto whole = small_synthetic_run(data, dir.file("whole.csv"));
+  whole.insert(whole.end(), {"--epochs", "3", "--checkpoint", dir.file("ckpt/run.pt"),
+                             "--keep-epoch-checkpoints"});
+  const auto result = run_app(whole);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  for (const char* kept : {"ckpt/run.epoch1.pt", "ckpt/run.epoch2.pt", "ckpt/run.epoch3.pt"}) {
+    EXPECT_TRUE(fs::exists(dir.file(kept))) << kept << " is missing";
+  }
+  EXPECT_EQ(dtrain::testing::read_text(dir.file("ckpt/run.epoch3.pt")),
+            dtrain::testing::read_text(dir.file("ckpt/run.pt")));
+  EXPECT_NE(dtrain::testing::read_text(dir.file("ckpt/run.epoch2.pt")),
+            dtrain::testing::read_text(dir.file("ckpt/run.pt")));
+
+  fs::copy_file(dir.file("ckpt/run.epoch2.pt"), dir.file("from2.pt"));
+  auto resumed = small_synthetic_run(data, dir.file("resumed.csv"));
+  resumed.insert(resumed.end(),
+                 {"--epochs", "3", "--checkpoint", dir.file("from2.pt"), "--resume"});
+  const auto again = run_app(resumed);
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("after epoch 2"), std::string::npos) << again.output;
+  const auto expected = read_csv(dir.file("whole.csv"));
+  const auto got = read_csv(dir.file("resumed.csv"));
+  ASSERT_EQ(expected.size(), 4u);
+  ASSERT_EQ(got.size(), 2u) << "one row, for epoch 3";
+  for (size_t column : {0u, 1u, 5u, 6u, 7u}) {
+    EXPECT_EQ(got[1].at(column), expected[3].at(column)) << "column " << column;
+  }
+  expect_one_line_error(run_app({"--keep-epoch-checkpoints"}), 2,
+                        "--keep-epoch-checkpoints: needs --checkpoint");
+}
+
 TEST(TrainPointNet2, ResumeContinuesFromTheCheckpoint) {
   TempDir dir;
   const std::string data = dir.file("shapes");
