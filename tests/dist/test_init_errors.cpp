@@ -13,6 +13,7 @@
 #include "dtrain/dist/init.h"
 #include "expect_error.h"
 #include "multi_process.h"
+#include "test_support.h"
 
 namespace {
 
@@ -307,32 +308,32 @@ TEST(InitFile, FileInitMethodJoinsTwoProcesses) {
 // hvd.local_rank(): from whichever launcher's variables are set, else the
 // fallback, else an error naming the variables.
 TEST(InitEnv, NodeLocalRankFromEachLauncher) {
+  dtrain::testing::ScopedEnv none;
   for (const char* name :
        {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
         "SLURM_LOCALID", "SLURM_PROCID", "SLURM_NTASKS", "RANK", "WORLD_SIZE"}) {
-    unsetenv(name);
+    none.set(name, nullptr);
   }
   EXPECT_EQ(dist::get_node_local_rank(3), 3);
   dtrain::testing::expect_error([] { dist::get_node_local_rank(); },
                                 "no launcher variable gives this process's local rank (LOCAL_RANK, "
                                 "OMPI_COMM_WORLD_LOCAL_RANK or SLURM_LOCALID)");
-  setenv("SLURM_PROCID", "5", 1);
-  setenv("SLURM_NTASKS", "8", 1);
-  setenv("SLURM_LOCALID", "1", 1);
-  EXPECT_EQ(dist::get_node_local_rank(3), 1);
-  unsetenv("SLURM_PROCID");
-  unsetenv("SLURM_NTASKS");
-  unsetenv("SLURM_LOCALID");
-  setenv("OMPI_COMM_WORLD_RANK", "2", 1);
-  setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
-  setenv("OMPI_COMM_WORLD_LOCAL_RANK", "0", 1);
-  EXPECT_EQ(dist::get_node_local_rank(), 0);
-  unsetenv("OMPI_COMM_WORLD_RANK");
-  unsetenv("OMPI_COMM_WORLD_SIZE");
-  unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  setenv("LOCAL_RANK", "2", 1);
+  {
+    dtrain::testing::ScopedEnv srun;
+    srun.set("SLURM_PROCID", "5");
+    srun.set("SLURM_NTASKS", "8");
+    srun.set("SLURM_LOCALID", "1");
+    EXPECT_EQ(dist::get_node_local_rank(3), 1);
+  }
+  {
+    dtrain::testing::ScopedEnv mpirun;
+    mpirun.set("OMPI_COMM_WORLD_RANK", "2");
+    mpirun.set("OMPI_COMM_WORLD_SIZE", "4");
+    mpirun.set("OMPI_COMM_WORLD_LOCAL_RANK", "0");
+    EXPECT_EQ(dist::get_node_local_rank(), 0);
+  }
+  dtrain::testing::ScopedEnv dtrun("LOCAL_RANK", "2");
   EXPECT_EQ(dist::get_node_local_rank(), 2);
-  unsetenv("LOCAL_RANK");
 }
 
 // As srun starts a job: each process has only Slurm's variables (and the

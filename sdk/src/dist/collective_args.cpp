@@ -42,6 +42,15 @@ void check_avg(ReduceOp op, const at::Tensor& tensor, const std::string& what) {
                ": AVG needs a floating-point tensor, got ", tensor.scalar_type());
 }
 
+std::vector<at::Tensor*> pointers_to(std::vector<at::Tensor>& tensors) {
+  std::vector<at::Tensor*> pointers;
+  pointers.reserve(tensors.size());
+  for (at::Tensor& tensor : tensors) {
+    pointers.push_back(&tensor);
+  }
+  return pointers;
+}
+
 WorkPtr staged_on(const c10::Device& device, c10::DeviceType from, const std::string& what,
                   const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor*>& outputs,
                   const StagedRun& run) {

@@ -45,6 +45,8 @@ void check_avg(ReduceOp op, const at::Tensor& tensor, const std::string& what);
 // per call). Returns finished Work.
 using StagedRun =
     std::function<WorkPtr(std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs)>;
+// Pointers to each of `tensors`, for staged_on's outputs.
+std::vector<at::Tensor*> pointers_to(std::vector<at::Tensor>& tensors);
 WorkPtr staged_on(const c10::Device& device, c10::DeviceType from, const std::string& what,
                   const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor*>& outputs,
                   const StagedRun& run);

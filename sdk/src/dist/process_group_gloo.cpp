@@ -257,11 +257,7 @@ WorkPtr ProcessGroupGloo::all_gather(std::vector<at::Tensor>& outputs, const at:
                                      const CollectiveOptions& options) {
   const std::string what = describe("all_gather");
   if (on_gpu(input)) {
-    std::vector<at::Tensor*> staged;
-    for (at::Tensor& output : outputs) {
-      staged.push_back(&output);
-    }
-    return through_host(what, {input}, staged,
+    return through_host(what, {input}, pointers_to(outputs),
                         [&](std::vector<at::Tensor>& in, std::vector<at::Tensor>& out) {
                           return all_gather(out, in[0], options);
                         });

@@ -514,11 +514,7 @@ WorkPtr ProcessGroupNCCL::all_gather(std::vector<at::Tensor>& outputs, const at:
                                      const CollectiveOptions& options) {
   const std::string what = describe("all_gather");
   if (on_cpu(input)) {
-    std::vector<at::Tensor*> staged;
-    for (at::Tensor& output : outputs) {
-      staged.push_back(&output);
-    }
-    return through_device(what, {input}, staged,
+    return through_device(what, {input}, pointers_to(outputs),
                           [&](std::vector<at::Tensor>& in, std::vector<at::Tensor>& out) {
                             return all_gather(out, in[0], options);
                           });

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dtrain/dist/init.h"
+#include "dtrain/launch/failure.h"
 #include "dtrain/util/errors.h"
 #include "dtrain/util/launch_env.h"
 
@@ -65,11 +66,6 @@ void run_rank(const SpawnOptions& options, int rank, int world_size,
   std::fflush(nullptr);
   // _exit: the parent's atexit handlers and static destructors are not ours to run.
   ::_exit(code);
-}
-
-std::string how_it_ended(int status) {
-  return WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
-                           : "was killed by signal " + std::to_string(WTERMSIG(status));
 }
 
 // The ranks' failure records, read as they come (Note [Which rank failed first]).
@@ -145,11 +141,12 @@ void join_ranks(std::vector<pid_t> pids, FailureRecords& records) {
     const int rank = static_cast<int>(it - pids.begin());
     *it = 0;
     --left;
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    const launch::ExitStatus ended = launch::exit_status_from_wait(status);
+    if (ended.success()) {
       continue;
     }
-    if (!(stopping && WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM)) {
-      exits.push_back("rank " + std::to_string(rank) + " " + how_it_ended(status));
+    if (!(stopping && ended.signal == SIGTERM)) {
+      exits.push_back("rank " + std::to_string(rank) + " ended with " + ended.describe());
       exit_ranks.push_back(rank);
     }
     stop_the_others(rank);

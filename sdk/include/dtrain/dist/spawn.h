@@ -34,8 +34,8 @@ struct SpawnOptions {
 };
 
 // Forks options.nprocs ranks running fn and waits for them. Throws
-// dtrain::Error naming the first rank that failed and how (exit status or
-// signal), and any that failed after it, or a bad option before anything
+// dtrain::Error naming the first rank that failed and how (its error, else
+// its exit code or signal), and any that failed after it, or a bad option before anything
 // starts.
 void spawn(const SpawnOptions& options, const std::function<void(int rank, int size)>& fn);
 
