@@ -93,9 +93,13 @@ void add_common_train_flags(CLI::App& app, CommonTrainOptions& options,
     if (options.amp == "fp16" && options.device != "cuda") {
       throw CLI::ValidationError("--amp fp16", "needs --device cuda (on the CPU use --amp bf16)");
     }
-    if (options.device == "cuda" && (options.backend == "gloo" || options.backend == "mpi")) {
-      throw CLI::ValidationError("--backend " + options.backend,
-                                 "moves CPU tensors; with --device cuda use nccl (or auto)");
+    // Gloo stages CUDA tensors through host memory (as torch's Gloo takes
+    // them); the MPI group does not, so it would fail at the first bucket.
+    if (options.device == "cuda" && options.backend == "mpi") {
+      throw CLI::ValidationError(
+          "--backend mpi",
+          "moves CPU tensors only; with --device cuda use nccl (or auto), "
+          "or gloo, which copies each collective's tensors through the host");
     }
     if (options.resume && options.checkpoint.empty()) {
       throw CLI::ValidationError("--resume", "needs --checkpoint, the file to resume from");
@@ -140,7 +144,8 @@ void add_common_train_flags(CLI::App& app, CommonTrainOptions& options,
   });
   app.add_option("--backend", options.backend,
                  "Process group backend when launched with several processes (auto: nccl for "
-                 "--device cuda, gloo for cpu)")
+                 "--device cuda, gloo for cpu; gloo also takes --device cuda, copying through "
+                 "the host)")
       ->check(CLI::IsMember({"auto", "gloo", "mpi", "nccl"}))
       ->capture_default_str();
   app.add_option("--init-method", options.join.init_method,

@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/DeviceAccelerator.h>
+#include <spdlog/spdlog.h>
 
 #include "dtrain/dist/init.h"
 #include "dtrain/util/errors.h"
@@ -95,6 +96,12 @@ Job start_job(const util::LaunchEnv& env, const JoinFlags& flags, const std::str
                             .timeout = std::chrono::seconds(timeout_s)});
   job.rank = dist::get_rank();
   job.world = dist::get_world_size();
+  if (chosen == "gloo" && job.device.is_cuda()) {
+    spdlog::info(
+        "gloo copies each bucket of gradients from {} to the host and back; nccl keeps "
+        "them on the GPU and is faster where it works",
+        job.device.str());
+  }
   return job;
 }
 

@@ -51,12 +51,19 @@ TEST(TrainPointNet2Errors, BadFlags) {
 }
 
 // --device cuda where no GPU is visible (hidden here on any machine) stops
-// at once with what is missing; fp16 needs the GPU.
+// at once with what is missing, with Gloo too (which takes CUDA tensors);
+// fp16 needs the GPU, and the MPI group moves only CPU tensors.
 TEST(TrainPointNet2Errors, CudaWithoutAVisibleGpu) {
-  expect_one_line_error(run_process({"/usr/bin/env", "CUDA_VISIBLE_DEVICES=",
-                                     DTRAIN_TRAIN_POINTNET2_PATH, "--device", "cuda"}),
-                        1, "--device cuda: no CUDA device is visible");
+  for (const char* backend : {"auto", "gloo"}) {
+    SCOPED_TRACE(backend);
+    expect_one_line_error(
+        run_process({"/usr/bin/env", "CUDA_VISIBLE_DEVICES=", DTRAIN_TRAIN_POINTNET2_PATH,
+                     "--device", "cuda", "--backend", backend}),
+        1, "--device cuda: no CUDA device is visible");
+  }
   expect_one_line_error(run_app({"--amp", "fp16"}), 2, "--amp fp16: needs --device cuda");
+  expect_one_line_error(run_app({"--device", "cuda", "--backend", "mpi"}), 2,
+                        "--backend mpi: moves CPU tensors only");
 }
 
 // What would fail only after data loading or a whole epoch of training is

@@ -1,7 +1,8 @@
 // The training apps with --device cuda, as a user runs them: the
 // classifier in each precision (fp32, bf16 autocast, fp16 autocast with
 // loss scaling), part segmentation, the toy CNN on CIFAR-10, a CPU
-// checkpoint resumed on the GPU, and two processes on two GPUs over NCCL. Each test skips, saying
+// checkpoint resumed on the GPU, two processes on two GPUs over NCCL, and
+// two sharing one GPU over Gloo. Each test skips, saying
 // why, when the app finds no CUDA device (or too few).
 #include <gtest/gtest.h>
 
@@ -161,6 +162,29 @@ TEST(TrainAppsCuda, TwoProcessesOnTwoGpus) {
   ASSERT_EQ(rows.size(), 3u) << result.output;
   EXPECT_EQ(rows[2][1], "48") << "every rank's clouds counted once";
   EXPECT_GT(std::stod(rows[2][11]), 0.0) << "no gradient communication recorded";
+}
+
+// Two processes on one GPU, which NCCL refuses: over Gloo, DDP's buckets
+// of CUDA gradients are copied through the host and every rank's clouds
+// are still counted once.
+TEST(TrainAppsCuda, TwoProcessesShareOneGpuOverGloo) {
+  TempDir dir;
+  const std::string csv = dir.file("report.csv");
+  std::vector<std::string> args{DTRAIN_DTRUN_PATH, "--standalone", "--nproc-per-node", "2"};
+  for (const auto& arg : small_run(DTRAIN_TRAIN_POINTNET2_PATH, dir, csv)) {
+    args.push_back(arg);
+  }
+  args.insert(args.end(), {"--backend", "gloo", "--amp", "bf16"});
+  const ProcessResult result = run_process(args);
+  if (no_gpu(result)) {
+    GTEST_SKIP() << "no CUDA device visible";
+  }
+  EXPECT_NE(result.output.find("backend gloo"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("gloo copies each bucket of gradients from cuda:"),
+            std::string::npos)
+      << result.output;
+  expect_gpu_report(result, csv);
+  EXPECT_EQ(read_csv(csv)[2][1], "48") << "every rank's clouds counted once";
 }
 
 }  // namespace
