@@ -445,24 +445,26 @@ TEST(DdpForward, EvalForwardRunsNoCollectives) {
   });
 }
 
-// Nor does the backward of an eval-mode forward with grad enabled (rank 0
-// alone, say for a saliency map): its gradients stay local, as in PyTorch.
-TEST(DdpForward, BackwardOfAnEvalForwardStaysLocal) {
+// Grad mode decides, not train/eval mode, as in PyTorch: a model trained
+// in eval mode (batch norm and dropout frozen) still averages its
+// gradients. A gradient on one rank alone (a saliency map) goes through
+// the wrapped module's own forward and stays local.
+TEST(DdpForward, EvalModeBackwardIsAveragedAndTheModulesOwnForwardStaysLocal) {
   run_gloo_ranks(2, [](int rank, int) {
     ddp::DistributedDataParallel<ManySizes> model{ManySizes()};
-    if (rank == 0) {
-      model->eval();
-      const at::Tensor x = at::randn({2, 16});
-      model(x).sum().backward();  // would wait for rank 1 if it all-reduced
-      const at::Tensor local = model->parameters()[0].grad().clone();
-      model->zero_grad();
-      model->forward(x).sum().backward();
-      EXPECT_TRUE(at::allclose(model->parameters()[0].grad(), local)) << "not averaged";
-      model->zero_grad();
-      model->train();
-    }
-    model(at::randn({2, 16})).sum().backward();
-    EXPECT_TRUE(same_on_all_ranks(model->parameters()[0].grad()));
+    model->eval();
+    at::manual_seed(rank);  // each rank its own batch
+    const at::Tensor x = at::randn({2, 16});
+    model->forward(x).sum().backward();  // would wait for rank 1 if it all-reduced
+    const at::Tensor local = model->parameters()[0].grad().clone();
+    EXPECT_FALSE(same_on_all_ranks(local)) << "the ranks' batches should differ";
+    model->zero_grad();
+    model(x).sum().backward();
+    const at::Tensor averaged = model->parameters()[0].grad();
+    EXPECT_TRUE(same_on_all_ranks(averaged)) << "an eval-mode backward was not averaged";
+    at::Tensor mean_of_local = local.clone();
+    dist::all_reduce(mean_of_local, dist::ReduceOp::kAvg);
+    EXPECT_TRUE(at::allclose(mean_of_local, averaged));
   });
 }
 

@@ -83,8 +83,13 @@ DdpEngine::DdpEngine(std::shared_ptr<torch::nn::Module> module, DdpOptions optio
                 options_.comm_hook ? options_.comm_hook->name() : "allreduce");
 }
 
-bool DdpEngine::training_forward() const {
-  return module_->is_training() && at::GradMode::is_enabled();
+// Grad mode alone decides, as in PyTorch's DDP: a model trained in eval
+// mode (batch norm's statistics or dropout frozen) must still average its
+// gradients, or the replicas drift apart without a word. Evaluation runs
+// under NoGradGuard; a gradient on one rank alone (a saliency map) goes
+// through the wrapped module's own forward, as `ddp.module` in PyTorch.
+bool DdpEngine::synchronized_forward() const {
+  return at::GradMode::is_enabled();
 }
 
 void DdpEngine::broadcast_buffers() {
@@ -96,7 +101,7 @@ void DdpEngine::broadcast_buffers() {
 void DdpEngine::pre_forward(std::optional<std::int64_t> samples) {
   forward_prepared_ = false;
   const std::optional<std::int64_t> override = std::exchange(next_samples_, std::nullopt);
-  if (!training_forward()) {
+  if (!synchronized_forward()) {
     return;
   }
   if (join_active_) {

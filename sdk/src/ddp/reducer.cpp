@@ -270,11 +270,13 @@ void Reducer::on_gradient_ready(std::size_t param) {
       return;  // no training forward announced this backward: it stays local
     }
     // DistributedOptimizer: no prepare_for_forward announced the sample count.
-    DTRAIN_CHECK(options_.averaging == GradientAveraging::kWorld,
-                 "sample-count averaging: this backward has no training forward of its own "
-                 "through DistributedDataParallel (a second backward of one forward, a forward "
-                 "inside no_sync() whose backward ran outside it, or a forward in eval() mode); "
-                 "every synchronized backward needs its own training forward");
+    DTRAIN_CHECK(
+        options_.averaging == GradientAveraging::kWorld,
+        "sample-count averaging: this backward has no training forward of its own "
+        "through DistributedDataParallel (a second backward of one forward, a forward "
+        "inside no_sync() whose backward ran outside it, or one through the wrapped module's "
+        "own forward); "
+        "every synchronized backward needs its own training forward");
     begin_iteration_locked(0);
   }
   if (step_events_.backward_start == TimePoint{}) {

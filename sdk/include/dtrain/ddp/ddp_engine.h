@@ -31,10 +31,11 @@ class DdpEngine {
   DdpEngine(std::shared_ptr<torch::nn::Module> module, DdpOptions options,
             dist::ProcessGroupPtr group);
 
-  // Before a forward. In training mode with grad enabled: the join round,
-  // the buffer broadcast and the reducer's iteration start. `samples` is the
-  // local batch size (needed for sample-count averaging). Eval-mode and
-  // no-grad forwards run no collectives, so one rank may evaluate alone.
+  // Before a forward. With grad enabled (in train or eval mode, as
+  // PyTorch's DDP decides): the join round, the buffer broadcast and the
+  // reducer's iteration start. `samples` is the local batch size (needed
+  // for sample-count averaging). No-grad forwards run no collectives, so
+  // one rank may evaluate alone.
   void pre_forward(std::optional<std::int64_t> samples);
   // After a forward: hands the outputs to the unused-parameter search.
   void post_forward(const std::vector<at::Tensor>& outputs);
@@ -53,7 +54,7 @@ class DdpEngine {
   void set_next_samples(std::int64_t samples) { next_samples_ = samples; }
 
  private:
-  bool training_forward() const;
+  bool synchronized_forward() const;
   void broadcast_buffers();
 
   std::shared_ptr<torch::nn::Module> module_;

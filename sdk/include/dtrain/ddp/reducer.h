@@ -56,8 +56,9 @@ struct ReducerOptions {
   bool record_timeline = false;
   // Reduce only the backward of a forward that announced itself
   // (prepare_for_forward), as DistributedDataParallel's training forwards
-  // do; a backward without one (of an eval-mode forward, of a forward run
-  // under no_sync, or a second backward of one forward) keeps its gradients
+  // do; a backward without one (of a forward through the wrapped module's
+  // own forward or under no_sync, or a second backward of one forward)
+  // keeps its gradients
   // local, as PyTorch's DDP does. Off for DistributedOptimizer, which has
   // no forward and reduces every backward.
   bool reduce_only_after_forward = false;
