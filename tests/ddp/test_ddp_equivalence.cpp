@@ -287,39 +287,71 @@ TEST_P(DdpEquivalence, Bf16CompressionHookWithinBfloat16Precision) {
   });
 }
 
-// Horovod style: no wrapper, the optimizer reduces.
+// Horovod style: no wrapper, the optimizer reduces. `passes` backward
+// passes run before each step with backward_passes_per_step = k; with
+// `skip_on_rank_0` only rank 0 takes the model's skip branch (its samples'
+// rows in the reference), so the skip layer's gradient exists on one rank.
+double distributed_optimizer_difference(int rank, int world, int k, int passes,
+                                        bool skip_on_rank_0) {
+  const auto sizes = even_sizes(world, 3);
+  const std::int64_t global = 3 * world;
+  at::manual_seed(5);
+  ManySizes reference(/*with_unused_layers=*/true);
+  at::manual_seed(5 + rank);
+  ManySizes replica(/*with_unused_layers=*/true);
+  ddp::broadcast_parameters(*replica, 0);
+  torch::optim::SGD reference_optimizer(reference->parameters(), sgd_options());
+  auto sgd = std::make_shared<torch::optim::SGD>(replica->parameters(), sgd_options());
+  ddp::DistributedOptimizerOptions options;
+  options.backward_passes_per_step = k;
+  options.fusion_mb = 0.02;
+  ddp::DistributedOptimizer optimizer(sgd, options);
+  // Rank 0's rows of the global batch take the skip branch.
+  const at::Tensor rank_0_rows = (at::arange(global) < sizes[0]).unsqueeze(1);
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(99);
+  for (int step = 0; step < 3; ++step) {
+    reference_optimizer.zero_grad();
+    optimizer.zero_grad();
+    for (int pass = 0; pass < passes; ++pass) {
+      const at::Tensor x = at::randn({global, 16}, generator);
+      const at::Tensor y = at::randint(10, {global}, generator);
+      const at::Tensor plain = reference->forward(x);
+      const at::Tensor logits =
+          skip_on_rank_0 ? at::where(rank_0_rows, reference->forward(x, true), plain) : plain;
+      F::cross_entropy(logits, y).backward();
+      const bool use_skip = skip_on_rank_0 && rank == 0;
+      F::cross_entropy(replica->forward(rank_slice(x, sizes, rank), use_skip),
+                       rank_slice(y, sizes, rank))
+          .backward();
+    }
+    reference_optimizer.step();
+    optimizer.step();
+  }
+  return max_abs_difference(reference->parameters(), replica->parameters());
+}
+
+// Every k-th pass reduces as backward runs; step() reduces what is left, so
+// fewer or more passes than k between steps give the global batch too.
 TEST_P(DdpEquivalence, DistributedOptimizerMatchesGlobalBatch) {
   run_gloo_ranks(GetParam(), [](int rank, int world) {
-    for (int passes : {1, 2}) {
-      const auto sizes = even_sizes(world, 3);
-      const std::int64_t global = 3 * world;
-      at::manual_seed(5);
-      ManySizes reference;
-      at::manual_seed(5 + rank);
-      ManySizes replica;
-      ddp::broadcast_parameters(*replica, 0);
-      torch::optim::SGD reference_optimizer(reference->parameters(), sgd_options());
-      auto sgd = std::make_shared<torch::optim::SGD>(replica->parameters(), sgd_options());
-      ddp::DistributedOptimizerOptions options;
-      options.backward_passes_per_step = passes;
-      options.fusion_mb = 0.02;
-      ddp::DistributedOptimizer optimizer(sgd, options);
-      auto generator = at::make_generator<at::CPUGeneratorImpl>(99);
-      for (int step = 0; step < 3; ++step) {
-        reference_optimizer.zero_grad();
-        optimizer.zero_grad();
-        for (int pass = 0; pass < passes; ++pass) {
-          const at::Tensor x = at::randn({global, 16}, generator);
-          const at::Tensor y = at::randint(10, {global}, generator);
-          F::cross_entropy(reference->forward(x), y).backward();
-          F::cross_entropy(replica->forward(rank_slice(x, sizes, rank)), rank_slice(y, sizes, rank))
-              .backward();
-        }
-        reference_optimizer.step();
-        optimizer.step();
-      }
-      EXPECT_LT(max_abs_difference(reference->parameters(), replica->parameters()), 1e-5)
-          << "rank " << rank << ", backward_passes_per_step " << passes;
+    for (const auto& [k, passes] :
+         std::vector<std::pair<int, int>>{{1, 1}, {2, 2}, {1, 2}, {2, 1}, {2, 3}, {3, 5}}) {
+      EXPECT_LT(distributed_optimizer_difference(rank, world, k, passes, false), 1e-5)
+          << "rank " << rank << ", backward_passes_per_step " << k << ", " << passes
+          << " passes a step";
+    }
+  });
+}
+
+// A parameter only one rank's branch uses: the others take part with
+// zeros, as in Horovod (DistributedDataParallel would need
+// find_unused_parameters), also when it accumulated over passes.
+TEST_P(DdpEquivalence, DistributedOptimizerAveragesAGradientOnlyOneRankHas) {
+  run_gloo_ranks(GetParam(), [](int rank, int world) {
+    for (const auto& [k, passes] : std::vector<std::pair<int, int>>{{1, 1}, {2, 2}, {2, 1}}) {
+      EXPECT_LT(distributed_optimizer_difference(rank, world, k, passes, true), 1e-5)
+          << "rank " << rank << ", backward_passes_per_step " << k << ", " << passes
+          << " passes a step";
     }
   });
 }

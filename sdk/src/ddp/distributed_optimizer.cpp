@@ -51,18 +51,22 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<torch::optim::Optimiz
   reducer_options.first_bucket_bytes = reducer_options.bucket_bytes;
   reducer_options.backward_passes_per_step = options_.backward_passes_per_step;
   reducer_options.comm_hook = options_.compression;
+  reducer_options.reduce_missing_gradients = true;
   reducer_ = std::make_unique<Reducer>(std::move(parameters), std::move(names), std::move(pg),
                                        std::move(reducer_options));
 }
 
+void DistributedOptimizer::synchronize() {
+  reducer_->synchronize();
+}
+
 void DistributedOptimizer::step() {
-  const std::int64_t reductions = reducer_->iterations();
-  DTRAIN_CHECK(reductions > reductions_at_last_step_,
-               fmt::format("DistributedOptimizer::step: no gradient reduction since the last "
-                           "step; call step() after every {} backward pass(es) "
-                           "(backward_passes_per_step)",
-                           options_.backward_passes_per_step));
-  reductions_at_last_step_ = reductions;
+  const std::int64_t passes = reducer_->backward_passes();
+  DTRAIN_CHECK(passes > passes_at_last_step_,
+               "DistributedOptimizer::step: no backward pass since the last step, so there are "
+               "no fresh gradients to apply; call backward() before each step()");
+  passes_at_last_step_ = passes;
+  reducer_->synchronize();
   optimizer_->step();
 }
 

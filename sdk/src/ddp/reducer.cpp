@@ -220,6 +220,19 @@ void Reducer::run_shadow_iteration() {
   }
 }
 
+void Reducer::synchronize() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DTRAIN_CHECK(!pass_active_, "Reducer::synchronize: called inside a backward pass");
+  if (unreduced_passes_ > 0) {
+    if (!iteration_active_) {
+      begin_iteration_locked(/*local_samples=*/0);
+    }
+    mark_remaining_ready_locked();
+    finalize_locked();
+  }
+  passes_ = 0;
+}
+
 void Reducer::set_sync_enabled(bool enabled) {
   std::lock_guard<std::mutex> lock(mutex_);
   sync_enabled_ = enabled;
@@ -255,6 +268,11 @@ bool Reducer::buckets_rebuilt() const {
 std::int64_t Reducer::iterations() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return iterations_;
+}
+
+std::int64_t Reducer::backward_passes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return total_passes_;
 }
 
 void Reducer::on_gradient_ready(std::size_t param) {
@@ -304,7 +322,11 @@ void Reducer::on_gradient_ready(std::size_t param) {
 void Reducer::begin_pass_locked() {
   pass_active_ = true;
   ++passes_;
+  ++total_passes_;
   pass_reduces_ = sync_enabled_ && passes_ % options_.backward_passes_per_step == 0;
+  if (!pass_reduces_) {
+    ++unreduced_passes_;
+  }
   // Runs when this autograd pass has finished, on the thread that ran it.
   torch::autograd::Engine::get_default_engine().queue_callback([this] { end_pass(); });
 }
@@ -313,6 +335,9 @@ void Reducer::end_pass() {
   std::lock_guard<std::mutex> lock(mutex_);
   pass_active_ = false;
   if (pass_reduces_ && iteration_active_) {
+    if (options_.reduce_missing_gradients) {
+      mark_remaining_ready_locked();
+    }
     finalize_locked();
   }
 }
@@ -417,6 +442,14 @@ void Reducer::mark_ready_locked(std::size_t param, bool has_gradient) {
   }
 }
 
+void Reducer::mark_remaining_ready_locked() {
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    if (!ready_[i]) {
+      mark_ready_locked(i, /*has_gradient=*/true);  // .grad if defined, else zeros
+    }
+  }
+}
+
 double Reducer::bucket_scale_locked() {
   if (!scale_) {
     if (options_.averaging == GradientAveraging::kSampleCount) {
@@ -504,6 +537,7 @@ void Reducer::finalize_locked() {
   }
   step_events_ = StepEvents{};
   iteration_active_ = false;
+  unreduced_passes_ = 0;
   ++iterations_;
   if (!rebuilt_) {
     rebuild_pending_ = true;

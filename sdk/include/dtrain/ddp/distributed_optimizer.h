@@ -15,7 +15,18 @@
 // Unlike DistributedDataParallel there is no forward hook: a reduction
 // starts at the first gradient of a backward pass and averages over the
 // world size. With backward_passes_per_step = k the first k-1 passes
-// accumulate locally and the k-th reduces the accumulated sum.
+// accumulate locally and the k-th reduces the accumulated sum while it
+// runs; step() (through synchronize()) reduces whatever is still local, so
+// a step after fewer or more than k passes applies the exact average too,
+// and the count starts again at every step. As in Horovod, a parameter
+// that got no gradient in a reduced pass (a branch this rank did not take)
+// takes part with zeros, or with what earlier passes accumulated in it.
+//
+// Clipping, or a GradScaler, needs the averaged gradients before the step:
+//   optimizer.synchronize();                       // as Horovod's
+//   torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+//   optimizer.step();                              // nothing left to reduce
+//   // or: scaler.step(optimizer.optimizer()) after synchronize()
 #pragma once
 
 #include <cstdint>
@@ -53,9 +64,12 @@ class DistributedOptimizer {
                                 DistributedOptimizerOptions options = {},
                                 dist::ProcessGroupPtr group = nullptr);
 
-  // Applies the averaged gradients. Throws when the backward passes since
-  // the last step are not a whole multiple of backward_passes_per_step
-  // (the gradients would not have been reduced).
+  // Averages the gradients still local (see above); a collective. Leaves
+  // nothing to reduce, so the step that follows only applies them.
+  void synchronize();
+  // synchronize(), then the wrapped optimizer's step. Throws when no
+  // backward pass ran since the last step (it would apply stale
+  // gradients, and the ranks' collectives could fall out of step).
   void step();
   void zero_grad(bool set_to_none = true);
 
@@ -66,7 +80,7 @@ class DistributedOptimizer {
   std::shared_ptr<torch::optim::Optimizer> optimizer_;
   DistributedOptimizerOptions options_;
   std::unique_ptr<Reducer> reducer_;
-  std::int64_t reductions_at_last_step_ = 0;
+  std::int64_t passes_at_last_step_ = 0;
 };
 
 }  // namespace dtrain::ddp

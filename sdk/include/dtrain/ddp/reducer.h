@@ -62,6 +62,12 @@ struct ReducerOptions {
   // local, as PyTorch's DDP does. Off for DistributedOptimizer, which has
   // no forward and reduces every backward.
   bool reduce_only_after_forward = false;
+  // A parameter that got no gradient in a reducing pass takes part with
+  // what its .grad holds (accumulated by earlier passes) or zeros, as
+  // Horovod's synchronize() does (DistributedOptimizer). Off, such a pass
+  // raises naming the parameters (DistributedDataParallel without
+  // find_unused_parameters, as in PyTorch).
+  bool reduce_missing_gradients = false;
 };
 
 // The layout of one bucket, for tests and logs.
@@ -90,6 +96,12 @@ class Reducer {
   // Joined ranks (DistributedDataParallel::join) mirror one iteration of the
   // others: the same collectives, contributing zero gradients and samples.
   void run_shadow_iteration();
+  // DistributedOptimizer's step: reduces the gradients of backward passes
+  // that accumulated locally since the last reduction (fewer than
+  // backward_passes_per_step, or some after the last reducing pass), then
+  // starts counting passes afresh. Does nothing when none are pending, so
+  // a second call is harmless. Every rank must call it; not inside backward.
+  void synchronize();
 
   // false: backward passes accumulate locally (no_sync).
   void set_sync_enabled(bool enabled);
@@ -101,6 +113,8 @@ class Reducer {
   bool buckets_rebuilt() const;
   // Iterations that reduced (and finished).
   std::int64_t iterations() const;
+  // Backward passes that reached this reducer, ever.
+  std::int64_t backward_passes() const;
   Timeline& timeline() { return timeline_; }
   const std::vector<at::Tensor>& parameters() const { return parameters_; }
 
@@ -126,6 +140,7 @@ class Reducer {
   void begin_iteration_locked(std::int64_t local_samples);
   void maybe_rebuild_buckets_locked();
   void mark_ready_locked(std::size_t param, bool has_gradient);
+  void mark_remaining_ready_locked();
   void launch_ready_buckets_locked();
   void finalize_locked();
   void abandon_iteration_locked();
@@ -154,7 +169,9 @@ class Reducer {
   bool iteration_active_ = false;
   bool pass_active_ = false;
   bool pass_reduces_ = false;
-  std::int64_t passes_ = 0;
+  std::int64_t passes_ = 0;            // since the last synchronize(), for the k-th pass
+  std::int64_t unreduced_passes_ = 0;  // passes whose gradients stayed local since a reduction
+  std::int64_t total_passes_ = 0;
   std::vector<bool> ready_;
   std::vector<bool> marked_unused_;  // ready_ because the unused search said so
   std::size_t next_bucket_ = 0;
