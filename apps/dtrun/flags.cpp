@@ -26,10 +26,6 @@ std::string random_run_id() {
   return id;
 }
 
-std::chrono::milliseconds seconds(double value) {
-  return std::chrono::milliseconds(static_cast<long>(value * 1000));
-}
-
 // The program and its arguments are no CLI11 option (prefix_command), so
 // the usage line names them here.
 class DtrunFormatter : public CLI::Formatter {
@@ -92,12 +88,10 @@ void add_dtrun_flags(CLI::App& app, DtrunFlags& f) {
       ->check(dtrain::util::non_negative())
       ->capture_default_str();
   app.add_option("--monitor-interval,--monitor_interval", f.monitor_interval,
-                 "Seconds between checks of the workers")
-      ->check(dtrain::util::positive())
+                 "Seconds between checks of the workers (0.001 to 604800)")
       ->capture_default_str();
   app.add_option("--stop-timeout,--stop_timeout", f.stop_timeout,
-                 "Seconds workers get after SIGTERM before SIGKILL")
-      ->check(dtrain::util::non_negative())
+                 "Seconds workers get after SIGTERM before SIGKILL (0.001 to 604800)")
       ->capture_default_str();
   app.add_option("--log-dir,--log_dir", f.log_dir,
                  "Directory for one log file per worker: LOG_DIR/RUN_ID/round_N/rank_R.log");
@@ -143,8 +137,10 @@ launch::LaunchOptions to_launch_options(const CLI::App& app, const DtrunFlags& f
   options.run_id = f.rdzv_id;
   options.local_addr = f.local_addr.empty() ? "" : launch::parse_host(f.local_addr, "--local-addr");
   options.max_restarts = f.max_restarts;
-  options.monitor_interval = seconds(f.monitor_interval);
-  options.stop_timeout = seconds(f.stop_timeout);
+  options.monitor_interval =
+      launch::parse_seconds(f.monitor_interval, "--monitor-interval '" + f.monitor_interval + "'");
+  options.stop_timeout =
+      launch::parse_seconds(f.stop_timeout, "--stop-timeout '" + f.stop_timeout + "'");
   options.log_dir = f.log_dir;
   options.redirects = launch::parse_streams(f.redirects, "--redirects");
   options.tee = launch::parse_streams(f.tee, "--tee");

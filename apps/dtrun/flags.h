@@ -25,8 +25,9 @@ struct DtrunFlags {
   bool standalone = false;
   std::string local_addr;
   int max_restarts = 0;
-  double monitor_interval = 0.1;
-  double stop_timeout = 10;
+  // Seconds, as text: parse_seconds names the value as given (1e20).
+  std::string monitor_interval = "0.1";
+  std::string stop_timeout = "10";
   std::string log_dir;
   std::string redirects = "0";
   std::string tee = "0";

@@ -389,10 +389,23 @@ TEST_F(Dtrun, BadOrContradictoryFlagsFailBeforeAnythingStarts) {
        "[::1]:29500); expected HOST:PORT, or [IPV6]:PORT"},
       {{"--rdzv-backend", "c10d", "--rdzv-endpoint", "[::1]29400"}, "where ':' and a port belong"},
       {{"--local-addr", "fd00::1:x"}, "--local-addr 'fd00::1:x'"},
+      // Note [Duration range]: every duration, named as given.
+      {{"--stop-timeout", "1e20"},
+       "--stop-timeout '1e20': expected a number of seconds from 0.001 (1 ms) to 604800 (one "
+       "week)"},
+      {{"--stop-timeout", "0"}, "--stop-timeout '0': expected a number of seconds"},
+      {{"--monitor-interval", "-1"}, "--monitor-interval '-1': expected a number of seconds"},
+      {{"--monitor-interval", "nan"}, "--monitor-interval 'nan': expected a number of seconds"},
+      {{"--rdzv-conf", "join_timeout=1e-9"},
+       "--rdzv-conf join_timeout=1e-9: expected a number of seconds from 0.001 (1 ms)"},
+      {{"--rdzv-conf", "heartbeat_timeout=1e20"}, "--rdzv-conf heartbeat_timeout=1e20: expected"},
+      {{"--nnodes", "2", "--monitor-interval", "20"},
+       "--monitor-interval 20 is more than half of --rdzv-conf heartbeat_timeout (30 s)"},
   };
   for (const FlagCase& c : cases) {
     std::vector<std::string> flags = c.flags;
     EXPECT_EQ(run(flags, "touch \"$OUT/ran\""), 2) << output_;
+    EXPECT_EQ(output_.rfind("dtrun: error: ", 0), 0u) << output_;
     EXPECT_NE(output_.find(c.message), std::string::npos)
         << "expected '" << c.message << "' in: " << output_;
     EXPECT_FALSE(std::filesystem::exists(file("ran"))) << output_;

@@ -8,6 +8,7 @@
 #include "dtrain/launch/launch_options.h"
 #include "dtrain/launch/worker_env.h"
 #include "dtrain/util/errors.h"
+#include "heartbeats.h"
 
 namespace {
 
@@ -120,6 +121,62 @@ TEST(LaunchOptions, RendezvousConfSetsTimeouts) {
             std::string::npos);
   EXPECT_NE(error_of([] { parse_key_values("novalue", "--rdzv-conf"); }).find("KEY=VALUE"),
             std::string::npos);
+}
+
+// Note [Duration range]: 1 ms to one week, checked before the conversion
+// to milliseconds, so neither overflow nor rounding to zero gets through.
+TEST(LaunchOptions, DurationsAreSecondsFromOneMillisecondToAWeek) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(parse_seconds("0.1", "--x"), milliseconds(100));
+  EXPECT_EQ(parse_seconds("0.001", "--x"), milliseconds(1));
+  EXPECT_EQ(parse_seconds("604800", "--x"), std::chrono::hours(24 * 7));
+  const std::string expected =
+      ": expected a number of seconds from 0.001 (1 ms) to 604800 (one week)";
+  for (const char* bad : {"1e20", "1e-9", "0", "-1", "604800.5", "nan", "inf", "", "10s"}) {
+    const std::string label = std::string("--stop-timeout '") + bad + "'";
+    EXPECT_EQ(error_of([&] { parse_seconds(bad, label); }), label + expected);
+  }
+  LaunchOptions options;
+  EXPECT_EQ(error_of([&] {
+              apply_rendezvous_conf(options, {{"join_timeout", "1e-9"}});
+            }),
+            "--rdzv-conf join_timeout=1e-9" + expected);
+  EXPECT_EQ(error_of([&] {
+              apply_rendezvous_conf(options, {{"read_timeout", "1e20"}});
+            }),
+            "--rdzv-conf read_timeout=1e20" + expected);
+}
+
+// Options built in code, not parsed, meet the same range in validate().
+TEST(LaunchOptions, ValidateChecksDurationsByTheirFlags) {
+  LaunchOptions options;
+  options.program = {"/bin/true"};
+  options.stop_timeout = std::chrono::milliseconds(-5);
+  EXPECT_EQ(error_of([&] { validate(options); }),
+            "--stop-timeout is -5 ms; expected 1 ms to one week (604800 s)");
+  options.stop_timeout = std::chrono::seconds(1);
+  options.heartbeat_timeout = std::chrono::hours(24 * 8);
+  EXPECT_EQ(error_of([&] { validate(options); }),
+            "--rdzv-conf heartbeat_timeout is 691200000 ms; expected 1 ms to one week (604800 s)");
+  // A monitor interval past half the heartbeat timeout would lose live nodes.
+  options.heartbeat_timeout = std::chrono::seconds(30);
+  options.monitor_interval = std::chrono::seconds(20);
+  EXPECT_NO_THROW(validate(options));  // one node: no peer to lose
+  options.nnodes = {2, 2};
+  EXPECT_EQ(error_of([&] { validate(options); }),
+            "--monitor-interval 20 is more than half of --rdzv-conf heartbeat_timeout (30 s): "
+            "agents would be taken for lost between two checks; expected at most 15");
+  options.monitor_interval = std::chrono::seconds(15);
+  EXPECT_NO_THROW(validate(options));
+}
+
+TEST(LaunchOptions, HeartbeatPeriodIsAFifthOfTheTimeoutWithinTheLoopsPace) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(heartbeat_period(milliseconds(1000), milliseconds(50)), milliseconds(200));
+  EXPECT_EQ(heartbeat_period(milliseconds(30000), milliseconds(100)), milliseconds(1000));
+  EXPECT_EQ(heartbeat_period(milliseconds(100), milliseconds(50)), milliseconds(50));
+  // A monitor interval over a second (once undefined behaviour in std::clamp).
+  EXPECT_EQ(heartbeat_period(milliseconds(30000), milliseconds(5000)), milliseconds(5000));
 }
 
 TEST(LaunchOptions, ValidateRejectsContradictions) {

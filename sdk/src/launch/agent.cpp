@@ -271,10 +271,9 @@ void Agent::record_failure(const Membership& m, int local_rank, const ExitStatus
 
 Outcome Agent::supervise(const Membership& m) {
   const int members = static_cast<int>(m.nodes.size());
-  Heartbeats heartbeats(
-      *rdzv_, m.round, m.group_rank, members,
-      std::clamp(options_.heartbeat_timeout / 5, options_.monitor_interval, milliseconds(1000)),
-      options_.heartbeat_timeout);
+  Heartbeats heartbeats(*rdzv_, m.round, m.group_rank, members,
+                        heartbeat_period(options_.heartbeat_timeout, options_.monitor_interval),
+                        options_.heartbeat_timeout);
   bool marked_success = false;
   local_failure_ = false;
   // Output is passed on as it arrives; the checks below run once per

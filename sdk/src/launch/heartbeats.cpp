@@ -1,8 +1,16 @@
 #include "heartbeats.h"
 
+#include <algorithm>
 #include <string>
 
 namespace dtrain::launch {
+
+std::chrono::milliseconds heartbeat_period(std::chrono::milliseconds timeout,
+                                           std::chrono::milliseconds monitor_interval) {
+  // Not std::clamp(timeout / 5, monitor_interval, 1 s): its bounds cross
+  // (undefined behaviour) once the monitor interval exceeds a second.
+  return std::max(std::min(timeout / 5, std::chrono::milliseconds(1000)), monitor_interval);
+}
 
 Heartbeats::Heartbeats(Rendezvous& rdzv, int round, int self, int members,
                        std::chrono::milliseconds every, std::chrono::milliseconds timeout)

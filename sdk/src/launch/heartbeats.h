@@ -14,6 +14,14 @@
 
 namespace dtrain::launch {
 
+// How often an agent beats: five times per `timeout`, so one late beat is
+// no loss, but at most once a second (the store is shared by every agent)
+// and at least once per monitor interval, as the agent's loop runs no
+// oftener. The last wins: validate() keeps the interval at most half the
+// timeout, so a slow loop still beats twice per timeout.
+std::chrono::milliseconds heartbeat_period(std::chrono::milliseconds timeout,
+                                           std::chrono::milliseconds monitor_interval);
+
 class Heartbeats {
  public:
   using Clock = std::chrono::steady_clock;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <string_view>
@@ -52,15 +53,34 @@ Streams parse_streams_value(const std::string& text, const std::string& flag,
   return static_cast<Streams>(*value);
 }
 
-std::chrono::milliseconds parse_seconds(const std::string& key, const std::string& text) {
-  char* end = nullptr;
-  const double seconds = std::strtod(text.c_str(), &end);
-  DTRAIN_CHECK(!text.empty() && end == text.c_str() + text.size() && seconds > 0, "--rdzv-conf ",
-               key, "=", text, ": expected a positive number of seconds");
-  return std::chrono::milliseconds(static_cast<long>(seconds * 1000));
+std::string seconds_text(std::chrono::milliseconds duration) {
+  std::string text = std::to_string(duration.count() / 1000.0);
+  text.erase(text.find_last_not_of('0') + 1);
+  if (text.back() == '.') {
+    text.pop_back();
+  }
+  return text;
+}
+
+// Note [Duration range]
+void check_duration(std::chrono::milliseconds duration, const std::string& name) {
+  DTRAIN_CHECK(duration >= kMinDuration && duration <= kMaxDuration, name, " is ", duration.count(),
+               " ms; expected 1 ms to one week (604800 s)");
 }
 
 }  // namespace
+
+std::chrono::milliseconds parse_seconds(const std::string& text, const std::string& label) {
+  char* end = nullptr;
+  const double seconds = std::strtod(text.c_str(), &end);
+  const bool number = !text.empty() && end == text.c_str() + text.size() && std::isfinite(seconds);
+  // Compared as seconds, before the conversion that 1e20 would overflow.
+  const double min = kMinDuration.count() / 1000.0;
+  const double max = kMaxDuration.count() / 1000.0;
+  DTRAIN_CHECK(number && seconds >= min && seconds <= max, label,
+               ": expected a number of seconds from 0.001 (1 ms) to 604800 (one week)");
+  return std::chrono::milliseconds(std::llround(seconds * 1000));
+}
 
 NodeRange parse_nnodes(const std::string& text) {
   const auto colon = text.find(':');
@@ -204,14 +224,14 @@ std::map<std::string, std::string> parse_key_values(const std::string& text,
 void apply_rendezvous_conf(LaunchOptions& options, const std::map<std::string, std::string>& conf) {
   for (const auto& [key, value] : conf) {
     if (key == "join_timeout") {
-      options.join_timeout = parse_seconds(key, value);
+      options.join_timeout = parse_seconds(value, "--rdzv-conf " + key + "=" + value);
     } else if (key == "last_call_timeout") {
-      options.last_call_timeout = parse_seconds(key, value);
+      options.last_call_timeout = parse_seconds(value, "--rdzv-conf " + key + "=" + value);
     } else if (key == "heartbeat_timeout") {
-      options.heartbeat_timeout = parse_seconds(key, value);
+      options.heartbeat_timeout = parse_seconds(value, "--rdzv-conf " + key + "=" + value);
     } else if (key == "read_timeout" || key == "timeout") {
       // torchrun's store read timeout: our store calls carry their own deadlines.
-      (void)parse_seconds(key, value);
+      (void)parse_seconds(value, "--rdzv-conf " + key + "=" + value);
     } else {
       throw Error("--rdzv-conf: unknown key '" + key +
                   "'; known: join_timeout, last_call_timeout, heartbeat_timeout, read_timeout");
@@ -226,7 +246,19 @@ void validate(const LaunchOptions& options) {
                options.nproc_per_node);
   DTRAIN_CHECK(options.max_restarts >= 0, "--max-restarts must be 0 or more, got ",
                options.max_restarts);
-  DTRAIN_CHECK(options.monitor_interval.count() > 0, "--monitor-interval must be positive");
+  check_duration(options.monitor_interval, "--monitor-interval");
+  check_duration(options.stop_timeout, "--stop-timeout");
+  check_duration(options.join_timeout, "--rdzv-conf join_timeout");
+  check_duration(options.last_call_timeout, "--rdzv-conf last_call_timeout");
+  check_duration(options.heartbeat_timeout, "--rdzv-conf heartbeat_timeout");
+  // Agents beat once per check at most (heartbeat_period), so a check
+  // interval near the heartbeat timeout would have live nodes taken for lost.
+  DTRAIN_CHECK(options.nnodes.max == 1 || 2 * options.monitor_interval <= options.heartbeat_timeout,
+               "--monitor-interval ", seconds_text(options.monitor_interval),
+               " is more than half of --rdzv-conf heartbeat_timeout (",
+               seconds_text(options.heartbeat_timeout),
+               " s): agents would be taken for lost between two checks; expected at most ",
+               seconds_text(options.heartbeat_timeout / 2));
   DTRAIN_CHECK(options.node_rank >= 0, "--node-rank must be 0 or more, got ", options.node_rank);
   if (options.backend == RendezvousBackend::kStatic) {
     DTRAIN_CHECK(!options.nnodes.elastic(), "--nnodes ", options.nnodes.min, ":",

@@ -8,7 +8,7 @@
 //   options.nnodes = parse_nnodes("1:2");
 //   options.nproc_per_node = parse_nproc_per_node("2", detect_local_devices());
 //   options.program = {"./train", "--epochs", "3"};
-//   finalize(options);   // throws dtrain::Error on contradictions
+//   validate(options);   // throws dtrain::Error on contradictions
 //
 // All functions are pure (no process, file or network is touched) except
 // detect_local_devices(), which reads the environment and /proc.
@@ -70,6 +70,19 @@ StreamsSpec parse_streams(const std::string& text, const std::string& flag);
 // --local-ranks-filter "0,2": only these local ranks' output reaches the console.
 std::set<int> parse_local_ranks_filter(const std::string& text);
 
+// Note [Duration range]: every duration dtrun takes (--monitor-interval,
+// --stop-timeout, the --rdzv-conf timeouts) lies in [1 ms, one week]. Below
+// 1 ms a value rounds to zero, which the store refuses and a poll loop spins
+// on; far above a week steady_clock's deadlines overflow (1e20 s wraps to a
+// negative wait), and no rendezvous or grace period needs more.
+inline constexpr std::chrono::milliseconds kMinDuration{1};
+inline constexpr std::chrono::milliseconds kMaxDuration{std::chrono::hours(24 * 7)};
+
+// `text`, a number of seconds, in the range above. Throws dtrain::Error
+// that starts with `label` (how the value was given: "--stop-timeout '1e20'",
+// "--rdzv-conf join_timeout=0").
+std::chrono::milliseconds parse_seconds(const std::string& text, const std::string& label);
+
 // --rdzv-conf "join_timeout=60,last_call_timeout=5": rendezvous settings.
 std::map<std::string, std::string> parse_key_values(const std::string& text,
                                                     const std::string& flag);
@@ -115,7 +128,8 @@ struct LaunchOptions {
 void apply_rendezvous_conf(LaunchOptions& options, const std::map<std::string, std::string>& conf);
 
 // Checks the options as a whole; throws dtrain::Error naming the flags
-// that contradict each other or the value that is out of range.
+// that contradict each other or the value that is out of range (durations
+// too, for options built in code rather than parsed).
 void validate(const LaunchOptions& options);
 
 }  // namespace dtrain::launch
