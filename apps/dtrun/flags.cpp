@@ -94,7 +94,8 @@ void add_dtrun_flags(CLI::App& app, DtrunFlags& f) {
                  "Seconds workers get after SIGTERM before SIGKILL (0.001 to 604800)")
       ->capture_default_str();
   app.add_option("--log-dir,--log_dir", f.log_dir,
-                 "Directory for one log file per worker: LOG_DIR/RUN_ID/round_N/rank_R.log");
+                 "Directory for one log file per worker: LOG_DIR/RUN_ID/round_N/rank_R.log "
+                 "(created when missing)");
   app.add_option("-r,--redirects", f.redirects,
                  "Worker streams to the log file only: 0 none, 1 stdout, 2 stderr, 3 both; or "
                  "per local rank, e.g. 0:1,1:2")
@@ -188,6 +189,9 @@ launch::LaunchOptions to_launch_options(const CLI::App& app, const DtrunFlags& f
   }
   launch::apply_rendezvous_conf(options, launch::parse_key_values(f.rdzv_conf, "--rdzv-conf"));
   launch::validate(options);
+  if (!options.log_dir.empty()) {
+    launch::check_log_dir(options.log_dir);  // last: it may create the directory
+  }
   return options;
 }
 

@@ -401,6 +401,8 @@ TEST_F(Dtrun, BadOrContradictoryFlagsFailBeforeAnythingStarts) {
       {{"--rdzv-conf", "heartbeat_timeout=1e20"}, "--rdzv-conf heartbeat_timeout=1e20: expected"},
       {{"--nnodes", "2", "--monitor-interval", "20"},
        "--monitor-interval 20 is more than half of --rdzv-conf heartbeat_timeout (30 s)"},
+      {{"--log-dir", "/proc/dtrun-cannot-be-here"},
+       "--log-dir '/proc/dtrun-cannot-be-here': cannot create the directory ("},
   };
   for (const FlagCase& c : cases) {
     std::vector<std::string> flags = c.flags;

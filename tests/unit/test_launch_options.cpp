@@ -3,12 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "dtrain/launch/failure.h"
 #include "dtrain/launch/launch_options.h"
 #include "dtrain/launch/worker_env.h"
 #include "dtrain/util/errors.h"
 #include "heartbeats.h"
+#include "test_support.h"
 
 namespace {
 
@@ -177,6 +180,23 @@ TEST(LaunchOptions, HeartbeatPeriodIsAFifthOfTheTimeoutWithinTheLoopsPace) {
   EXPECT_EQ(heartbeat_period(milliseconds(100), milliseconds(50)), milliseconds(50));
   // A monitor interval over a second (once undefined behaviour in std::clamp).
   EXPECT_EQ(heartbeat_period(milliseconds(30000), milliseconds(5000)), milliseconds(5000));
+}
+
+TEST(LaunchOptions, LogDirIsCreatedOrNamedWithTheReason) {
+  dtrain::testing::TempDir dir;
+  const std::string fresh = dir.file("logs/deeper");
+  EXPECT_NO_THROW(check_log_dir(fresh));
+  EXPECT_TRUE(std::filesystem::is_directory(fresh));
+  std::ofstream(dir.file("plain")) << "a file, not a directory";
+  const std::string under_file = dir.file("plain") + "/logs";
+  EXPECT_EQ(error_of([&] { check_log_dir(under_file); }),
+            "--log-dir '" + under_file +
+                "': cannot create the directory (Not a directory); expected a directory dtrun "
+                "may write in");
+  EXPECT_EQ(error_of([&] { check_log_dir(dir.file("plain")); }),
+            "--log-dir '" + dir.file("plain") +
+                "': cannot create the directory (Not a directory); expected a directory dtrun "
+                "may write in");
 }
 
 TEST(LaunchOptions, ValidateRejectsContradictions) {

@@ -37,6 +37,15 @@ constexpr int kTraceLines = 40;  // of a crash trace (failure_tail)
 // How long the store's host waits for the other agents to read the job's end.
 constexpr milliseconds kExitBarrierTimeout{std::chrono::seconds(30)};
 
+// The run's and round's folders under --log-dir, which was checked at start;
+// the file system may still refuse (a full disk, a run id that is no name).
+void create_log_directory(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  DTRAIN_CHECK(!ec, "--log-dir: cannot create the worker log directory '", dir, "' (", ec.message(),
+               ")");
+}
+
 struct Signalled {
   int sig;
 };
@@ -162,7 +171,7 @@ void Agent::prepare_log_dir() {
   }
   if (!base.empty()) {
     log_root_ = base + "/" + options_.run_id;
-    std::filesystem::create_directories(log_root_);
+    create_log_directory(log_root_);
     spdlog::info("worker logs in {}", log_root_);
   }
 }
@@ -199,7 +208,7 @@ void Agent::start_workers(const Membership& m) {
   std::string round_dir;
   if (!log_root_.empty()) {
     round_dir = log_root_ + "/round_" + std::to_string(m.round);
-    std::filesystem::create_directories(round_dir);
+    create_log_directory(round_dir);
   }
   const bool log_everything =
       !options_.log_dir.empty() && !options_.redirects.any() && !options_.tee.any();

@@ -2,9 +2,11 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string_view>
 #include <thread>
@@ -80,6 +82,18 @@ std::chrono::milliseconds parse_seconds(const std::string& text, const std::stri
   DTRAIN_CHECK(number && seconds >= min && seconds <= max, label,
                ": expected a number of seconds from 0.001 (1 ms) to 604800 (one week)");
   return std::chrono::milliseconds(std::llround(seconds * 1000));
+}
+
+void check_log_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  DTRAIN_CHECK(!ec, "--log-dir '", dir, "': cannot create the directory (", ec.message(),
+               "); expected a directory dtrun may write in");
+  DTRAIN_CHECK(std::filesystem::is_directory(dir, ec), "--log-dir '", dir,
+               "' is not a directory; expected a directory dtrun may write in");
+  DTRAIN_CHECK(::access(dir.c_str(), W_OK | X_OK) == 0, "--log-dir '", dir,
+               "': cannot write in it (", std::strerror(errno),
+               "); expected a directory dtrun may write in");
 }
 
 NodeRange parse_nnodes(const std::string& text) {

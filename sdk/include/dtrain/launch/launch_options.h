@@ -11,7 +11,8 @@
 //   validate(options);   // throws dtrain::Error on contradictions
 //
 // All functions are pure (no process, file or network is touched) except
-// detect_local_devices(), which reads the environment and /proc.
+// detect_local_devices(), which reads the environment and /proc, and
+// check_log_dir().
 #pragma once
 
 #include <chrono>
@@ -82,6 +83,11 @@ inline constexpr std::chrono::milliseconds kMaxDuration{std::chrono::hours(24 * 
 // that starts with `label` (how the value was given: "--stop-timeout '1e20'",
 // "--rdzv-conf join_timeout=0").
 std::chrono::milliseconds parse_seconds(const std::string& text, const std::string& label);
+
+// --log-dir: creates `dir` when missing and checks that files can be made in
+// it, so a bad directory is named before anything starts. Touches the file
+// system; throws dtrain::Error naming the flag, the directory and the reason.
+void check_log_dir(const std::string& dir);
 
 // --rdzv-conf "join_timeout=60,last_call_timeout=5": rendezvous settings.
 std::map<std::string, std::string> parse_key_values(const std::string& text,
