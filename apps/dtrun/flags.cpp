@@ -26,6 +26,28 @@ std::string random_run_id() {
   return id;
 }
 
+// torchrun's static rendezvous meets at --rdzv-endpoint when it is given,
+// and drops --master-addr/--master-port without a word; dtrun follows, so
+// torchrun command lines run unchanged, but says which values it dropped.
+void warn_ignored_master_flags(const CLI::App& app, const DtrunFlags& f,
+                               const launch::Endpoint& endpoint) {
+  std::vector<std::string> ignored;
+  if (given(app, "--master-addr") &&
+      launch::parse_host(f.master_addr, "--master-addr") != endpoint.host) {
+    ignored.push_back("--master-addr " + f.master_addr);
+  }
+  if (given(app, "--master-port") && f.master_port != endpoint.port) {
+    ignored.push_back("--master-port " + std::to_string(f.master_port));
+  }
+  if (!ignored.empty()) {
+    spdlog::warn(
+        "{}{} ignored: the static rendezvous meets at --rdzv-endpoint {}, as under "
+        "torchrun; give one or the other",
+        ignored.front(), ignored.size() > 1 ? " and " + ignored.back() + " are" : " is",
+        f.rdzv_endpoint);
+  }
+}
+
 // The program and its arguments are no CLI11 option (prefix_command), so
 // the usage line names them here.
 class DtrunFormatter : public CLI::Formatter {
@@ -115,7 +137,8 @@ void add_dtrun_flags(CLI::App& app, DtrunFlags& f) {
                  "Accepted for torchrun compatibility (dtrun always forks and executes)")
       ->check(CLI::IsMember({"spawn", "fork", "forkserver"}))
       ->capture_default_str();
-  app.add_option("--role", f.role, "Accepted for torchrun compatibility")->capture_default_str();
+  app.add_option("--role", f.role, "The workers' ROLE_NAME, as torchrun sets it")
+      ->capture_default_str();
 }
 
 launch::LaunchOptions to_launch_options(const CLI::App& app, const DtrunFlags& f,
@@ -136,6 +159,7 @@ launch::LaunchOptions to_launch_options(const CLI::App& app, const DtrunFlags& f
   options.nproc_per_node = launch::parse_nproc_per_node(f.nproc_per_node, options.devices);
   options.node_rank = f.node_rank;
   options.run_id = f.rdzv_id;
+  options.role = f.role;
   options.local_addr = f.local_addr.empty() ? "" : launch::parse_host(f.local_addr, "--local-addr");
   options.max_restarts = f.max_restarts;
   options.monitor_interval =
@@ -171,6 +195,9 @@ launch::LaunchOptions to_launch_options(const CLI::App& app, const DtrunFlags& f
             ? launch::parse_endpoint(f.rdzv_endpoint, static_cast<std::uint16_t>(f.master_port))
             : launch::Endpoint{launch::parse_host(f.master_addr, "--master-addr"),
                                static_cast<std::uint16_t>(f.master_port)};
+    if (given(app, "--rdzv-endpoint")) {
+      warn_ignored_master_flags(app, f, options.endpoint);
+    }
   } else if (f.rdzv_backend == "c10d" || f.rdzv_backend == "store") {
     options.backend = RendezvousBackend::kStore;
     DTRAIN_CHECK(!f.rdzv_endpoint.empty(), "--rdzv-backend ", f.rdzv_backend,

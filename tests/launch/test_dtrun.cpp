@@ -81,12 +81,22 @@ TEST_F(Dtrun, EveryWorkerGetsItsPlaceInTheEnvironment) {
     EXPECT_EQ(env["DTRUN_RESTART_COUNT"], "0");
     EXPECT_EQ(env["TORCHELASTIC_MAX_RESTARTS"], "2");
     EXPECT_EQ(env["OMP_NUM_THREADS"], "1");  // three workers share the node
+    EXPECT_EQ(env["ROLE_NAME"], "default");
     EXPECT_FALSE(env["TORCHELASTIC_RUN_ID"].empty());
     if (rank > 0) {
       EXPECT_EQ(env["TORCHELASTIC_RUN_ID"], run_id);
     }
     run_id = env["TORCHELASTIC_RUN_ID"];
   }
+}
+
+TEST_F(Dtrun, RoleBecomesTheWorkersRoleName) {
+  ASSERT_EQ(run({"--standalone", "--nproc-per-node", "2", "--role", "trainer"},
+                "env > \"$OUT/env.$RANK\""),
+            0)
+      << output_;
+  EXPECT_EQ(read_env_file(file("env.0"))["ROLE_NAME"], "trainer");
+  EXPECT_EQ(read_env_file(file("env.1"))["ROLE_NAME"], "trainer");
 }
 
 TEST_F(Dtrun, KeepsTheUsersOmpNumThreads) {
@@ -145,6 +155,28 @@ TEST_F(Dtrun, StaticRendezvousOfTwoAgentsNumbersRanksByNodeRank) {
   }
   EXPECT_EQ(read_env_file(file("env.3"))["MASTER_PORT"],
             read_env_file(file("env.0"))["MASTER_PORT"]);
+}
+
+// As under torchrun, --rdzv-endpoint wins over --master-addr/--master-port
+// with the static backend; dtrun names the values it ignores.
+TEST_F(Dtrun, StaticRendezvousAtAnEndpointWarnsOfIgnoredMasterFlags) {
+  const std::string port = std::to_string(dtrain::testing::free_port());
+  ASSERT_EQ(run({"--nnodes", "1", "--master-addr", "10.9.9.9", "--master-port", "29601",
+                 "--rdzv-endpoint", "127.0.0.1:" + port},
+                "echo \"$RANK of $WORLD_SIZE\""),
+            0)
+      << output_;
+  EXPECT_NE(output_.find("--master-addr 10.9.9.9 and --master-port 29601 are ignored: the static "
+                         "rendezvous meets at --rdzv-endpoint 127.0.0.1:" +
+                         port + ", as under torchrun; give one or the other"),
+            std::string::npos)
+      << output_;
+  EXPECT_NE(output_.find("rendezvous store at 127.0.0.1:" + port), std::string::npos) << output_;
+  EXPECT_NE(output_.find("0 of 1\n"), std::string::npos) << output_;
+  // Values the endpoint agrees with are not ignored, so not named.
+  ASSERT_EQ(run({"--master-addr", "127.0.0.1", "--rdzv-endpoint", "127.0.0.1:" + port}, "true"), 0)
+      << output_;
+  EXPECT_EQ(output_.find("ignored"), std::string::npos) << output_;
 }
 
 // Rank 1 fails in the first attempt while rank 0 sleeps: the group is

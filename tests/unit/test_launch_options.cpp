@@ -224,6 +224,7 @@ TEST(WorkerEnv, SetsTorchrunsVariables) {
                    .restart_count = 2,
                    .max_restarts = 3,
                    .run_id = "777",
+                   .role = "trainer",
                    .bind_devices = {}};
   Environment env = worker_environment({{"PATH", "/bin"}}, place, round);
   EXPECT_EQ(env["PATH"], "/bin");
@@ -239,6 +240,7 @@ TEST(WorkerEnv, SetsTorchrunsVariables) {
   EXPECT_EQ(env["DTRUN_RESTART_COUNT"], "2");
   EXPECT_EQ(env["TORCHELASTIC_MAX_RESTARTS"], "3");
   EXPECT_EQ(env["TORCHELASTIC_RUN_ID"], "777");
+  EXPECT_EQ(env["ROLE_NAME"], "trainer");
   EXPECT_EQ(env["OMP_NUM_THREADS"], "1");
   EXPECT_EQ(env.count("CUDA_VISIBLE_DEVICES"), 0u);
 

@@ -201,6 +201,7 @@ void Agent::start_workers(const Membership& m) {
   facts.restart_count = m.restarts;
   facts.max_restarts = options_.max_restarts;
   facts.run_id = options_.run_id;
+  facts.role = options_.role;
   if (options_.bind_devices) {
     facts.bind_devices = options_.devices;
   }

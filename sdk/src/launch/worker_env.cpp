@@ -13,7 +13,7 @@ Environment worker_environment(const Environment& base, const WorkerPlace& place
   env["LOCAL_RANK"] = std::to_string(place.local_rank);
   env["GROUP_RANK"] = std::to_string(place.group_rank);
   env["ROLE_RANK"] = std::to_string(place.rank);
-  env["ROLE_NAME"] = "default";
+  env["ROLE_NAME"] = round.role;
   env["WORLD_SIZE"] = std::to_string(place.world_size);
   env["LOCAL_WORLD_SIZE"] = std::to_string(place.local_world_size);
   env["ROLE_WORLD_SIZE"] = std::to_string(place.world_size);

@@ -104,6 +104,8 @@ struct LaunchOptions {
   // static backend, --rdzv-endpoint for the store backend.
   Endpoint endpoint{"127.0.0.1", 29500};
   std::string run_id = "none";
+  // --role: the workers' ROLE_NAME.
+  std::string role = "default";
   // This node's address as other nodes reach it; empty: the address of the
   // interface that routes to the endpoint.
   std::string local_addr;

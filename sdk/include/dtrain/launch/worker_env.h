@@ -32,6 +32,7 @@ struct RoundFacts {
   int restart_count = 0;
   int max_restarts = 0;
   std::string run_id;
+  std::string role = "default";  // ROLE_NAME
   // When non-empty, the worker sees only devices[local_rank % size].
   std::vector<std::string> bind_devices;
 };
