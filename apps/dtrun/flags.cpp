@@ -6,6 +6,7 @@
 
 #include "dtrain/util/cli_checks.h"
 #include "dtrain/util/errors.h"
+#include "program.h"
 
 namespace dtrain::apps {
 
@@ -68,6 +69,10 @@ void add_dtrun_flags(CLI::App& app, DtrunFlags& f) {
       "  dtrun --nnodes 2 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint HOST:29400 \\\n"
       "        --rdzv-id job7 --max-restarts 3 ./train\n"
       "  dtrun --nnodes 2 --node-rank 1 --master-addr HOST --master-port 29500 ./train\n"
+      "  dtrun --standalone --nproc-per-node 2 main.py --epochs 3\n"
+      "PROGRAM is executed as given, except that NAME.py runs as PYTHON -u NAME.py ARGS (as\n"
+      "torchrun runs it; --no-python executes it itself), PYTHON being $PYTHON_EXEC or else\n"
+      "python3 on PATH.\n"
       "Workers get RANK, LOCAL_RANK, GROUP_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR,\n"
       "MASTER_PORT, TORCHELASTIC_RESTART_COUNT (= DTRUN_RESTART_COUNT) and TORCHELASTIC_RUN_ID.\n"
       "Exit status: 0 when every worker exited 0; 1 when the job failed; 2 for bad flags;\n"
@@ -131,8 +136,10 @@ void add_dtrun_flags(CLI::App& app, DtrunFlags& f) {
   app.add_flag("--bind-devices,--bind_devices", f.bind_devices,
                "Give each worker one GPU as its CUDA_VISIBLE_DEVICES (by local rank)");
   app.add_flag("--no-python,--no_python", f.no_python,
-               "Accepted for torchrun compatibility: dtrun always runs PROGRAM as given");
-  app.add_flag("-m,--module", f.module, "Not supported: run 'dtrun ... python -m MODULE'");
+               "Execute PROGRAM itself even when it ends in .py");
+  app.add_flag("-m,--module", f.module,
+               "PROGRAM is a Python module: run PYTHON -u -m PROGRAM ARGS (PYTHON: $PYTHON_EXEC, "
+               "else python3 on PATH)");
   app.add_option("--start-method,--start_method", f.start_method,
                  "Accepted for torchrun compatibility (dtrun always forks and executes)")
       ->check(CLI::IsMember({"spawn", "fork", "forkserver"}))
@@ -144,8 +151,6 @@ void add_dtrun_flags(CLI::App& app, DtrunFlags& f) {
 launch::LaunchOptions to_launch_options(const CLI::App& app, const DtrunFlags& f,
                                         std::vector<std::string> program) {
   using launch::RendezvousBackend;
-  DTRAIN_CHECK(!f.module, "-m/--module: dtrun runs executables; for a Python module, run ",
-               "'dtrun [flags] python -m MODULE'");
   if (!program.empty() && program.front() == "--") {
     program.erase(program.begin());
   }
@@ -216,6 +221,8 @@ launch::LaunchOptions to_launch_options(const CLI::App& app, const DtrunFlags& f
   }
   launch::apply_rendezvous_conf(options, launch::parse_key_values(f.rdzv_conf, "--rdzv-conf"));
   launch::validate(options);
+  // After the flags, so their mistakes are named first.
+  options.program = worker_command(std::move(options.program), f.module, f.no_python);
   if (!options.log_dir.empty()) {
     launch::check_log_dir(options.log_dir);  // last: it may create the directory
   }

@@ -43,8 +43,10 @@ struct DtrunFlags {
 // app.remaining() holds after parsing (CLI11's prefix_command mode).
 void add_dtrun_flags(CLI::App& app, DtrunFlags& flags);
 
-// Checks the flags together and builds the options; throws dtrain::Error
-// naming the flags that contradict each other.
+// Checks the flags together and builds the options, the workers' command
+// line included (worker_command: Python for .py); throws dtrain::Error
+// naming the flags that contradict each other, or a program, interpreter
+// or --log-dir that is not there. Creates the --log-dir when missing.
 launch::LaunchOptions to_launch_options(const CLI::App& app, const DtrunFlags& flags,
                                         std::vector<std::string> program);
 

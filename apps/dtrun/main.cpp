@@ -9,7 +9,6 @@
 #include <spdlog/spdlog.h>
 
 #include "dtrain/launch/agent.h"
-#include "dtrain/launch/worker_process.h"
 #include "dtrain/util/cli_app.h"
 #include "dtrain/util/errors.h"
 #include "flags.h"
@@ -53,8 +52,8 @@ int main(int argc, char** argv) {
   return dtrain::util::run_cli_app(app, argc, argv, [&] {
     dtrain::launch::LaunchOptions options;
     try {
+      // Checks the program too (and the interpreter, for Python): before anything starts.
       options = dtrain::apps::to_launch_options(app, flags, app.remaining());
-      dtrain::launch::resolve_program(options.program.front());  // fail before anything starts
     } catch (const dtrain::Error& e) {
       // A flag problem, like CLI11's own: exit status 2, before anything started.
       std::fprintf(stderr, "dtrun: error: %s; see dtrun --help\n", e.what());

@@ -2,9 +2,10 @@
 main.py`): the seed tutorial's main.py (seed_ddp_main.py) meets through
 dist.init_process_group() with what dtrun exported, trains with DDP and
 DistributedSampler, and every rank ends with the same weights, having seen
-its own share of the samples. Once with --standalone (2 processes), once
-as the seed's two-node command line (two dtrun agents meeting in a c10d
-rendezvous, 2 processes each).
+its own share of the samples. Once with --standalone (2 processes), the
+script given alone as torchrun takes it (dtrun runs a .py program as
+PYTHON_EXEC -u main.py), once as the seed's two-node command line (two
+dtrun agents meeting in a c10d rendezvous, 2 processes each).
 
 Usage: python test_dtrun_python.py path/to/dtrun
 
@@ -24,7 +25,8 @@ except ImportError as error:  # pragma: no cover
     sys.exit(77)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-WORKER = [sys.executable, os.path.join(HERE, "seed_ddp_main.py")]
+SCRIPT = os.path.join(HERE, "seed_ddp_main.py")
+WORKER = [sys.executable, SCRIPT]
 LINE = re.compile(r"rank (\d+) of (\d+) local (\d+) group (\d+): params (\S+) samples (\S+)")
 
 
@@ -70,8 +72,10 @@ def main():
     env = dict(os.environ, OMP_NUM_THREADS="1")
     failures = []
 
-    standalone = subprocess.run([dtrun, "--standalone", "--nproc-per-node", "2"] + WORKER,
-                                capture_output=True, text=True, timeout=180, env=env)
+    # This interpreter, the one with torch, rather than whichever python3 is on PATH.
+    standalone = subprocess.run([dtrun, "--standalone", "--nproc-per-node", "2", SCRIPT],
+                                capture_output=True, text=True, timeout=180,
+                                env=dict(env, PYTHON_EXEC=sys.executable))
     if standalone.returncode != 0:
         failures.append(f"standalone: dtrun exited {standalone.returncode}:\n"
                         f"{standalone.stdout}{standalone.stderr}")
