@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/nn/functional/loss.h>
+#include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/adam.h>
@@ -20,6 +21,7 @@
 #include "dtrain/amp/grad_scaler.h"
 #include "dtrain/ddp/broadcast.h"
 #include "dtrain/ddp/distributed_data_parallel.h"
+#include "dtrain/ddp/sync_batch_norm.h"
 #include "dtrain/util/errors.h"
 #include "gloo_ranks.h"
 #include "test_support.h"
@@ -232,6 +234,44 @@ TEST(DdpJoin, NoSyncInsideJoinIsRefused) {
       });
     });
     EXPECT_NE(message.find("no_sync() inside join() is not supported"), std::string::npos)
+        << message;
+  });
+}
+
+// Batch norm's running statistics while rank 0 has run out of data come
+// from a rank still training: rank 1 ends with the statistics of all its
+// batches, as a BatchNorm fed them alone has, not rank 0's stale ones.
+TEST(DdpJoin, BuffersComeFromARankStillTraining) {
+  run_gloo_ranks(2, [](int rank, int) {
+    auto generator = at::make_generator<at::CPUGeneratorImpl>(21);
+    std::vector<at::Tensor> batches;  // rank 1's three; rank 0 has the first
+    for (int step = 0; step < 3; ++step) {
+      batches.push_back(at::randn({4, 6}, generator) * (step + 1) + step);
+    }
+    torch::nn::BatchNorm1d alone(6);
+    for (const at::Tensor& batch : batches) {
+      (void)alone(batch);
+    }
+    torch::nn::Sequential net(torch::nn::BatchNorm1d(6), torch::nn::Linear(6, 2));
+    ddp::DistributedDataParallel<torch::nn::Sequential> model(net);
+    model.join([&] {
+      for (int step = 0; step < (rank == 0 ? 1 : 3); ++step) {
+        model(batches[static_cast<std::size_t>(step)]).sum().backward();
+      }
+    });
+    const auto buffers = model->named_buffers();
+    EXPECT_TRUE(at::allclose(buffers["0.running_mean"], alone->running_mean)) << "rank " << rank;
+    EXPECT_TRUE(at::allclose(buffers["0.running_var"], alone->running_var)) << "rank " << rank;
+  });
+}
+
+// A SyncBatchNorm's collectives cannot be answered by a rank that joined.
+TEST(DdpJoin, SyncBatchNormIsRefused) {
+  run_gloo_ranks(2, [](int, int) {
+    torch::nn::Sequential net(torch::nn::Linear(6, 4), ddp::SyncBatchNorm(4));
+    ddp::DistributedDataParallel<torch::nn::Sequential> model(net);
+    const std::string message = error_of([&] { model.join([] {}); });
+    EXPECT_NE(message.find("join: the module holds a SyncBatchNorm ('1')"), std::string::npos)
         << message;
   });
 }

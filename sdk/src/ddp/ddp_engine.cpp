@@ -9,6 +9,7 @@
 #include <torch/nn/module.h>
 
 #include "dtrain/ddp/broadcast.h"
+#include "dtrain/ddp/sync_batch_norm.h"
 #include "dtrain/util/errors.h"
 
 namespace dtrain::ddp {
@@ -92,10 +93,30 @@ bool DdpEngine::synchronized_forward() const {
   return at::GradMode::is_enabled();
 }
 
-void DdpEngine::broadcast_buffers() {
+void DdpEngine::broadcast_buffers(int root) {
   if (options_.broadcast_buffers && !buffers_.empty()) {
-    broadcast_tensors(buffers_, /*root=*/0, group_);
+    broadcast_tensors(buffers_, root, group_);
   }
+}
+
+// One round of join's vote: each rank still training marks its own slot.
+// Returns the lowest rank still training, or -1 once none is. Buffers come
+// from that rank, not rank 0: a rank that joined early holds statistics
+// that stopped at its last batch (PyTorch's DDP picks a training rank too).
+// While every rank trains it is rank 0, as outside join.
+int DdpEngine::join_round(bool training) {
+  at::Tensor votes = at::zeros({group_->size()}, at::kLong);
+  if (training) {
+    votes[group_->rank()] = 1;
+  }
+  group_->all_reduce(votes)->wait();
+  const auto* vote = votes.data_ptr<std::int64_t>();
+  for (int r = 0; r < group_->size(); ++r) {
+    if (vote[r] != 0) {
+      return r;
+    }
+  }
+  return -1;
 }
 
 void DdpEngine::pre_forward(std::optional<std::int64_t> samples) {
@@ -104,6 +125,7 @@ void DdpEngine::pre_forward(std::optional<std::int64_t> samples) {
   if (!synchronized_forward()) {
     return;
   }
+  int buffer_root = 0;
   if (join_active_) {
     // Ranks that ran out of data shadow synchronized steps only; they
     // cannot tell an accumulation step from one, so the collectives would
@@ -112,11 +134,9 @@ void DdpEngine::pre_forward(std::optional<std::int64_t> samples) {
                  "DistributedDataParallel: no_sync() inside join() is not supported (ranks that "
                  "ran out of data cannot follow gradient accumulation); accumulate outside "
                  "join(), or give every rank the same number of batches");
-    // This rank still trains: one vote in the join round (join()).
-    at::Tensor active = at::ones({1}, at::kLong);
-    group_->all_reduce(active)->wait();
+    buffer_root = join_round(/*training=*/true);
   }
-  broadcast_buffers();
+  broadcast_buffers(buffer_root);
   const std::optional<std::int64_t> local = override ? override : samples;
   DTRAIN_CHECK(local.has_value() || options_.averaging != GradientAveraging::kSampleCount,
                "sample-count averaging: the forward's first argument is not a batch tensor; "
@@ -133,6 +153,17 @@ void DdpEngine::post_forward(const std::vector<at::Tensor>& outputs) {
 
 void DdpEngine::join(const std::function<void()>& train_loop) {
   DTRAIN_CHECK(!join_active_, "DistributedDataParallel::join is not reentrant");
+  // A joined rank answers only the collectives DDP itself issues; a
+  // SyncBatchNorm's all-gathers in the others' forwards would meet the
+  // wrong collective on it (PyTorch documents the same limit).
+  for (const auto& named : module_->named_modules()) {
+    DTRAIN_CHECK(dynamic_cast<const SyncBatchNormImpl*>(named.value().get()) == nullptr,
+                 fmt::format("DistributedDataParallel::join: the module holds a SyncBatchNorm "
+                             "('{}'), whose collectives ranks that ran out of data cannot "
+                             "answer; give every rank the same number of batches (drop_last, or "
+                             "DistributedSampler's padding) or use BatchNorm",
+                             named.key().empty() ? std::string("the module itself") : named.key()));
+  }
   join_active_ = true;
   try {
     train_loop();
@@ -143,16 +174,14 @@ void DdpEngine::join(const std::function<void()>& train_loop) {
   join_active_ = false;
   bool trained_to_the_end = false;
   for (bool first_round = true;; first_round = false) {
-    at::Tensor active = at::zeros({1}, at::kLong);
-    group_->all_reduce(active)->wait();
-    const std::int64_t still_training = active.item<std::int64_t>();
+    const int training_rank = join_round(/*training=*/false);
     if (first_round) {
-      trained_to_the_end = still_training == 0;
+      trained_to_the_end = training_rank < 0;
     }
-    if (still_training == 0) {
+    if (training_rank < 0) {
       break;
     }
-    broadcast_buffers();
+    broadcast_buffers(training_rank);
     reducer_->run_shadow_iteration();
   }
   // Ranks that joined early missed the last updates: everyone takes the

@@ -44,6 +44,8 @@ class DdpEngine {
   // ranks still training (contributing zero gradients and zero samples)
   // until every rank has finished; finally every rank takes the parameters
   // and buffers of a rank that trained to the end. Every rank must call it.
+  // Refused for a module holding SyncBatchNorm, whose own collectives the
+  // ranks that ran out of data cannot answer.
   void join(const std::function<void()>& train_loop);
 
   Reducer& reducer() { return *reducer_; }
@@ -55,7 +57,8 @@ class DdpEngine {
 
  private:
   bool synchronized_forward() const;
-  void broadcast_buffers();
+  void broadcast_buffers(int root);
+  int join_round(bool training);
 
   std::shared_ptr<torch::nn::Module> module_;
   DdpOptions options_;
