@@ -29,10 +29,11 @@ using dtrain::testing::run_gloo_ranks;
 
 struct Scenario {
   int steps = 3;
-  std::vector<std::int64_t> sizes;  // batch rows per rank (per micro-batch)
-  bool sync_batch_norm = false;     // the replicas' batch norms made SyncBatchNorm
-  int micro_batches = 1;            // > 1: all but the last under no_sync
-  bool alternate_skip = false;      // ManySizes: skip branch on odd steps
+  std::vector<std::int64_t> sizes;   // batch rows per rank (per micro-batch)
+  bool sync_batch_norm = false;      // the replicas' batch norms made SyncBatchNorm
+  int micro_batches = 1;             // > 1: all but the last under no_sync
+  bool alternate_skip = false;       // ManySizes: skip branch on odd steps
+  bool skip_on_rank_0_only = false;  // with alternate_skip: only rank 0's samples take it
   ddp::DdpOptions options;
   double tolerance = 1e-5;
 };
@@ -84,14 +85,21 @@ double train_and_compare(int rank, int world, const Scenario& s, MakeModel make_
 
   auto generator = at::make_generator<at::CPUGeneratorImpl>(1234);
   sample_shape.insert(sample_shape.begin(), global);
+  // Rank 0's rows of the global batch, for a branch only rank 0 takes.
+  const at::Tensor rank_0_rows = (at::arange(global) < s.sizes[0]).unsqueeze(1);
   for (int step = 0; step < s.steps; ++step) {
-    const bool use_skip = s.alternate_skip && step % 2 == 1;
+    const bool skip_step = s.alternate_skip && step % 2 == 1;
+    const bool use_skip = skip_step && (!s.skip_on_rank_0_only || rank == 0);
     reference_optimizer.zero_grad();
     optimizer.zero_grad();
     for (int micro = 0; micro < s.micro_batches; ++micro) {
       const at::Tensor x = at::randn(sample_shape, generator);
       const at::Tensor y = at::randint(10, {global}, generator);
-      F::cross_entropy(run_forward(reference, x, use_skip), y).backward();
+      const at::Tensor logits = skip_step && s.skip_on_rank_0_only
+                                    ? at::where(rank_0_rows, run_forward(reference, x, true),
+                                                run_forward(reference, x, false))
+                                    : run_forward(reference, x, skip_step);
+      F::cross_entropy(logits, y).backward();
 
       const at::Tensor local_x = rank_slice(x, s.sizes, rank);
       const at::Tensor local_y = rank_slice(y, s.sizes, rank);
@@ -211,6 +219,23 @@ TEST_P(DdpEquivalence, UnusedParametersFoundEveryStep) {
     s.sizes = even_sizes(world, 4);
     s.steps = 4;
     s.alternate_skip = true;  // the set of used parameters changes every step
+    s.options.find_unused_parameters = true;
+    s.options.bucket_cap_mb = 0.03;
+    const double diff = train_and_compare<ManySizes>(
+        rank, world, s, [] { return ManySizes(/*with_unused_layers=*/true); }, {16});
+    EXPECT_LT(diff, s.tolerance) << "rank " << rank;
+  });
+}
+
+// The skip layer used by rank 0 alone (a data-dependent branch): the
+// used-parameter vote keeps it, and the other ranks contribute zeros.
+TEST_P(DdpEquivalence, ParametersOnlyOneRankUsesAreAveraged) {
+  run_gloo_ranks(GetParam(), [](int rank, int world) {
+    Scenario s;
+    s.sizes = even_sizes(world, 4);
+    s.steps = 4;
+    s.alternate_skip = true;
+    s.skip_on_rank_0_only = true;
     s.options.find_unused_parameters = true;
     s.options.bucket_cap_mb = 0.03;
     const double diff = train_and_compare<ManySizes>(

@@ -368,17 +368,25 @@ TEST(DdpTimeline, BucketAllReducesStartBeforeBackwardEnds) {
     options.first_bucket_mb = 0.5;
     options.bucket_cap_mb = 0.5;  // each 384x384 layer (0.56 MiB) closes a bucket
     ddp::DistributedDataParallel<torch::nn::Sequential> model(deep_model(), options);
+    // When the first layer's weight gradient, the last one backward makes,
+    // is computed in each step.
+    std::vector<ddp::TimePoint> last_gradient;
+    model->parameters()[0].register_hook(
+        [&](const at::Tensor&) { last_gradient.push_back(std::chrono::steady_clock::now()); });
     const at::Tensor x = at::randn({256, 384});
     for (int step = 0; step < 4; ++step) {
       model(x).square().mean().backward();
     }
     const auto steps = model.timeline().steps();
     ASSERT_EQ(steps.size(), 4u);
+    ASSERT_EQ(last_gradient.size(), 4u);
     for (const auto& step : steps) {
       ASSERT_GE(step.buckets.size(), 5u);
-      // The last layers' bucket is launched while earlier layers' gradients
-      // are still being computed: the overlap is real.
-      EXPECT_LT(step.buckets.front().start, step.backward_end) << "step " << step.step;
+      // The last layers' bucket is launched before backward reaches the
+      // first layer: the overlap is real (buckets launched only once every
+      // gradient is there would start after it).
+      EXPECT_LT(step.buckets.front().start, last_gradient[static_cast<std::size_t>(step.step)])
+          << "step " << step.step;
       EXPECT_LT(step.backward_start, step.buckets.front().start);
       for (const auto& bucket : step.buckets) {
         EXPECT_LE(bucket.start, bucket.end);
