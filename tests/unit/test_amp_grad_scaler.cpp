@@ -332,6 +332,25 @@ TEST(GradScaler, StateRoundTripsThroughStateDictAndArchive) {
   EXPECT_EQ(continue_run(from_file, p3, 12), expected);
 }
 
+// As torch.amp's state_dict() is {} when disabled: a checkpoint loop saves
+// and loads a disabled scaler without asking; an enabled one refuses what a
+// disabled one wrote, saying why.
+TEST(GradScaler, ADisabledScalerSavesNothing) {
+  amp::GradScaler disabled(amp::GradScalerOptions().enabled(false));
+  dtrain::testing::TempDir dir;
+  {
+    torch::serialize::OutputArchive archive;
+    disabled.save(archive);
+    archive.save_to(dir.file("disabled.pt"));
+  }
+  torch::serialize::InputArchive archive;
+  archive.load_from(dir.file("disabled.pt"));
+  EXPECT_TRUE(archive.keys().empty());
+  disabled.load(archive);
+  amp::GradScaler enabled;
+  expect_error([&] { enabled.load(archive); }, "possibly because it was saved from a disabled");
+}
+
 TEST(GradScaler, LoadRejectsBadState) {
   amp::GradScaler scaler;
   expect_error([&] { scaler.load_state_dict({.scale = -2.0}); }, "init_scale must be a normal");
@@ -342,7 +361,9 @@ TEST(GradScaler, LoadRejectsBadState) {
   empty.save_to(dir.file("empty.pt"));
   torch::serialize::InputArchive archive;
   archive.load_from(dir.file("empty.pt"));
-  expect_error([&] { scaler.load(archive); }, "the archive has no key 'scale'");
+  expect_error([&] { scaler.load(archive); },
+               "the archive holds no GradScaler state (no key 'scale'), possibly because it was "
+               "saved from a disabled GradScaler");
 
   // Values of the wrong kind are named, not left to fail inside c10::IValue.
   auto saved_with = [&](const char* key, const c10::IValue& value) {

@@ -315,7 +315,9 @@ void GradScaler::load_state_dict(const GradScalerState& state) {
 
 void GradScaler::save(torch::serialize::OutputArchive& archive) const {
   const auto state = state_dict();
-  DTRAIN_CHECK(state.has_value(), "GradScaler::save: the scaler is disabled; nothing to save");
+  if (!state.has_value()) {
+    return;  // disabled: nothing, as torch.amp's state_dict() is {}
+  }
   archive.write("scale", c10::IValue(state->scale));
   archive.write("growth_factor", c10::IValue(state->growth_factor));
   archive.write("backoff_factor", c10::IValue(state->backoff_factor));
@@ -328,6 +330,10 @@ void GradScaler::load(torch::serialize::InputArchive& archive) {
   if (!options_.enabled()) {
     return;
   }
+  c10::IValue probe;
+  DTRAIN_CHECK(archive.try_read("scale", probe),
+               "GradScaler::load: the archive holds no GradScaler state (no key 'scale'), "
+               "possibly because it was saved from a disabled GradScaler");
   auto read = [&](const char* key) {
     c10::IValue value;
     DTRAIN_CHECK(archive.try_read(key, value), "GradScaler::load: the archive has no key '", key,

@@ -119,6 +119,9 @@ class GradScaler {
   // state_dict() in a LibTorch archive, keys as in torch.amp ("scale",
   // "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker")
   // plus "hysteresis_tracker"; load throws dtrain::Error when a key is missing.
+  // A disabled scaler saves nothing (torch.amp's empty dict), so a
+  // checkpoint loop need not ask whether AMP is on; an enabled scaler
+  // loading such an archive throws, saying so (as torch.amp does).
   void save(torch::serialize::OutputArchive& archive) const;
   void load(torch::serialize::InputArchive& archive);
 
