@@ -254,12 +254,14 @@ ProcessGroupPtr init_process_group(const InitOptions& options) {
           ? " (or '" + rdzv.path + "' holds a previous job's records: a job that was killed " +
                 "leaves its file behind; delete it, or use a new file)"
           : "";
+  const auto* tcp_store = dynamic_cast<const TcpStore*>(store.get());
   const MemberOptions member{.rank = rdzv.rank,
                              .world_size = rdzv.world_size,
                              .build = util::build_info().identity(),
                              .allow_mixed_builds = util::mixed_builds_allowed(),
                              .timeout = options.timeout,
-                             .stale_hint = stale_hint};
+                             .stale_hint = stale_hint,
+                             .hosts_store = tcp_store && tcp_store->hosts_server()};
   PrefixStore init_store("init", job_store);
   check_membership(init_store, member);
   if (auto* file_store = dynamic_cast<FileStore*>(store.get())) {

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -53,6 +55,25 @@ std::string build_key(int rank) {
   return "build/" + std::to_string(rank);
 }
 
+using Clock = std::chrono::steady_clock;
+
+// Note [A conflict at rendezvous]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A process that finds the job's ranks in conflict (another world size
+// already recorded, its rank already claimed by another process) is the only
+// one that sees it: the others just wait for a claim that will never come.
+// So it records the conflict in the store before it raises, and every
+// process waiting for its peers' claims checks for that record between
+// waits of at most kConflictPoll, raising the same message -- at once,
+// rather than blaming a rank that never joined when the timeout (30 min by
+// default) is over. A process hosting the store (rank 0's TcpStore) that
+// raises a conflict, its own or one it read, first waits for the others to
+// have read it, as its store goes with it.
+constexpr char kConflictKey[] = "conflict";
+// How many processes wait for their peers' claims now (see raise_conflict).
+constexpr char kJoiningKey[] = "joining";
+constexpr std::chrono::milliseconds kConflictPoll{1000};
+
 // Note [One build per job], before the rank is claimed: publish this
 // process's build, and count it as a mismatch when the first process to
 // arrive runs another.
@@ -64,30 +85,125 @@ void record_build(Store& store, const MemberOptions& me) {
   }
 }
 
+// The record of a conflict: `what` disagreed.
+std::string conflict_text(const MemberOptions& me, const std::string& what) {
+  return "the job's ranks disagree: " + what + me.stale_hint;
+}
+
+// Note [A conflict at rendezvous]: raises `conflict` on this rank, after
+// recording it when `publish` (the first record stays). A process that
+// hosts the store takes it along when it fails, so it first lets the
+// processes still waiting for their peers read the record (or a minute
+// pass): they would report the lost store instead.
+[[noreturn]] void raise_conflict(Store& store, const MemberOptions& me, const std::string& conflict,
+                                 bool publish) {
+  try {
+    if (publish) {
+      store.compare_set(kConflictKey, {}, text_bytes(conflict));
+    }
+    const auto deadline = Clock::now() + std::min(me.timeout, std::chrono::milliseconds(60'000));
+    while (me.hosts_store && store.add(kJoiningKey, 0) > 0 && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  } catch (const StoreError& e) {
+    spdlog::warn("init_process_group: could not tell the other ranks that {} ({})", conflict,
+                 e.what());
+  }
+  throw Error("init_process_group: rank " + std::to_string(me.rank) + ": " + conflict);
+}
+
+// The rank of the first process that brought `world_size`, or "" when no
+// process of this job recorded it (a previous job's record).
+std::string first_rank_with_world_size(Store& store, const std::string& world_size) {
+  const std::string key = "world_size/first_rank/" + world_size;
+  return store.check({key}) ? bytes_text(store.get(key)) : std::string();
+}
+
+// Counts this process among those waiting for their peers while it exists,
+// so that a store's host raising a conflict knows whom to wait for.
+class Joining {
+ public:
+  explicit Joining(Store& store) : store_(store) { store_.add(kJoiningKey, 1); }
+  ~Joining() {
+    try {
+      store_.add(kJoiningKey, -1);
+    } catch (const StoreError&) {
+      // The store is gone: nobody is left to wait for this process.
+    }
+  }
+  Joining(const Joining&) = delete;
+  Joining& operator=(const Joining&) = delete;
+
+ private:
+  Store& store_;
+};
+
+// Waits for every rank's claim (`keys`) in slices (10 ms, doubling up to
+// kConflictPoll), checking between them for a conflict's record. Returns
+// the record, or nullopt once every rank is claimed; throws
+// StoreTimeoutError when claims are still missing after me.timeout.
+std::optional<std::string> wait_for_claims(Store& store, const MemberOptions& me,
+                                           const std::vector<std::string>& keys) {
+  const Joining joining(store);
+  const auto deadline = Clock::now() + me.timeout;
+  std::chrono::milliseconds slice(10);
+  for (;;) {
+    if (store.check({kConflictKey})) {
+      return bytes_text(store.get(kConflictKey));
+    }
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      throw StoreTimeoutError("rank claims still missing");
+    }
+    try {
+      store.wait(keys, std::min(slice, left));
+      return std::nullopt;
+    } catch (const StoreTimeoutError&) {
+      slice = std::min(slice * 2, kConflictPoll);
+    }
+  }
+}
+
 }  // namespace
 
 void check_membership(Store& store, const MemberOptions& me) {
   const int rank = me.rank;
   const int world_size = me.world_size;
   const std::string size_text = std::to_string(world_size);
-  const Bytes agreed = store.compare_set("world_size", {}, text_bytes(size_text));
-  DTRAIN_CHECK(bytes_text(agreed) == size_text, "init_process_group: rank ", rank,
-               " was started with world size ", world_size, " but another rank with world size ",
-               bytes_text(agreed), me.stale_hint);
+  // Recorded before the world size itself, so a process that finds another
+  // size can name a rank that brought it.
+  store.compare_set("world_size/first_rank/" + size_text, {}, text_bytes(std::to_string(rank)));
+  const std::string agreed = bytes_text(store.compare_set("world_size", {}, text_bytes(size_text)));
+  if (agreed != size_text) {
+    const std::string first = first_rank_with_world_size(store, agreed);
+    const std::string what = "rank " + std::to_string(rank) + " was started with world size " +
+                             size_text +
+                             (first.empty() ? ", but the store holds world size " + agreed +
+                                                  " (from another rank, or a previous "
+                                                  "job)"
+                                            : ", rank " + first + " with world size " + agreed) +
+                             "; start every process with the same world size";
+    raise_conflict(store, me, conflict_text(me, what), /*publish=*/true);
+  }
   record_build(store, me);
   const std::string token = process_token();
-  const Bytes owner = store.compare_set(rank_key(rank), {}, text_bytes(token));
-  DTRAIN_CHECK(bytes_text(owner) == token, "init_process_group: rank ", rank,
-               " was claimed twice: by process ", bytes_text(owner), " and by this one (", token,
-               "); every process needs its own rank", me.stale_hint);
+  const std::string owner = bytes_text(store.compare_set(rank_key(rank), {}, text_bytes(token)));
+  if (owner != token) {
+    const std::string what = "rank " + std::to_string(rank) + " was claimed twice: by process " +
+                             owner + " and by process " + token +
+                             "; every process needs its own rank";
+    raise_conflict(store, me, conflict_text(me, what), /*publish=*/true);
+  }
   std::vector<std::string> keys;
   for (int r = 0; r < world_size; ++r) {
     keys.push_back(rank_key(r));
   }
   const auto timeout = me.timeout;
+  std::optional<std::string> conflict;
   try {
     try {
-      store.wait(keys, timeout);
+      conflict = wait_for_claims(store, me, keys);
     } catch (const StoreTimeoutError&) {
       std::string missing;
       try {
@@ -111,6 +227,9 @@ void check_membership(Store& store, const MemberOptions& me) {
     throw CollectiveError("init_process_group: rank " + std::to_string(rank) +
                           " lost the store while waiting for all " + std::to_string(world_size) +
                           " ranks to join (" + e.what() + ")");
+  }
+  if (conflict) {
+    raise_conflict(store, me, *conflict, /*publish=*/false);
   }
 }
 

@@ -39,12 +39,17 @@ struct MemberOptions {
   // Added to a conflict's message: what to do when the rival is a previous
   // job's record rather than a live process (a file:// store left behind).
   std::string stale_hint{};
+  // Whether the store lives in this process (rank 0's TcpStore), so that it
+  // goes away when this process fails (Note [A conflict at rendezvous]).
+  bool hosts_store = false;
 };
 
 // Checks, through `store`, that the world agrees: one world size, every rank
 // claimed exactly once, all ranks present within the timeout. Throws
 // dtrain::Error (CollectiveTimeoutError for ranks that never came) naming
-// what disagreed. Records `me.build` on the way, for check_one_build.
+// what disagreed; a disagreement found by one process is raised by every
+// process still waiting, too (Note [A conflict at rendezvous] in
+// membership.cpp). Records `me.build` on the way, for check_one_build.
 void check_membership(Store& store, const MemberOptions& me);
 
 // After check_membership: throws dtrain::Error on every rank, naming the

@@ -91,6 +91,8 @@ class TcpStore : public Store {
 
   const std::string& host() const { return host_; }
   std::uint16_t port() const { return port_; }
+  // Whether this TcpStore runs the server (is_server), which stops with it.
+  bool hosts_server() const { return server_ != nullptr; }
 
  private:
   struct Connection;
