@@ -1,5 +1,6 @@
 // Note [Which address Gloo binds] (process_group_gloo.h), checked: a wrong
-// interface name fails naming it, "lo" works, and across two network
+// interface name fails naming it, "lo" works, a GLOO_SOCKET_IFNAME list
+// binds its first name once all exist, and across two network
 // namespaces joined by a veth pair -- where this host's name resolves to
 // 127.0.0.1, which would strand each rank in its own namespace -- Gloo binds
 // the veth address, chosen by interface or by the route to the master, in
@@ -8,6 +9,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -71,6 +73,46 @@ TEST(SocketInterface, GlooSocketIfnameIsReadToo) {
           }
         },
         dtrain::Error);
+  }));
+}
+
+// GLOO_SOCKET_IFNAME as torch reads it: a comma-separated list. Every name
+// must exist (the wrong one is named); the ranks meet on the first, lo.
+TEST(SocketInterface, GlooSocketIfnameTakesAList) {
+  const auto port = dtrain::testing::free_port();
+  expect_all_ranks_passed(dtrain::testing::run_ranks(1, [&](int rank) {
+    ::setenv("GLOO_SOCKET_IFNAME", "lo,nosuch7", 1);
+    try {
+      dist::init_process_group(gloo_options("127.0.0.1", port, rank, 1));
+      ADD_FAILURE() << "init_process_group accepted interface nosuch7";
+    } catch (const dtrain::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("GLOO_SOCKET_IFNAME / socket_ifname: interface list "
+                                           "'lo,nosuch7': network interface 'nosuch7' does not "
+                                           "exist on this host"),
+                std::string::npos)
+          << e.what();
+    }
+  }));
+  // lo, then an interface with an IPv4 address (or lo again where there is none).
+  std::string second = "lo";
+  ifaddrs* interfaces = nullptr;
+  ASSERT_EQ(::getifaddrs(&interfaces), 0);
+  for (const ifaddrs* i = interfaces; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr != nullptr && i->ifa_addr->sa_family == AF_INET &&
+        std::string(i->ifa_name) != "lo") {
+      second = i->ifa_name;
+      break;
+    }
+  }
+  ::freeifaddrs(interfaces);
+  const auto second_port = dtrain::testing::free_port();
+  expect_all_ranks_passed(dtrain::testing::run_ranks(2, [&](int rank) {
+    ::setenv("GLOO_SOCKET_IFNAME", ("lo," + second).c_str(), 1);
+    dist::init_process_group(gloo_options("127.0.0.1", second_port, rank, 2));
+    at::Tensor t = at::full({16}, rank + 1.0);
+    dist::all_reduce(t);
+    EXPECT_TRUE(at::equal(t, at::full({16}, 3.0)));
+    dist::destroy_process_group();
   }));
 }
 
@@ -183,14 +225,15 @@ class TwoNamespaces : public ::testing::Test {
   }
 
   // Both ranks all-reduce across the namespaces; with_interface names each
-  // rank's veth, else the route to the master (rank 0's address) decides.
-  void run(bool with_interface) {
+  // rank's veth (followed by `more`, the rest of a GLOO_SOCKET_IFNAME list),
+  // else the route to the master (rank 0's address) decides.
+  void run(bool with_interface, const std::string& more = "") {
     const std::uint16_t port = 29000 + static_cast<std::uint16_t>(::getpid() % 20000);
     expect_all_ranks_passed(dtrain::testing::run_ranks(2, [&](int rank) {
       enter(rank);
       auto options = gloo_options(address(0), port, rank, 2);
       if (with_interface) {
-        options.socket_ifname = interface(rank);
+        options.socket_ifname = interface(rank) + more;
       }
       dist::init_process_group(options);
       at::Tensor t = at::full({256}, rank + 1.0);
@@ -223,6 +266,12 @@ class TwoNamespacesIpv6 : public TwoNamespaces {
 
 TEST_F(TwoNamespaces, GlooBindsTheNamedInterface) {
   run(/*with_interface=*/true);
+}
+
+// Of a list, the first interface is bound: lo, second here, would leave
+// each rank listening where the other cannot reach it.
+TEST_F(TwoNamespaces, GlooBindsTheFirstInterfaceOfAList) {
+  run(/*with_interface=*/true, ",lo");
 }
 
 TEST_F(TwoNamespaces, GlooBindsTheAddressOnTheRouteToTheMaster) {

@@ -3,6 +3,8 @@
 // address the launcher and Gloo pick for an IPv6 master.
 #include <gtest/gtest.h>
 
+#include <net/if.h>
+
 #include <string>
 
 #include "dist/host_port.h"
@@ -86,6 +88,50 @@ TEST(NcclSocketIfname, AListThatChoosesNothingHereIsNamed) {
     everything += std::string(everything.size() > 1 ? "," : "") + c;
   }
   expect_error([&] { net::check_nccl_socket_ifname(everything); }, "chooses none");
+}
+
+// Another interface of this host with an address, or "" where lo is the only one.
+std::string an_interface_besides_loopback() {
+  struct if_nameindex* names = if_nameindex();
+  std::string found;
+  for (const struct if_nameindex* i = names; i != nullptr && i->if_index != 0 && found.empty();
+       ++i) {
+    try {
+      if (std::string(i->if_name) != "lo" && !net::interface_address(i->if_name).empty()) {
+        found = i->if_name;
+      }
+    } catch (const dtrain::Error&) {
+      // No address: not one to bind.
+    }
+  }
+  if_freenameindex(names);
+  return found;
+}
+
+// Note [GLOO_SOCKET_IFNAME's list]: torch's comma-separated list; every
+// name must exist, the first is bound.
+TEST(GlooSocketIfname, AListBindsItsFirstNameAndChecksEveryOne) {
+  EXPECT_EQ(net::gloo_interface_address("lo"), "127.0.0.1");
+  EXPECT_EQ(net::gloo_interface_address("lo,lo"), "127.0.0.1");
+  if (const std::string other = an_interface_besides_loopback(); !other.empty()) {
+    EXPECT_EQ(net::gloo_interface_address("lo," + other), "127.0.0.1");
+    EXPECT_EQ(net::gloo_interface_address(other + ",lo"), net::interface_address(other));
+  }
+  // A single name is named as before; in a list, the list too.
+  expect_error([] { net::gloo_interface_address("nosuch9"); },
+               "network interface 'nosuch9' does not exist on this host; interfaces with an "
+               "address: ");
+  expect_error([] { net::gloo_interface_address("lo,nosuch9"); },
+               "interface list 'lo,nosuch9': network interface 'nosuch9' does not exist on this "
+               "host; interfaces with an address: ");
+  expect_error([] { net::gloo_interface_address("nosuch8,lo"); },
+               "interface list 'nosuch8,lo': network interface 'nosuch8' does not exist");
+  for (const std::string list : {"lo,", ",lo", "lo,,lo", ","}) {
+    expect_error([&] { net::gloo_interface_address(list); },
+                 "interface list '" + list +
+                     "' holds an empty name; expected names separated by single commas, such as "
+                     "'eth0,eth1'");
+  }
 }
 
 TEST(HostPort, AHostAloneMayBeBareIpv6) {

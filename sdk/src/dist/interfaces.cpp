@@ -97,6 +97,29 @@ std::string interface_address(const std::string& name, bool prefer_ipv6) {
               " on this host; interfaces with an address: " + (known.empty() ? "none" : known));
 }
 
+std::string gloo_interface_address(const std::string& names, bool prefer_ipv6) {
+  std::string first;
+  std::string_view list = names;
+  for (bool more = true; more;) {
+    const std::string name(list.substr(0, list.find(',')));
+    more = name.size() < list.size();
+    list.remove_prefix(std::min(list.size(), name.size() + 1));
+    DTRAIN_CHECK(!name.empty(), "interface list '", names,
+                 "' holds an empty name; expected names separated by single commas, such as "
+                 "'eth0,eth1'");
+    try {
+      const std::string address = interface_address(name, prefer_ipv6);
+      if (first.empty()) {
+        first = address;
+      }
+    } catch (const Error& e) {
+      throw Error(name.size() == names.size() ? e.what()
+                                              : "interface list '" + names + "': " + e.what());
+    }
+  }
+  return first;
+}
+
 bool nccl_interface_chosen(const std::string& spec, const std::string& name) {
   std::string_view list = spec;
   const bool exclude = list.starts_with('^');

@@ -15,6 +15,20 @@ namespace dtrain::dist::net {
 // missing or has no address, and listing the interfaces that have one.
 std::string interface_address(const std::string& name, bool prefer_ipv6 = false);
 
+// Note [GLOO_SOCKET_IFNAME's list]
+// torch reads GLOO_SOCKET_IFNAME as a comma-separated list of interface
+// names ("eth0,eth1"), exact names rather than NCCL's prefixes, and makes
+// one Gloo device per name, spreading a group's connections over them.
+// dtrain's Gloo group has one connection per peer and so one device: every
+// name listed must exist here with an address (a typo in the second name
+// is as wrong as in the first, and fails on this rank, naming it, rather
+// than on the ranks that cannot reach it), and the first is the one bound.
+
+// The address to bind for the GLOO_SOCKET_IFNAME list `names` (as
+// interface_address, for its first name). Throws dtrain::Error naming the
+// list and the name that is empty, missing or without an address.
+std::string gloo_interface_address(const std::string& names, bool prefer_ipv6 = false);
+
 // Note [NCCL_SOCKET_IFNAME's rules]
 // NCCL reads its interfaces from NCCL_SOCKET_IFNAME, a comma-separated list
 // of name prefixes ("eth" takes eth0 and eth1), each optionally followed by

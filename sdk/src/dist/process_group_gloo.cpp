@@ -111,10 +111,11 @@ ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int s
   connect.rank = rank;
   connect.size = size;
   // Note [Which address Gloo binds]: an interface is resolved here, so that a
-  // wrong name fails with a message naming it before anyone waits.
+  // wrong name fails with a message naming it before anyone waits; of a
+  // list, the first is bound (Note [GLOO_SOCKET_IFNAME's list]).
   if (!options.iface.empty()) {
     try {
-      connect.hostname = net::interface_address(options.iface, options.prefer_ipv6);
+      connect.hostname = net::gloo_interface_address(options.iface, options.prefer_ipv6);
     } catch (const Error& e) {
       throw Error(describe("connecting") + ": GLOO_SOCKET_IFNAME / socket_ifname: " + e.what());
     }

@@ -46,8 +46,9 @@ struct InitOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(30)};
   // Network interface for the backend's traffic (e.g. "eth1", "lo"); empty:
   // GLOO_SOCKET_IFNAME for gloo, NCCL_SOCKET_IFNAME for nccl. gloo binds this
-  // interface's address (Note [Which address Gloo binds] in
-  // process_group_gloo.h); for nccl it is exported as NCCL_SOCKET_IFNAME
+  // interface's address, or of a comma-separated list ("eth0,eth1", as
+  // torch takes) the first's, every name having to exist (Note [Which
+  // address Gloo binds] in process_group_gloo.h); for nccl it is exported as NCCL_SOCKET_IFNAME
   // before the communicator is created (NCCL reads it once per process, at
   // its first communicator), and there it is NCCL's list of name prefixes
   // ("eth", "^docker", "=eth0"). A name, or a list, that chooses no

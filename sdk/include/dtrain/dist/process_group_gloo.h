@@ -11,7 +11,9 @@
 // its peers connect to it, so it must be an address they can reach. The
 // address is, first match wins:
 //   1. GlooOptions::iface (init_process_group: InitOptions::socket_ifname,
-//      else GLOO_SOCKET_IFNAME): that interface's IPv4 address (IPv6 when
+//      else GLOO_SOCKET_IFNAME; of a comma-separated list, whose names must
+//      all exist, the first -- Note [GLOO_SOCKET_IFNAME's list] in
+//      src/dist/interfaces.h): that interface's IPv4 address (IPv6 when
 //      it has none), or its IPv6 address first with GlooOptions::prefer_ipv6,
 //      which init_process_group sets when the master is reached over IPv6,
 //      so that peers meet in the family the job's addresses are in; an
@@ -39,7 +41,8 @@ namespace dtrain::dist {
 struct GlooOptions {
   // How long a collective may take before it fails (and connecting, too).
   std::chrono::milliseconds timeout{std::chrono::minutes(30)};
-  // Network interface to bind (GLOO_SOCKET_IFNAME); empty: see hostname.
+  // Network interface to bind (GLOO_SOCKET_IFNAME), or a comma-separated
+  // list of them whose first is bound; empty: see hostname.
   std::string iface;
   // Address (or name) other ranks reach this one at, when iface is empty;
   // empty: this host's name. See Note [Which address Gloo binds].
