@@ -20,7 +20,7 @@ void Work::wait(std::chrono::milliseconds timeout) {
   }
 }
 
-bool Work::is_completed() const {
+bool Work::is_completed() {
   std::lock_guard<std::mutex> lock(mutex_);
   return done_;
 }

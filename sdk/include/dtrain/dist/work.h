@@ -29,7 +29,11 @@ class Work {
   // Throws the operation's exception, or dtrain::dist::CollectiveTimeoutError
   // when `timeout` passes first.
   virtual void wait(std::chrono::milliseconds timeout = std::chrono::milliseconds::zero());
-  bool is_completed() const;
+  // True once the operation finished (or failed: see exception()); never
+  // waits, so it may be polled. Virtual, as torch's isCompleted, for work
+  // that progresses only when asked: MPI's send and recv test their request
+  // here.
+  virtual bool is_completed();
   // The failure, or nullptr while running or after success.
   std::exception_ptr exception() const;
   const std::string& description() const { return description_; }
