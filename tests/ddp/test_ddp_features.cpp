@@ -9,6 +9,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <torch/csrc/autograd/custom_function.h>
 #include <torch/nn/functional/loss.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/sequential.h>
@@ -143,6 +144,53 @@ TEST(DdpErrors, AGradientAfterTheUnusedSearchIsNamed) {
     EXPECT_NE(next.find("rank " + std::to_string(rank) + ": the previous backward did not finish"),
               std::string::npos)
         << next;
+  });
+}
+
+// y through unchanged, whose backward runs a reentrant backward that gives
+// `weight` a gradient of its own, apart from the main graph's.
+struct ReentrantUse : torch::autograd::Function<ReentrantUse> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& y,
+                            const at::Tensor& weight) {
+    ctx->saved_data["weight"] = weight;
+    return y.clone();
+  }
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grads) {
+    const at::Tensor weight = ctx->saved_data["weight"].toTensor();
+    {
+      at::AutoGradMode enabled(true);
+      (weight * 2).sum().backward();
+    }
+    return {grads[0], at::Tensor()};
+  }
+};
+
+struct ReentrantModelImpl : torch::nn::Module {
+  ReentrantModelImpl() {
+    linear = register_module("linear", torch::nn::Linear(4, 4));
+    scale = register_parameter("scale", at::ones({4}));
+  }
+  // The scale's gradient comes first in backward, then the reentrant one
+  // for linear.weight, then the main graph's for it.
+  at::Tensor forward(const at::Tensor& x) {
+    return ReentrantUse::apply(linear(x), linear->weight) * scale;
+  }
+  torch::nn::Linear linear{nullptr};
+  at::Tensor scale;
+};
+TORCH_MODULE(ReentrantModel);
+
+// Its bucket may be reduced with the first gradient only: raised, naming
+// the parameter, rather than one of the two lost.
+TEST(DdpErrors, ASecondGradientInOneBackwardIsNamed) {
+  run_gloo_ranks(2, [](int, int) {
+    ddp::DistributedDataParallel<ReentrantModel> model{ReentrantModel()};
+    const std::string message = error_of([&] { model(at::randn({3, 4})).sum().backward(); });
+    EXPECT_NE(message.find("parameter 'linear.weight' received a second gradient in one "
+                           "backward pass"),
+              std::string::npos)
+        << message;
   });
 }
 

@@ -314,7 +314,18 @@ void Reducer::on_gradient_ready(std::size_t param) {
                              "forward (a tensor, vector or tuple of tensors), or turn "
                              "static_graph off",
                              group_->rank(), names_[param]));
-    return;  // a reentrant backward delivered it twice; the first copy counts
+    // A second gradient in one pass: a reentrant backward (a custom
+    // function whose backward calls backward, as reentrant activation
+    // checkpointing does) delivered one apart from the main graph. The
+    // first may be reduced already, and finalize would overwrite .grad
+    // with it, losing the second without a word; PyTorch raises too.
+    throw Error(fmt::format(
+        "rank {}: parameter '{}' received a second gradient in one backward pass: a reentrant "
+        "backward (a custom function's backward that calls backward, such as reentrant "
+        "activation checkpointing) delivered it apart from the main graph, and its bucket may "
+        "be reduced already without it. Use non-reentrant checkpointing, or keep the "
+        "parameter's uses in the one graph that backward walks",
+        group_->rank(), names_[param]));
   }
   mark_ready_locked(param, /*has_gradient=*/true);
 }
