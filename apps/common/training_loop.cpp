@@ -8,7 +8,6 @@
 #include <vector>
 
 #include <ATen/ATen.h>
-#include <ATen/DeviceAccelerator.h>
 #include <fmt/format.h>
 #include <torch/utils.h>
 
@@ -19,26 +18,12 @@
 #include "dtrain/train/finite_gradients.h"
 #include "dtrain/train/graceful_stop.h"
 #include "dtrain/train/progress_bar.h"
+#include "dtrain/util/device_memory.h"
 #include "dtrain/util/errors.h"
 
 namespace dtrain::apps {
 
 namespace {
-
-void reset_peak_device_memory(c10::Device device) {
-  if (device.is_cuda()) {
-    at::accelerator::resetPeakStats(device.index());
-  }
-}
-
-double peak_device_mb(c10::Device device) {
-  if (!device.is_cuda()) {
-    return 0;
-  }
-  const auto stats = at::accelerator::getDeviceStats(device.index());
-  const auto aggregate = static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
-  return static_cast<double>(stats.allocated_bytes[aggregate].peak) / (1 << 20);
-}
 
 // splitmix64's finaliser: nearby inputs (epochs, ranks, batches) give
 // unrelated seeds.
@@ -145,7 +130,7 @@ EpochStats train_epoch(torch::nn::Module& module, torch::optim::Optimizer& optim
                        const Job& job, const TrainBatches& batches, const Join& join,
                        const EpochPosition& start) {
   module.train();
-  reset_peak_device_memory(settings.device);
+  util::reset_peak_device_memory(settings.device);
   const auto start_time = std::chrono::steady_clock::now();
   const EpochShard shard = sharding.shard(epoch);
   sharding.log(shard, epoch, settings.epochs);
@@ -295,7 +280,7 @@ EpochStats train_epoch(torch::nn::Module& module, torch::optim::Optimizer& optim
           .step_ms = steps_taken > 0 ? 1000 * seconds / static_cast<double>(steps_taken) : 0,
           .rank_samples_per_s_min = *std::min_element(rates.begin(), rates.end()),
           .rank_samples_per_s_max = *std::max_element(rates.begin(), rates.end()),
-          .peak_device_mb = peak_device_mb(settings.device),
+          .peak_device_mb = util::peak_device_mb(settings.device),
           .stop_signal = 0,
           .stopped_after = 0};
 }

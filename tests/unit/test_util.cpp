@@ -11,6 +11,7 @@
 #include <sstream>
 #include <vector>
 
+#include "dtrain/util/device_memory.h"
 #include "dtrain/util/errors.h"
 #include "dtrain/util/job_rank.h"
 #include "dtrain/util/launch_env.h"
@@ -181,6 +182,13 @@ TEST(Memory, PeakRssGrowsWithTouchedMemory) {
   EXPECT_GE(dtrain::util::current_rss_bytes(), static_cast<std::int64_t>(kBytes));
   EXPECT_GE(after, static_cast<std::int64_t>(kBytes));
   EXPECT_EQ(block[kBytes - 1], 1);
+}
+
+// The CPU allocator keeps no peak statistics: reports say 0 rather than fail
+// (the CUDA side is checked where a GPU is, by the training apps' GPU tests).
+TEST(Memory, PeakDeviceMemoryIsZeroOnTheCpu) {
+  dtrain::util::reset_peak_device_memory(c10::Device(c10::kCPU));
+  EXPECT_EQ(dtrain::util::peak_device_mb(c10::Device(c10::kCPU)), 0);
 }
 
 // The allocation pattern of a training step: many blocks freed together, so
