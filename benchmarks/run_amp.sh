@@ -2,7 +2,8 @@
 # Toy CNN training steps on CPU with and without bf16 autocast: dtrain's
 # bench_amp_toycnn and torch.autocast (benchmarks/peers/amp_toycnn_torch.py)
 # in the same run, one process per configuration, merged into
-# benchmarks/results/amp_toycnn_cpu.csv.
+# benchmarks/results/amp_toycnn_cpu.csv. Both also take --device cuda and
+# --precision fp16; tests/gpu/run_gpu_checks.sh runs them on the GPU.
 #
 #   bash benchmarks/run_amp.sh [--quick] [extra flags for both, e.g. --steps 100 --threads 2]
 #

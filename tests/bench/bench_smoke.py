@@ -8,7 +8,8 @@ it must write there: the header is exactly the expected columns, each
 configuration --quick asks for has a row, and timings and ratios are
 positive finite numbers (percentages and fractions within range); with
 matplotlib importable, the plots exist too. The numbers themselves are not
-judged: a smoke run on a shared machine measures little. Exits 1 listing
+judged: a smoke run on a shared machine measures little. Flag combinations
+a runner's programs must refuse (REFUSALS) are tried too. Exits 1 listing
 every problem, 77 (ctest's skip code) when the runner cannot run here.
 
 The expected rows follow each runner's --quick; change both together.
@@ -91,11 +92,12 @@ def allreduce_csv(name, backend, baseline):
 
 AMP = Csv("amp_toycnn_cpu.csv",
           ["impl", "device", "precision", "batch_size", "threads", "steps", "step_ms_median",
-           "samples_per_s", "peak_rss_mb", "train_rss_growth_mb"],
+           "samples_per_s", "peak_rss_mb", "train_rss_growth_mb", "peak_device_mb"],
           ("impl", "precision", "batch_size"),
           list(product(["dtrain", "torch"], ["off", "bf16"], ["16"])),
           {"steps": POSITIVE, "step_ms_median": POSITIVE, "samples_per_s": POSITIVE,
-           "peak_rss_mb": POSITIVE, "train_rss_growth_mb": FINITE},
+           "peak_rss_mb": POSITIVE, "train_rss_growth_mb": FINITE,
+           "peak_device_mb": POSITIVE.where(device="cuda")},
           {"device": "cpu"})
 
 DDP = [
@@ -201,6 +203,44 @@ def check_csv(path, spec):
     return problems
 
 
+# Flag combinations that must be refused as usage errors (exit 2, as a bad
+# flag) with a message saying why: runner name -> [(arguments, the message's
+# words, whether it applies only where no CUDA device is visible)]. Both the
+# dtrain benchmark and its peer are asked, since they share their flags.
+REFUSALS = {
+    "amp": (["bench_amp_toycnn", "peers/amp_toycnn_torch.py"], [
+        (["--device", "cpu", "--precision", "fp16"], "fp16 needs --device cuda", False),
+        (["--device", "cuda", "--precision", "bf16"], "no CUDA device is visible", True),
+    ]),
+}
+
+
+def refusal_problems(name, build, work):
+    """Every refusal of REFUSALS[name] that did not happen as it should."""
+    if name not in REFUSALS:
+        return []
+    programs, cases = REFUSALS[name]
+    import torch  # the peers' torch (DTRAIN_PYTHON): what it sees, the benchmark sees
+    gpu = torch.cuda.is_available()
+    problems = []
+    for program in programs:
+        if program.endswith(".py"):
+            command = [sys.executable, os.path.join(REPO, "benchmarks", program)]
+        else:
+            command = [os.path.join(build, "benchmarks", program)]
+        for args, words, without_gpu in cases:
+            if without_gpu and gpu:
+                continue
+            run = subprocess.run(command + args + ["--csv", os.path.join(work, "refused.csv")],
+                                 capture_output=True, text=True, timeout=60)
+            shown = f"{os.path.basename(program)} {' '.join(args)}"
+            print(f"$ {shown} -> exit {run.returncode}: {run.stderr.strip().splitlines()[-1:]}")
+            if run.returncode != 2 or words not in run.stderr:
+                problems.append(f"{shown}: exit {run.returncode}, expected 2 with '{words}' "
+                                f"on stderr; stderr: {run.stderr.strip()[-300:]!r}")
+    return problems
+
+
 def mpirun_problem():
     """Why mpirun cannot start a process here, or None."""
     mpirun = os.environ.get("MPIRUN", "mpirun")
@@ -237,6 +277,7 @@ def main():
         print(f"FAILED: {runner} --quick exited {status}")
         return 1
     problems = [p for spec in csvs for p in check_csv(os.path.join(work, spec.name), spec)]
+    problems += refusal_problems(name, build, work)
     if importlib.util.find_spec("matplotlib") is not None:
         for plot in plots:
             path = os.path.join(work, plot)
