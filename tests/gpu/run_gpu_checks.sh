@@ -278,15 +278,27 @@ else
 fi
 
 # The AMP benchmark, when it can put the model on the GPU (--device): fp32,
-# bf16 and (where offered) fp16, one process each, rows merged into one CSV.
+# bf16 and (where offered) fp16, dtrain and its torch.autocast peer
+# interleaved (one process each, so a cut-short step still leaves pairs),
+# rows merged into one CSV.
 amp_on_gpu() {
-  local csv="$out/gpu_amp_toycnn.csv" precision precisions=(off bf16)
+  local csv="$out/gpu_amp_toycnn.csv" precision impl part
+  local precisions=(off bf16) flags=(--device cuda --batch-size 256 --warmup 10 --steps 50)
   "$bin/bench_amp_toycnn" --help 2>&1 | grep -q fp16 && precisions+=(fp16)
   rm -f "$csv"
   for precision in "${precisions[@]}"; do
-    "$bin/bench_amp_toycnn" --device cuda --precision "$precision" --batch-size 256 \
-      --warmup 10 --steps 50 --csv "$build/amp_$precision.csv" || return 1
-    if [[ -f "$csv" ]]; then tail -n +2 "$build/amp_$precision.csv"; else cat "$build/amp_$precision.csv"; fi >>"$csv"
+    for impl in dtrain torch; do
+      part="$build/amp_${impl}_$precision.csv"
+      if [[ $impl == dtrain ]]; then
+        "$bin/bench_amp_toycnn" --precision "$precision" "${flags[@]}" --csv "$part" || return 1
+      else
+        "$py" "$repo/benchmarks/peers/amp_toycnn_torch.py" --precision "$precision" \
+          "${flags[@]}" --csv "$part" || return 1
+      fi
+      # The header once (a redirection of the whole `if` would create the
+      # file before its test, and the header would never be written).
+      if [[ -s "$csv" ]]; then tail -n +2 "$part" >>"$csv"; else cp "$part" "$csv"; fi
+    done
   done
 }
 export bin

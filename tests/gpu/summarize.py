@@ -137,10 +137,39 @@ def amp_lines(out):
     rows = read_csv(os.path.join(out, "gpu_amp_toycnn.csv"))
     if not rows:
         return []
-    body = [[r.get("impl", ""), r.get("precision", ""), r.get("batch_size", ""),
-             r.get("step_ms_median", ""), r.get("samples_per_s", "")] for r in rows]
-    return ["toy CNN training step on the GPU"] + table(
-        ["impl", "precision", "batch", "step_ms", "samples/s"], body)
+
+    def ms(r):
+        return float(r["step_ms_median"])
+
+    def mb(r):
+        return f"{float(r['peak_device_mb']):.1f}" if r.get("peak_device_mb") else "-"
+
+    body = [[r["impl"], r["precision"], r["batch_size"], f"{ms(r):.3f}",
+             f"{float(r['samples_per_s']):.0f}", mb(r)] for r in rows]
+    lines = ["toy CNN training step on the GPU (peak_MiB: allocator peak over the steps)"]
+    lines += table(["impl", "precision", "batch", "step_ms", "samples/s", "peak_MiB"], body)
+    by = {(r["impl"], r["precision"]): r for r in rows}
+    precisions = list(dict.fromkeys(r["precision"] for r in rows))
+    # Same-run ratios: dtrain against torch at each precision, and autocast
+    # against fp32 within each implementation (> 1: faster, or less memory).
+    vs_torch = [f"{p} {ms(by['torch', p]) / ms(by['dtrain', p]):.2f}x" for p in precisions
+                if ("torch", p) in by and ("dtrain", p) in by]
+    if vs_torch:
+        lines.append("  dtrain's speed-up over torch (torch ms / dtrain ms): "
+                     + ", ".join(vs_torch))
+    def gain(fp32, low):
+        text = f"{low['precision']} {ms(fp32) / ms(low):.2f}x time"
+        if fp32.get("peak_device_mb") and low.get("peak_device_mb"):
+            text += f", {float(fp32['peak_device_mb']) / float(low['peak_device_mb']):.2f}x memory"
+        return text
+
+    for impl in dict.fromkeys(r["impl"] for r in rows):
+        fp32 = by.get((impl, "off"))
+        gains = [gain(fp32, by[impl, p]) for p in precisions
+                 if p != "off" and fp32 and (impl, p) in by]
+        if gains:
+            lines.append(f"  {impl}, autocast against fp32 (fp32 / autocast): " + "; ".join(gains))
+    return lines
 
 
 def train_lines(path):
