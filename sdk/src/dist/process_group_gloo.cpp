@@ -16,6 +16,7 @@
 #include "gloo/gloo_api.h"
 #include "gloo/gloo_library.h"
 #include "interfaces.h"
+#include "timeout_diagnosis.h"
 #include "work_queue.h"
 
 namespace dtrain::dist {
@@ -76,11 +77,34 @@ GlooOptions GlooOptions::from_env() {
 struct ProcessGroupGloo::Impl {
   std::unique_ptr<gloo_api::Communicator> comm;
   GlooOptions options;
+  // For Note [Which rank a timeout waited on] (timeout_diagnosis.h).
+  std::shared_ptr<Store> store;
+  ProcessGroup* group = nullptr;
+  std::int64_t seq = 0;  // collectives run so far; the worker thread's alone
   // Declared after comm, so it stops (draining its tasks) before comm goes.
   WorkQueue queue;
 
-  WorkPtr enqueue(std::string description, std::function<void()> run) {
-    return queue.enqueue(std::move(description), std::move(run));
+  // Queues collective `op`; `description` is describe(op). A timeout raises
+  // the transport's error with the ranks it waited on appended.
+  WorkPtr enqueue(const std::string& op, std::string description, std::chrono::milliseconds timeout,
+                  std::function<void()> run) {
+    return queue.enqueue(description, [this, op, description, timeout, run = std::move(run)] {
+      const std::int64_t number = ++seq;
+      try {
+        run();
+      } catch (const CollectiveError&) {
+        throw;
+      } catch (const std::exception& e) {
+        const std::string error = e.what();
+        if (!looks_like_timeout(error)) {
+          throw;
+        }
+        throw CollectiveTimeoutError(description + ": " + error +
+                                     diagnose_timeout(store, group->name(), group->rank(),
+                                                      group->global_ranks(), number, op,
+                                                      diagnosis_grace(timeout)));
+      }
+    });
   }
 
   std::chrono::milliseconds timeout_or_default(std::chrono::milliseconds timeout) const {
@@ -93,7 +117,9 @@ ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int s
     : ProcessGroup(rank, size, std::move(name)), impl_(std::make_unique<Impl>()) {
   DTRAIN_CHECK(store != nullptr, "ProcessGroupGloo '", this->name(), "': the store is null");
   impl_->options = options;
+  impl_->group = this;
   auto group_store = std::make_shared<PrefixStore>("gloo/" + this->name(), store);
+  impl_->store = group_store;
   gloo_api::StoreCallbacks callbacks;
   callbacks.set = [group_store](const std::string& key, const std::vector<char>& value) {
     group_store->set(key, Bytes(value.begin(), value.end()));
@@ -193,7 +219,8 @@ WorkPtr ProcessGroupGloo::recv(at::Tensor& tensor, int src, int tag) {
 }
 
 WorkPtr ProcessGroupGloo::broadcast(at::Tensor& tensor, const BroadcastOptions& options) {
-  const std::string what = describe("broadcast from rank " + std::to_string(options.root));
+  const std::string op = "broadcast from rank " + std::to_string(options.root);
+  const std::string what = describe(op);
   if (on_gpu(tensor)) {
     return through_host(what, {}, {&tensor}, [&](auto&, std::vector<at::Tensor>& out) {
       return broadcast(out[0], options);
@@ -202,7 +229,7 @@ WorkPtr ProcessGroupGloo::broadcast(at::Tensor& tensor, const BroadcastOptions& 
   check_cpu(tensor, what);
   check_root(options.root, size(), what);
   const auto timeout = impl_->timeout_or_default(options.timeout);
-  return impl_->enqueue(what, [this, tensor, options, timeout]() mutable {
+  return impl_->enqueue(op, what, timeout, [this, tensor, options, timeout]() mutable {
     on_contiguous(tensor, [&](at::Tensor& t) {
       impl_->comm->broadcast(t.mutable_data_ptr(), t.numel(), to_gloo(t.scalar_type()),
                              options.root, timeout);
@@ -211,7 +238,8 @@ WorkPtr ProcessGroupGloo::broadcast(at::Tensor& tensor, const BroadcastOptions& 
 }
 
 WorkPtr ProcessGroupGloo::all_reduce(at::Tensor& tensor, const AllreduceOptions& options) {
-  const std::string what = describe("all_reduce(" + to_string(options.op) + ")");
+  const std::string op = "all_reduce(" + to_string(options.op) + ")";
+  const std::string what = describe(op);
   if (on_gpu(tensor)) {
     return through_host(what, {}, {&tensor}, [&](auto&, std::vector<at::Tensor>& out) {
       return all_reduce(out[0], options);
@@ -220,7 +248,7 @@ WorkPtr ProcessGroupGloo::all_reduce(at::Tensor& tensor, const AllreduceOptions&
   check_cpu(tensor, what);
   check_avg(options.op, tensor, what);
   const auto timeout = impl_->timeout_or_default(options.timeout);
-  return impl_->enqueue(what, [this, tensor, options, timeout]() mutable {
+  return impl_->enqueue(op, what, timeout, [this, tensor, options, timeout]() mutable {
     on_contiguous(tensor, [&](at::Tensor& t) {
       impl_->comm->all_reduce(t.mutable_data_ptr(), t.numel(), to_gloo(t.scalar_type()),
                               to_gloo(options.op), timeout);
@@ -232,8 +260,9 @@ WorkPtr ProcessGroupGloo::all_reduce(at::Tensor& tensor, const AllreduceOptions&
 }
 
 WorkPtr ProcessGroupGloo::reduce(at::Tensor& tensor, const ReduceOptions& options) {
-  const std::string what =
-      describe("reduce(" + to_string(options.op) + ") to rank " + std::to_string(options.root));
+  const std::string op =
+      "reduce(" + to_string(options.op) + ") to rank " + std::to_string(options.root);
+  const std::string what = describe(op);
   if (on_gpu(tensor)) {
     return through_host(what, {}, {&tensor}, [&](auto&, std::vector<at::Tensor>& out) {
       return reduce(out[0], options);
@@ -243,7 +272,7 @@ WorkPtr ProcessGroupGloo::reduce(at::Tensor& tensor, const ReduceOptions& option
   check_root(options.root, size(), what);
   check_avg(options.op, tensor, what);
   const auto timeout = impl_->timeout_or_default(options.timeout);
-  return impl_->enqueue(what, [this, tensor, options, timeout]() mutable {
+  return impl_->enqueue(op, what, timeout, [this, tensor, options, timeout]() mutable {
     on_contiguous(tensor, [&](at::Tensor& t) {
       impl_->comm->reduce(t.mutable_data_ptr(), t.numel(), to_gloo(t.scalar_type()),
                           to_gloo(options.op), options.root, timeout);
@@ -256,7 +285,8 @@ WorkPtr ProcessGroupGloo::reduce(at::Tensor& tensor, const ReduceOptions& option
 
 WorkPtr ProcessGroupGloo::all_gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
                                      const CollectiveOptions& options) {
-  const std::string what = describe("all_gather");
+  const std::string op = "all_gather";
+  const std::string what = describe(op);
   if (on_gpu(input)) {
     return through_host(what, {input}, pointers_to(outputs),
                         [&](std::vector<at::Tensor>& in, std::vector<at::Tensor>& out) {
@@ -266,17 +296,19 @@ WorkPtr ProcessGroupGloo::all_gather(std::vector<at::Tensor>& outputs, const at:
   check_cpu(input, what);
   check_one_per_rank(outputs, input, size(), what, "outputs");
   const auto timeout = impl_->timeout_or_default(options.timeout);
-  return impl_->enqueue(what, [this, outputs, input = input.contiguous(), timeout]() mutable {
-    at::Tensor flat = at::empty({input.numel() * size()}, input.options());
-    impl_->comm->all_gather(input.const_data_ptr(), flat.mutable_data_ptr(), input.numel(),
-                            to_gloo(input.scalar_type()), timeout);
-    split_into(flat, outputs);
-  });
+  return impl_->enqueue(
+      op, what, timeout, [this, outputs, input = input.contiguous(), timeout]() mutable {
+        at::Tensor flat = at::empty({input.numel() * size()}, input.options());
+        impl_->comm->all_gather(input.const_data_ptr(), flat.mutable_data_ptr(), input.numel(),
+                                to_gloo(input.scalar_type()), timeout);
+        split_into(flat, outputs);
+      });
 }
 
 WorkPtr ProcessGroupGloo::gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
                                  const RootOptions& options) {
-  const std::string what = describe("gather to rank " + std::to_string(options.root));
+  const std::string op = "gather to rank " + std::to_string(options.root);
+  const std::string what = describe(op);
   check_cpu(input, what);
   check_root(options.root, size(), what);
   const bool is_root = rank() == options.root;
@@ -284,20 +316,23 @@ WorkPtr ProcessGroupGloo::gather(std::vector<at::Tensor>& outputs, const at::Ten
     check_one_per_rank(outputs, input, size(), what, "outputs");
   }
   const auto timeout = impl_->timeout_or_default(options.timeout);
-  return impl_->enqueue(what, [this, outputs, input = input.contiguous(), options, timeout,
-                               is_root]() mutable {
-    at::Tensor flat = is_root ? at::empty({input.numel() * size()}, input.options()) : at::Tensor();
-    impl_->comm->gather(input.const_data_ptr(), is_root ? flat.mutable_data_ptr() : nullptr,
-                        input.numel(), to_gloo(input.scalar_type()), options.root, timeout);
-    if (is_root) {
-      split_into(flat, outputs);
-    }
-  });
+  return impl_->enqueue(
+      op, what, timeout,
+      [this, outputs, input = input.contiguous(), options, timeout, is_root]() mutable {
+        at::Tensor flat =
+            is_root ? at::empty({input.numel() * size()}, input.options()) : at::Tensor();
+        impl_->comm->gather(input.const_data_ptr(), is_root ? flat.mutable_data_ptr() : nullptr,
+                            input.numel(), to_gloo(input.scalar_type()), options.root, timeout);
+        if (is_root) {
+          split_into(flat, outputs);
+        }
+      });
 }
 
 WorkPtr ProcessGroupGloo::scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
                                   const RootOptions& options) {
-  const std::string what = describe("scatter from rank " + std::to_string(options.root));
+  const std::string op = "scatter from rank " + std::to_string(options.root);
+  const std::string what = describe(op);
   check_cpu(output, what);
   check_root(options.root, size(), what);
   const bool is_root = rank() == options.root;
@@ -306,24 +341,26 @@ WorkPtr ProcessGroupGloo::scatter(at::Tensor& output, const std::vector<at::Tens
   }
   const auto timeout = impl_->timeout_or_default(options.timeout);
   at::Tensor flat = is_root ? flat_cat(inputs) : at::Tensor();
-  return impl_->enqueue(what, [this, output, flat, options, timeout, is_root]() mutable {
-    on_contiguous(output, [&](at::Tensor& t) {
-      impl_->comm->scatter(is_root ? flat.const_data_ptr() : nullptr, t.mutable_data_ptr(),
-                           t.numel(), to_gloo(t.scalar_type()), options.root, timeout);
-    });
-  });
+  return impl_->enqueue(
+      op, what, timeout, [this, output, flat, options, timeout, is_root]() mutable {
+        on_contiguous(output, [&](at::Tensor& t) {
+          impl_->comm->scatter(is_root ? flat.const_data_ptr() : nullptr, t.mutable_data_ptr(),
+                               t.numel(), to_gloo(t.scalar_type()), options.root, timeout);
+        });
+      });
 }
 
 WorkPtr ProcessGroupGloo::reduce_scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
                                          const AllreduceOptions& options) {
-  const std::string what = describe("reduce_scatter(" + to_string(options.op) + ")");
+  const std::string op = "reduce_scatter(" + to_string(options.op) + ")";
+  const std::string what = describe(op);
   check_cpu(output, what);
   check_avg(options.op, output, what);
   check_one_per_rank(inputs, output, size(), what, "inputs");
   const auto timeout = impl_->timeout_or_default(options.timeout);
   // Gloo has no reduce-scatter for arbitrary sizes: reduce everything, keep our block.
   at::Tensor flat = flat_cat(inputs);
-  return impl_->enqueue(what, [this, output, flat, options, timeout]() mutable {
+  return impl_->enqueue(op, what, timeout, [this, output, flat, options, timeout]() mutable {
     impl_->comm->all_reduce(flat.mutable_data_ptr(), flat.numel(), to_gloo(flat.scalar_type()),
                             to_gloo(options.op), timeout);
     at::Tensor mine = flat.narrow(0, rank() * output.numel(), output.numel()).view(output.sizes());
@@ -337,7 +374,8 @@ WorkPtr ProcessGroupGloo::reduce_scatter(at::Tensor& output, const std::vector<a
 WorkPtr ProcessGroupGloo::all_to_all(std::vector<at::Tensor>& outputs,
                                      const std::vector<at::Tensor>& inputs,
                                      const CollectiveOptions& options) {
-  const std::string what = describe("all_to_all");
+  const std::string op = "all_to_all";
+  const std::string what = describe(op);
   check_count(inputs, size(), what, "inputs");
   check_count(outputs, size(), what, "outputs");
   for (int i = 0; i < size(); ++i) {
@@ -347,7 +385,7 @@ WorkPtr ProcessGroupGloo::all_to_all(std::vector<at::Tensor>& outputs,
   }
   const auto timeout = impl_->timeout_or_default(options.timeout);
   at::Tensor flat_in = flat_cat(inputs);
-  return impl_->enqueue(what, [this, outputs, flat_in, timeout]() mutable {
+  return impl_->enqueue(op, what, timeout, [this, outputs, flat_in, timeout]() mutable {
     at::Tensor flat_out = at::empty_like(flat_in);
     impl_->comm->all_to_all(flat_in.const_data_ptr(), flat_out.mutable_data_ptr(),
                             flat_in.numel() / size(), to_gloo(flat_in.scalar_type()), timeout);
@@ -357,7 +395,8 @@ WorkPtr ProcessGroupGloo::all_to_all(std::vector<at::Tensor>& outputs,
 
 WorkPtr ProcessGroupGloo::barrier(const CollectiveOptions& options) {
   const auto timeout = impl_->timeout_or_default(options.timeout);
-  return impl_->enqueue(describe("barrier"), [this, timeout] { impl_->comm->barrier(timeout); });
+  return impl_->enqueue("barrier", describe("barrier"), timeout,
+                        [this, timeout] { impl_->comm->barrier(timeout); });
 }
 
 }  // namespace dtrain::dist

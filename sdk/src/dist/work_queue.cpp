@@ -4,14 +4,10 @@
 
 namespace dtrain::dist::detail {
 
-namespace {
-
 bool looks_like_timeout(const std::string& message) {
   return message.find("imed out") != std::string::npos ||
          message.find("did not complete") != std::string::npos;
 }
-
-}  // namespace
 
 void WorkQueue::start() {
   worker_ = std::thread([this] { loop(); });

@@ -19,6 +19,9 @@
 
 namespace dtrain::dist::detail {
 
+// True when a backend's error message says the operation timed out.
+bool looks_like_timeout(const std::string& message);
+
 class WorkQueue {
  public:
   WorkQueue() = default;
