@@ -140,15 +140,21 @@ TEST(TrainAppsCuda, CpuCheckpointResumesOnTheGpu) {
   EXPECT_EQ(read_csv(csv).size(), 3u) << "one row from each run";
 }
 
+// small_run of train_pointnet2 as two processes under dtrun.
+std::vector<std::string> two_processes_under_dtrun(const TempDir& dir, const std::string& csv) {
+  std::vector<std::string> args{DTRAIN_DTRUN_PATH, "--standalone", "--nproc-per-node", "2"};
+  for (auto& arg : small_run(DTRAIN_TRAIN_POINTNET2_PATH, dir, csv)) {
+    args.push_back(std::move(arg));
+  }
+  return args;
+}
+
 // The README's job on GPUs: two processes under dtrun, one GPU each, DDP
 // over NCCL (the default backend for --device cuda), checkpointing.
 TEST(TrainAppsCuda, TwoProcessesOnTwoGpus) {
   TempDir dir;
   const std::string csv = dir.file("report.csv");
-  std::vector<std::string> args{DTRAIN_DTRUN_PATH, "--standalone", "--nproc-per-node", "2"};
-  for (const auto& arg : small_run(DTRAIN_TRAIN_POINTNET2_PATH, dir, csv)) {
-    args.push_back(arg);
-  }
+  std::vector<std::string> args = two_processes_under_dtrun(dir, csv);
   // With a checkpoint the ranks agree after every step whether to stop (a
   // CPU value staged through the GPU on NCCL) and sum positions every 2.
   args.insert(args.end(), {"--checkpoint", dir.file("model.pt"), "--checkpoint-steps", "2"});
@@ -170,10 +176,7 @@ TEST(TrainAppsCuda, TwoProcessesOnTwoGpus) {
 TEST(TrainAppsCuda, TwoProcessesShareOneGpuOverGloo) {
   TempDir dir;
   const std::string csv = dir.file("report.csv");
-  std::vector<std::string> args{DTRAIN_DTRUN_PATH, "--standalone", "--nproc-per-node", "2"};
-  for (const auto& arg : small_run(DTRAIN_TRAIN_POINTNET2_PATH, dir, csv)) {
-    args.push_back(arg);
-  }
+  std::vector<std::string> args = two_processes_under_dtrun(dir, csv);
   args.insert(args.end(), {"--backend", "gloo", "--amp", "bf16"});
   const ProcessResult result = run_process(args);
   if (no_gpu(result)) {
