@@ -2,6 +2,7 @@
 // Inputs reaching these have been validated by the public function.
 #pragma once
 
+#include <ATen/OpMathType.h>
 #include <ATen/core/Tensor.h>
 
 #include <tuple>
@@ -22,6 +23,19 @@ at::Tensor count_correct_cuda(const at::Tensor& logits, const at::Tensor& labels
 // group = L / grad_out.size(2) (1 for gather/group, 3 for interpolation) and
 // an undefined `weight` means 1. Every implementation sums the terms of one
 // output element in increasing l (kDeterministic), or in any order (kAtomic).
+//
+// Note [Interpolation weights in the accumulation type]
+// Interpolation weights (scatter_add_points' `weight`, three_interpolate's)
+// reach the kernels in the features' accumulation type, weight_dtype():
+// float32 for float32, float16 and bfloat16 features, float64 for float64.
+// Under mixed precision the features are float16 or bfloat16 while the
+// weights come from three_nn's float32 distances; rounding them to the
+// features' 8 or 11 bits first would add an error as large as the output's
+// own rounding (bfloat16: up to 2^-9 of each term), for nothing, since the
+// sums are float32 anyway. The weight gradient comes back in that type too.
+inline at::ScalarType weight_dtype(const at::Tensor& features) {
+  return at::toOpMathType(features.scalar_type());
+}
 
 // CPU (src/cpu/).
 at::Tensor furthest_point_sample_cpu(const at::Tensor& xyz, int64_t npoint, int64_t start);
@@ -35,7 +49,8 @@ std::tuple<at::Tensor, at::Tensor> knn_cpu(const at::Tensor& new_xyz, const at::
 std::tuple<at::Tensor, at::Tensor> three_nn_cpu(const at::Tensor& unknown, const at::Tensor& known);
 // (B, C, N), (B, L) -> (B, C, L).
 at::Tensor gather_points_cpu(const at::Tensor& features, const at::Tensor& idx);
-// See Note [scatter layout]; returns (B, C, n) in grad_out's dtype.
+// See Note [scatter layout]; `weight`, when defined, has weight_dtype(grad_out).
+// Returns (B, C, n) in grad_out's dtype.
 at::Tensor scatter_add_points_cpu(const at::Tensor& grad_out, const at::Tensor& idx,
                                   const at::Tensor& weight, int64_t n, ScatterMode mode);
 // Note [point-major features]: a (B, C, N) features tensor whose channels
@@ -52,10 +67,11 @@ at::Tensor gather_rows_cpu(const at::Tensor& rows, const at::Tensor& idx);
 // idx (B, L) -> (B, n, C) contiguous: grad[b][idx[b][l]][c] += grad_rows[b][l][c],
 // each sum in increasing l.
 at::Tensor scatter_add_rows_cpu(const at::Tensor& grad_rows, const at::Tensor& idx, int64_t n);
-// (B, C, m), idx (B, 3n), weight (B, 3n) -> (B, C, n).
+// (B, C, m), idx (B, 3n), weight (B, 3n) in weight_dtype(features) -> (B, C, n).
 at::Tensor three_interpolate_cpu(const at::Tensor& features, const at::Tensor& idx,
                                  const at::Tensor& weight);
-// grad_out (B, C, n), features (B, C, m), idx (B, 3n) -> (B, 3n).
+// grad_out (B, C, n), features (B, C, m), idx (B, 3n) -> (B, 3n) in
+// weight_dtype(features).
 at::Tensor three_interpolate_weight_grad_cpu(const at::Tensor& grad_out, const at::Tensor& features,
                                              const at::Tensor& idx);
 
@@ -75,10 +91,9 @@ at::Tensor gather_points_cuda(const at::Tensor& features, const at::Tensor& idx)
 // See Note [scatter layout]; returns (B, C, n) in grad_out's dtype.
 at::Tensor scatter_add_points_cuda(const at::Tensor& grad_out, const at::Tensor& idx,
                                    const at::Tensor& weight, int64_t n, ScatterMode mode);
-// (B, C, m), idx (B, 3n), weight (B, 3n) -> (B, C, n).
+// As the CPU functions above.
 at::Tensor three_interpolate_cuda(const at::Tensor& features, const at::Tensor& idx,
                                   const at::Tensor& weight);
-// grad_out (B, C, n), features (B, C, m), idx (B, 3n) -> (B, 3n).
 at::Tensor three_interpolate_weight_grad_cuda(const at::Tensor& grad_out,
                                               const at::Tensor& features, const at::Tensor& idx);
 

@@ -38,6 +38,12 @@ at::Tensor flat(const at::Tensor& t) {
   return t.flatten(1).contiguous();
 }
 
+// The weights as the kernels take them (Note [Interpolation weights in the
+// accumulation type] in dispatch.h), flattened; a differentiable cast.
+at::Tensor flat_weight(const at::Tensor& weight, const at::Tensor& features) {
+  return flat(weight.to(detail::weight_dtype(features)));
+}
+
 at::Tensor interpolate_flat(const at::Tensor& features, const at::Tensor& idx_flat,
                             const at::Tensor& weight_flat) {
   return features.is_cuda() ? detail::three_interpolate_cuda(features, idx_flat, weight_flat)
@@ -71,7 +77,8 @@ FlatGrads interpolate_backward_flat(const at::Tensor& grad_out, const at::Tensor
 
 class ThreeInterpolateFunction : public torch::autograd::Function<ThreeInterpolateFunction> {
  public:
-  // features (B, C, m), idx_flat and weight_flat (B, 3n), contiguous, one dtype.
+  // features (B, C, m), idx_flat and weight_flat (B, 3n), contiguous; weight_flat
+  // in weight_dtype(features).
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& features,
                             const at::Tensor& idx_flat, const at::Tensor& weight_flat) {
     ctx->save_for_backward({features, idx_flat, weight_flat});
@@ -95,8 +102,7 @@ namespace detail {
 at::Tensor three_interpolate_forward(const at::Tensor& features, const at::Tensor& idx,
                                      const at::Tensor& weight) {
   check_inputs(kOp, features, idx, weight);
-  return interpolate_flat(features.contiguous(), flat(idx),
-                          flat(weight.to(features.scalar_type())));
+  return interpolate_flat(features.contiguous(), flat(idx), flat_weight(weight, features));
 }
 
 }  // namespace detail
@@ -105,7 +111,7 @@ at::Tensor three_interpolate(const at::Tensor& features, const at::Tensor& idx,
                              const at::Tensor& weight) {
   check_inputs(kOp, features, idx, weight);
   return ThreeInterpolateFunction::apply(features.contiguous(), flat(idx),
-                                         flat(weight.to(features.scalar_type())));
+                                         flat_weight(weight, features));
 }
 
 ThreeInterpolateGrads three_interpolate_backward(const at::Tensor& grad_out,
@@ -123,8 +129,8 @@ ThreeInterpolateGrads three_interpolate_backward(const at::Tensor& grad_out,
   detail::check_same_device(op, "grad_out", grad_out, "features", features);
   const FlatGrads g =
       interpolate_backward_flat(grad_out.contiguous(), features.contiguous(), flat(idx),
-                                flat(weight.to(features.scalar_type())), mode, true, true);
-  return {g.features, g.weight.view(idx.sizes())};
+                                flat_weight(weight, features), mode, true, true);
+  return {g.features, g.weight.view(idx.sizes()).to(weight.scalar_type())};
 }
 
 }  // namespace dtrain::kernels

@@ -424,6 +424,12 @@ TEST_P(PointNet2CudaDtypes, FeatureOpsAgreeWithCpu) {
   const at::Tensor interp_gpu = k::three_interpolate(cuda(f), cuda(tidx), cuda(w));
   const at::Tensor interp_cpu = k::three_interpolate(f, tidx, w);
   EXPECT_TRUE(at::allclose(interp_gpu.cpu().to(at::kDouble), interp_cpu.to(at::kDouble), tol, tol));
+  // float32 weights with features of any dtype (Note [Interpolation weights
+  // in the accumulation type] in src/dispatch.h): the CPU's float32 sums in
+  // its order, rounded once, and a float32 weight gradient.
+  const at::Tensor w32 = at::rand({2, 700, 3});
+  EXPECT_TRUE(at::equal(k::three_interpolate(cuda(f), cuda(tidx), cuda(w32)).cpu(),
+                        k::three_interpolate(f, tidx, w32)));
   // Backward: both modes against the CPU (which sums in index order, as the
   // deterministic CUDA path does).
   const at::Tensor g = at::randn({2, 16, 64, 32}).to(dtype);
@@ -443,6 +449,12 @@ TEST_P(PointNet2CudaDtypes, FeatureOpsAgreeWithCpu) {
                            10 * tol, 10 * tol));
   EXPECT_TRUE(at::allclose(gpu_tri.weight.cpu().to(at::kDouble), cpu_tri.weight.to(at::kDouble),
                            10 * tol, 10 * tol));
+  const auto cpu_tri32 = k::three_interpolate_backward(gi, f, tidx, w32, k::ScatterMode::kAtomic);
+  const auto gpu_tri32 = k::three_interpolate_backward(cuda(gi), cuda(f), cuda(tidx), cuda(w32),
+                                                       k::ScatterMode::kDeterministic);
+  EXPECT_EQ(gpu_tri32.weight.scalar_type(), at::kFloat);
+  EXPECT_TRUE(at::allclose(gpu_tri32.weight.cpu(), cpu_tri32.weight, 1e-6, 1e-6));
+  EXPECT_TRUE(at::equal(gpu_tri32.features.cpu(), cpu_tri32.features));
 }
 
 // Point-major features (channels innermost, as dtrain's set abstraction

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "dtrain/kernels/pointnet2.h"
 #include "expect_error.h"
@@ -143,6 +144,60 @@ TEST_P(FeatureDtypes, InterpolateMatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(PointNet2, FeatureDtypes,
                          ::testing::Values(at::kFloat, at::kDouble, at::kHalf, at::kBFloat16));
+
+// Under mixed precision the features are float16 or bfloat16 while the
+// interpolation weights come from three_nn's float32 distances: the weights
+// are used as given and each output is rounded once (Note [Interpolation
+// weights in the accumulation type] in src/dispatch.h).
+class HalfFeatures : public ::testing::TestWithParam<at::ScalarType> {};
+
+// The features of idx[..., t] for every output (B, C, n), in float32.
+at::Tensor neighbour_features(const at::Tensor& features, const at::Tensor& idx, int64_t t) {
+  const at::Tensor index =
+      idx.select(2, t).unsqueeze(1).expand({features.size(0), features.size(1), idx.size(1)});
+  return features.to(at::kFloat).gather(2, index);
+}
+
+TEST_P(HalfFeatures, InterpolateUsesFloat32WeightsUnrounded) {
+  at::manual_seed(25);
+  const at::ScalarType dtype = GetParam();
+  const auto in = interpolate_inputs(2, 6, 20, 33, dtype);
+  const at::Tensor weight = at::rand({2, 33, 3});  // float32: most not representable in dtype
+  const at::Tensor got = k::three_interpolate(in.features, in.idx, weight);
+  ASSERT_EQ(got.scalar_type(), dtype);
+  // The kernels' float32 sums, (w0 f0 + w1 f1) + w2 f2, rounded once.
+  const auto term = [&](int64_t t) {
+    return weight.select(2, t).unsqueeze(1) * neighbour_features(in.features, in.idx, t);
+  };
+  const at::Tensor expected = ((term(0) + term(1)) + term(2)).to(dtype);
+  EXPECT_TRUE(at::equal(got, expected));
+  // Weights rounded to the features' dtype first give other values.
+  EXPECT_FALSE(at::equal(k::three_interpolate(in.features, in.idx, weight.to(dtype)), expected));
+
+  // Gradients: the features' is the float32 weighted scatter rounded once;
+  // the weights' is float32, as accurate as float32 sums over 6 channels.
+  const at::Tensor features = in.features.clone().requires_grad_(true);
+  const at::Tensor w = weight.clone().requires_grad_(true);
+  const at::Tensor grad_out = at::randn({2, 6, 33}).to(dtype);
+  k::three_interpolate(features, in.idx, w).backward(grad_out);
+  EXPECT_TRUE(at::equal(features.grad(), ref_scatter(grad_out, in.idx, weight, 20, at::kFloat)));
+  ASSERT_EQ(w.grad().scalar_type(), at::kFloat);
+  std::vector<at::Tensor> per_neighbour;
+  for (int64_t t = 0; t < 3; ++t) {
+    per_neighbour.push_back(
+        (grad_out.to(at::kDouble) * neighbour_features(in.features, in.idx, t).to(at::kDouble))
+            .sum(1));
+  }
+  const at::Tensor expected_w = at::stack(per_neighbour, 2);  // (B, n, 3)
+  EXPECT_TRUE(at::allclose(w.grad().to(at::kDouble), expected_w, 1e-5, 1e-5));
+  // The explicit backward gives the weight gradient in the weight's dtype.
+  const auto grads = k::three_interpolate_backward(grad_out, in.features, in.idx, weight,
+                                                   k::ScatterMode::kDeterministic);
+  EXPECT_EQ(grads.weight.scalar_type(), at::kFloat);
+  EXPECT_TRUE(at::equal(grads.weight, w.grad()));
+}
+
+INSTANTIATE_TEST_SUITE_P(PointNet2, HalfFeatures, ::testing::Values(at::kHalf, at::kBFloat16));
 
 // Analytic gradient (autograd through the public op) against central
 // differences of L(x) = sum(op(x) * r) in float64, eps 1e-6, within 1e-5.

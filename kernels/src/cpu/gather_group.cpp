@@ -72,7 +72,7 @@ at::Tensor scatter_add_points_cpu(const at::Tensor& grad_out, const at::Tensor& 
       at::kHalf, at::kBFloat16, grad_out.scalar_type(), "scatter_add_points_cpu", [&] {
         using acc_t = at::opmath_type<scalar_t>;
         const scalar_t* g = grad_out.const_data_ptr<scalar_t>();
-        const scalar_t* w = weight.defined() ? weight.const_data_ptr<scalar_t>() : nullptr;
+        const acc_t* w = weight.defined() ? weight.const_data_ptr<acc_t>() : nullptr;
         scalar_t* result = grad.mutable_data_ptr<scalar_t>();
         at::parallel_for(0, batch * channels, /*grain_size=*/1, [&](int64_t begin, int64_t end) {
           // float16/bfloat16 accumulate in a float32 row, then round once.
@@ -81,7 +81,7 @@ at::Tensor scatter_add_points_cpu(const at::Tensor& grad_out, const at::Tensor& 
             const int64_t b = row / channels;
             const scalar_t* g_row = g + row * out_len;
             const int64_t* row_index = index + b * l;
-            const scalar_t* w_row = w != nullptr ? w + b * l : nullptr;
+            const acc_t* w_row = w != nullptr ? w + b * l : nullptr;
             acc_t* acc = accumulate_in_place<acc_t>(result + row * n);
             const bool in_place = acc != nullptr;
             if (!in_place) {
@@ -102,7 +102,7 @@ at::Tensor scatter_add_points_cpu(const at::Tensor& grad_out, const at::Tensor& 
               for (int64_t j = 0, i = 0; j < out_len; ++j) {
                 const acc_t term = static_cast<acc_t>(g_row[j]);
                 for (int64_t k = 0; k < group; ++k, ++i) {
-                  acc[row_index[i]] += static_cast<acc_t>(w_row[i]) * term;
+                  acc[row_index[i]] += w_row[i] * term;
                 }
               }
             }

@@ -1,7 +1,8 @@
 // three_interpolate on CPU: the forward and the weight gradient (the
-// feature gradient is scatter_add_points_cpu with weights). Accumulation in
-// float32 (float64 for float64), terms added in the order j = 0, 1, 2 and
-// c = 0, 1, ..., as the CUDA kernels do.
+// feature gradient is scatter_add_points_cpu with weights). Weights and
+// accumulation in the features' opmath type (float32; float64 for float64:
+// Note [Interpolation weights in the accumulation type] in dispatch.h), terms
+// added in the order j = 0, 1, 2 and c = 0, 1, ..., as the CUDA kernels do.
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
@@ -25,27 +26,25 @@ at::Tensor three_interpolate_cpu(const at::Tensor& features, const at::Tensor& i
       at::kHalf, at::kBFloat16, features.scalar_type(), "three_interpolate_cpu", [&] {
         using acc_t = at::opmath_type<scalar_t>;
         const scalar_t* f = features.const_data_ptr<scalar_t>();
-        const scalar_t* w = weight.const_data_ptr<scalar_t>();
+        const acc_t* w = weight.const_data_ptr<acc_t>();
         scalar_t* result = out.mutable_data_ptr<scalar_t>();
-        at::parallel_for(0, batch * channels, /*grain_size=*/1 + 4096 / (n + 1),
-                         [&](int64_t begin, int64_t end) {
-                           for (int64_t row = begin; row < end; ++row) {
-                             const int64_t b = row / channels;
-                             const scalar_t* f_row = f + row * m;
-                             const int64_t* i_row = index + b * 3 * n;
-                             const scalar_t* w_row = w + b * 3 * n;
-                             scalar_t* target = result + row * n;
-                             for (int64_t i = 0; i < n; ++i) {
-                               acc_t acc = static_cast<acc_t>(w_row[3 * i]) *
-                                           static_cast<acc_t>(f_row[i_row[3 * i]]);
-                               acc += static_cast<acc_t>(w_row[3 * i + 1]) *
-                                      static_cast<acc_t>(f_row[i_row[3 * i + 1]]);
-                               acc += static_cast<acc_t>(w_row[3 * i + 2]) *
-                                      static_cast<acc_t>(f_row[i_row[3 * i + 2]]);
-                               target[i] = static_cast<scalar_t>(acc);
-                             }
-                           }
-                         });
+        at::parallel_for(
+            0, batch * channels, /*grain_size=*/1 + 4096 / (n + 1),
+            [&](int64_t begin, int64_t end) {
+              for (int64_t row = begin; row < end; ++row) {
+                const int64_t b = row / channels;
+                const scalar_t* f_row = f + row * m;
+                const int64_t* i_row = index + b * 3 * n;
+                const acc_t* w_row = w + b * 3 * n;
+                scalar_t* target = result + row * n;
+                for (int64_t i = 0; i < n; ++i) {
+                  acc_t acc = w_row[3 * i] * static_cast<acc_t>(f_row[i_row[3 * i]]);
+                  acc += w_row[3 * i + 1] * static_cast<acc_t>(f_row[i_row[3 * i + 1]]);
+                  acc += w_row[3 * i + 2] * static_cast<acc_t>(f_row[i_row[3 * i + 2]]);
+                  target[i] = static_cast<scalar_t>(acc);
+                }
+              }
+            });
       });
   return out;
 }
@@ -57,14 +56,14 @@ at::Tensor three_interpolate_weight_grad_cpu(const at::Tensor& grad_out, const a
   const int64_t m = features.size(2);
   const int64_t l = idx.size(1);
   const int64_t n = l / 3;
-  at::Tensor grad = at::empty({batch, l}, features.options());
+  at::Tensor grad = at::empty({batch, l}, features.options().dtype(weight_dtype(features)));
   const int64_t* index = idx.const_data_ptr<int64_t>();
   AT_DISPATCH_FLOATING_TYPES_AND2(
       at::kHalf, at::kBFloat16, features.scalar_type(), "three_interpolate_weight_grad_cpu", [&] {
         using acc_t = at::opmath_type<scalar_t>;
         const scalar_t* f = features.const_data_ptr<scalar_t>();
         const scalar_t* g = grad_out.const_data_ptr<scalar_t>();
-        scalar_t* result = grad.mutable_data_ptr<scalar_t>();
+        acc_t* result = grad.mutable_data_ptr<acc_t>();
         at::parallel_for(0, batch * l, /*grain_size=*/1 + 4096 / (channels + 1),
                          [&](int64_t begin, int64_t end) {
                            for (int64_t q = begin; q < end; ++q) {
@@ -77,7 +76,7 @@ at::Tensor three_interpolate_weight_grad_cpu(const at::Tensor& grad_out, const a
                                acc +=
                                    static_cast<acc_t>(g_b[c * n]) * static_cast<acc_t>(f_b[c * m]);
                              }
-                             result[q] = static_cast<scalar_t>(acc);
+                             result[q] = acc;
                            }
                          });
       });

@@ -90,7 +90,7 @@ __device__ inline acc_t<T> term(const T* grad_out, acc_t<T> weight, bool weighte
 template <typename T>
 __global__ void scatter_atomic_kernel(const T* __restrict__ grad_out,
                                       const std::int64_t* __restrict__ idx,
-                                      const T* __restrict__ weight, std::int64_t channels,
+                                      const acc_t<T>* __restrict__ weight, std::int64_t channels,
                                       std::int64_t out_len, std::int64_t l, std::int64_t n,
                                       std::int64_t positions, std::int64_t block,
                                       acc_t<T>* __restrict__ grad) {
@@ -103,7 +103,7 @@ __global__ void scatter_atomic_kernel(const T* __restrict__ grad_out,
     }
     const std::int64_t b = e / l;
     const std::int64_t at = (e - b * l) / group;
-    const acc_t<T> w = weight != nullptr ? to_acc(weight[e]) : acc_t<T>(1);
+    const acc_t<T> w = weight != nullptr ? weight[e] : acc_t<T>(1);
     const std::int64_t row = b * channels + range.first;
 #pragma unroll 4
     for (std::int64_t c = 0; c < range.count; ++c) {
@@ -149,7 +149,7 @@ template <typename T>
 __global__ void scatter_segment_kernel(const T* __restrict__ grad_out,
                                        const std::int64_t* __restrict__ sorted_positions,
                                        const std::int64_t* __restrict__ offsets,
-                                       const T* __restrict__ weight, std::int64_t channels,
+                                       const acc_t<T>* __restrict__ weight, std::int64_t channels,
                                        std::int64_t out_len, std::int64_t l, std::int64_t n,
                                        std::int64_t points, std::int64_t block,
                                        acc_t<T>* __restrict__ grad) {
@@ -171,7 +171,7 @@ __global__ void scatter_segment_kernel(const T* __restrict__ grad_out,
       acc_t<T> acc[kChannelBlock] = {};
       for (std::int64_t s = first; s < last; ++s) {
         const std::int64_t e = sorted_positions[s];
-        const acc_t<T> w = weight != nullptr ? to_acc(weight[e]) : acc_t<T>(1);
+        const acc_t<T> w = weight != nullptr ? weight[e] : acc_t<T>(1);
         const std::int64_t at = (e - b * l) / group;
 #pragma unroll
         for (std::int64_t c = 0; c < kChannelBlock; ++c) {
@@ -257,7 +257,7 @@ void launch_scatter(const void* grad_out, const std::int64_t* idx, const void* w
                     std::int64_t n, void* grad_acc, bool deterministic, void* scratch,
                     std::size_t scratch_bytes, cudaStream_t stream) {
   const T* g = static_cast<const T*>(grad_out);
-  const T* w = static_cast<const T*>(weight);
+  const auto* w = static_cast<const acc_t<T>*>(weight);
   auto* acc = static_cast<acc_t<T>*>(grad_acc);
   const std::int64_t block = channel_block(channels);
   if (!deterministic) {

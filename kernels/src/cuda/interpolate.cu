@@ -6,7 +6,9 @@
 //   grad_w   [b][3i + t] = sum_c grad_out[b][c][i] * f[b][c][idx[b][3i + t]]
 //
 // Rounded (unfused) arithmetic in the CPU's order, float32 accumulation
-// (float64 for float64). Out-of-range indices read as zero features.
+// (float64 for float64); weights and their gradient in that type too (Note
+// [Interpolation weights in the accumulation type] in ../dispatch.h).
+// Out-of-range indices read as zero features.
 #include "cuda_check.cuh"
 #include "launchers.h"
 #include "point_common.cuh"
@@ -25,7 +27,7 @@ __device__ inline acc_t<T> feature_at(const T* row, std::int64_t j, std::int64_t
 template <typename T>
 __global__ void three_interpolate_kernel(const T* __restrict__ features,
                                          const std::int64_t* __restrict__ idx,
-                                         const T* __restrict__ weight, std::int64_t channels,
+                                         const acc_t<T>* __restrict__ weight, std::int64_t channels,
                                          std::int64_t m, std::int64_t n, std::int64_t total,
                                          T* __restrict__ out) {
   for (std::int64_t e = grid_start(); e < total; e += grid_stride()) {
@@ -33,9 +35,9 @@ __global__ void three_interpolate_kernel(const T* __restrict__ features,
     const std::int64_t row = e / n;
     const std::int64_t at = (row / channels) * 3 * n + 3 * i;
     const T* f = features + row * m;
-    acc_t<T> acc = mul_rn(to_acc(weight[at]), feature_at(f, idx[at], m));
-    acc = add_rn(acc, mul_rn(to_acc(weight[at + 1]), feature_at(f, idx[at + 1], m)));
-    acc = add_rn(acc, mul_rn(to_acc(weight[at + 2]), feature_at(f, idx[at + 2], m)));
+    acc_t<T> acc = mul_rn(weight[at], feature_at(f, idx[at], m));
+    acc = add_rn(acc, mul_rn(weight[at + 1], feature_at(f, idx[at + 1], m)));
+    acc = add_rn(acc, mul_rn(weight[at + 2], feature_at(f, idx[at + 2], m)));
     out[e] = from_acc<T>(acc);
   }
 }
@@ -44,7 +46,7 @@ template <typename T>
 __global__ void weight_grad_kernel(const T* __restrict__ grad_out, const T* __restrict__ features,
                                    const std::int64_t* __restrict__ idx, std::int64_t channels,
                                    std::int64_t m, std::int64_t n, std::int64_t total,
-                                   T* __restrict__ grad_weight) {
+                                   acc_t<T>* __restrict__ grad_weight) {
   for (std::int64_t e = grid_start(); e < total; e += grid_stride()) {
     const std::int64_t b = e / (3 * n);
     const std::int64_t i = (e % (3 * n)) / 3;
@@ -55,7 +57,7 @@ __global__ void weight_grad_kernel(const T* __restrict__ grad_out, const T* __re
       acc =
           add_rn(acc, mul_rn(to_acc(grad_out[row * n + i]), feature_at(features + row * m, j, m)));
     }
-    grad_weight[e] = from_acc<T>(acc);
+    grad_weight[e] = acc;
   }
 }
 
@@ -68,8 +70,8 @@ void launch_forward(const void* features, const std::int64_t* idx, const void* w
     return;
   }
   three_interpolate_kernel<T><<<grid_for(total, kThreads), kThreads, 0, stream>>>(
-      static_cast<const T*>(features), idx, static_cast<const T*>(weight), channels, m, n, total,
-      static_cast<T*>(out));
+      static_cast<const T*>(features), idx, static_cast<const acc_t<T>*>(weight), channels, m, n,
+      total, static_cast<T*>(out));
   DTRAIN_CUDA_CHECK_LAUNCH();
 }
 
@@ -83,7 +85,7 @@ void launch_weight_grad(const void* grad_out, const void* features, const std::i
   }
   weight_grad_kernel<T><<<grid_for(total, kThreads), kThreads, 0, stream>>>(
       static_cast<const T*>(grad_out), static_cast<const T*>(features), idx, channels, m, n, total,
-      static_cast<T*>(grad_weight));
+      static_cast<acc_t<T>*>(grad_weight));
   DTRAIN_CUDA_CHECK_LAUNCH();
 }
 

@@ -95,7 +95,8 @@ std::size_t scatter_add_points_scratch_bytes(std::int64_t batch, std::int64_t l,
 
 // Note [scatter layout] (src/dispatch.h): grad_acc (B, C, n) of the
 // accumulation type (float, or double for kFloat64) receives
-// sum weight[b][l] * grad_out[b][c][l / group]; weight may be null (1).
+// sum weight[b][l] * grad_out[b][c][l / group]; weight, of the accumulation
+// type too, may be null (1).
 // Atomic mode adds into grad_acc, which must be zeroed; deterministic mode
 // overwrites it and needs `scratch` of scatter_add_points_scratch_bytes().
 void launch_scatter_add_points(FloatType type, const void* grad_out, const std::int64_t* idx,
@@ -105,12 +106,13 @@ void launch_scatter_add_points(FloatType type, const void* grad_out, const std::
                                cudaStream_t stream);
 
 // three_interpolate (interpolate.cu): out (B, C, n) from features (B, C, m),
-// idx and weight (B, 3n).
+// idx and weight (B, 3n), weight of the accumulation type.
 void launch_three_interpolate(FloatType type, const void* features, const std::int64_t* idx,
                               const void* weight, std::int64_t batch, std::int64_t channels,
                               std::int64_t m, std::int64_t n, void* out, cudaStream_t stream);
 
-// grad_weight (B, 3n) = sum_c grad_out[b][c][l / 3] * features[b][c][idx[b][l]].
+// grad_weight (B, 3n), of the accumulation type,
+//   = sum_c grad_out[b][c][l / 3] * features[b][c][idx[b][l]].
 void launch_three_interpolate_weight_grad(FloatType type, const void* grad_out,
                                           const void* features, const std::int64_t* idx,
                                           std::int64_t batch, std::int64_t channels, std::int64_t m,

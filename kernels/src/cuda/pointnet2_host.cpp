@@ -95,8 +95,7 @@ at::Tensor scatter_add_points_cuda(const at::Tensor& grad_out, const at::Tensor&
   const int64_t l = idx.size(1);
   const bool deterministic = mode == ScatterMode::kDeterministic;
   // float16/bfloat16 accumulate in float32 and are rounded once at the end.
-  const at::ScalarType acc_type = grad_out.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
-  const auto acc_options = grad_out.options().dtype(acc_type);
+  const auto acc_options = grad_out.options().dtype(weight_dtype(grad_out));
   at::Tensor acc = deterministic ? at::empty({batch, channels, n}, acc_options)
                                  : at::zeros({batch, channels, n}, acc_options);
   at::Tensor scratch;
@@ -128,7 +127,8 @@ at::Tensor three_interpolate_cuda(const at::Tensor& features, const at::Tensor& 
 at::Tensor three_interpolate_weight_grad_cuda(const at::Tensor& grad_out,
                                               const at::Tensor& features, const at::Tensor& idx) {
   const c10::cuda::CUDAGuard device_guard(features.device());
-  at::Tensor grad = at::empty({features.size(0), idx.size(1)}, features.options());
+  at::Tensor grad =
+      at::empty({features.size(0), idx.size(1)}, features.options().dtype(weight_dtype(features)));
   cuda::launch_three_interpolate_weight_grad(
       cuda::float_type_of(features), grad_out.const_data_ptr(), features.const_data_ptr(),
       idx.const_data_ptr<int64_t>(), features.size(0), features.size(1), features.size(2),

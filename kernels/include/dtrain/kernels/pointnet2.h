@@ -137,8 +137,12 @@ ThreeNnResult three_nn(const at::Tensor& unknown, const at::Tensor& known);
 // out[b][c][i] = sum_j weight[b][i][j] * features[b][c][idx[b][i][j]], j = 0, 1, 2.
 //
 //   features: (B, C, m);  idx: (B, n, 3) int64 in [0, m);  weight: (B, n, 3)
-//   floating (converted to features' dtype, differentiably)
-//   returns   (B, C, n); differentiable w.r.t. features and weight.
+//   floating, used in float32 (float64 with float64 features) whatever the
+//   features' dtype: float16 or bfloat16 features with float32 weights (as
+//   under mixed precision) are interpolated with the exact weights and
+//   rounded once
+//   returns   (B, C, n) in features' dtype; differentiable w.r.t. features
+//   and weight.
 at::Tensor three_interpolate(const at::Tensor& features, const at::Tensor& idx,
                              const at::Tensor& weight);
 
@@ -155,7 +159,7 @@ at::Tensor group_points_backward(const at::Tensor& grad_out, const at::Tensor& i
 
 struct ThreeInterpolateGrads {
   at::Tensor features;  // (B, C, m)
-  at::Tensor weight;    // (B, n, 3), features' dtype
+  at::Tensor weight;    // (B, n, 3), weight's dtype
 };
 //   grad_out: (B, C, n); features (B, C, m) as given to the forward; idx, weight (B, n, 3).
 ThreeInterpolateGrads three_interpolate_backward(const at::Tensor& grad_out,
