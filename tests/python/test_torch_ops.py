@@ -55,6 +55,35 @@ class TorchOps(unittest.TestCase):
                      "neighbour_max"]:
             self.assertTrue(hasattr(torch.ops.dtrain, name), name)
 
+    def test_autocast(self):
+        # Note [The PointNet++ ops under autocast]: a kernel on both autocast
+        # keys; coordinate ops in float32, feature ops in their features' dtype.
+        for name in ["furthest_point_sample", "ball_query", "knn", "three_nn", "gather_points",
+                     "group_points", "three_interpolate", "batch_norm_relu", "neighbour_max"]:
+            for key in ["AutocastCPU", "AutocastCUDA"]:
+                self.assertTrue(
+                    torch._C._dispatch_has_kernel_for_dispatch_key("dtrain::" + name, key),
+                    (name, key))
+        xyz = torch.rand(2, 50, 3)
+        features = torch.randn(2, 6, 50)
+        tidx = torch.randint(0, 50, (2, 9, 3))
+        weight = torch.rand(2, 9, 3)
+        fps32 = torch.ops.dtrain.furthest_point_sample(xyz, 12)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            low = torch.nn.functional.linear(features.transpose(1, 2), torch.eye(6))
+            self.assertEqual(low.dtype, torch.bfloat16)
+            self.assertTrue(torch.equal(torch.ops.dtrain.furthest_point_sample(xyz, 12), fps32))
+            dist, idx = torch.ops.dtrain.three_nn(xyz.to(torch.bfloat16), xyz.to(torch.bfloat16))
+            self.assertEqual(dist.dtype, torch.float32)
+            got = torch.ops.dtrain.three_interpolate(low.transpose(1, 2), tidx, weight)
+        self.assertEqual(got.dtype, torch.bfloat16)
+        expected = torch.ops.dtrain.three_interpolate(low.transpose(1, 2).contiguous(), tidx, weight)
+        self.assertTrue(torch.equal(got, expected))
+        ref_dist, ref_idx = torch.ops.dtrain.three_nn(xyz.to(torch.bfloat16).float(),
+                                                      xyz.to(torch.bfloat16).float())
+        self.assertTrue(torch.equal(idx, ref_idx))
+        self.assertTrue(torch.equal(dist, ref_dist))
+
     def test_furthest_point_sample(self):
         xyz = torch.rand(2, 100, 3)
         got = torch.ops.dtrain.furthest_point_sample(xyz, 30)

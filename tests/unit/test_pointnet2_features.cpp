@@ -11,8 +11,10 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "dtrain/amp/autocast.h"
 #include "dtrain/kernels/pointnet2.h"
 #include "expect_error.h"
 #include "test_pointnet2_reference.h"
@@ -306,6 +308,46 @@ TEST(CustomOps, RegisteredWithTheDispatcher) {
                            "dtrain::three_nn", "dtrain::three_interpolate"}) {
     EXPECT_TRUE(c10::Dispatcher::singleton().findSchema({name, ""}).has_value()) << name;
   }
+}
+
+// Note [The PointNet++ ops under autocast] (src/register_ops.cpp): every op
+// has a kernel on both autocast keys; through the dispatcher under CPU bf16
+// autocast, coordinate ops answer in float32 as for float32 coordinates and
+// feature ops keep their features' dtype.
+TEST(CustomOps, RegisteredForAutocast) {
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const char* name :
+       {"dtrain::furthest_point_sample", "dtrain::ball_query", "dtrain::knn", "dtrain::three_nn",
+        "dtrain::gather_points", "dtrain::group_points", "dtrain::three_interpolate",
+        "dtrain::batch_norm_relu", "dtrain::neighbour_max"}) {
+    const auto op = dispatcher.findSchemaOrThrow(name, "");
+    EXPECT_TRUE(op.hasKernelForDispatchKey(c10::DispatchKey::AutocastCPU)) << name;
+    EXPECT_TRUE(op.hasKernelForDispatchKey(c10::DispatchKey::AutocastCUDA)) << name;
+  }
+
+  at::manual_seed(29);
+  const at::Tensor xyz = at::rand({2, 40, 3}).to(at::kBFloat16);
+  const at::Tensor centres = xyz.narrow(1, 0, 10);
+  const at::Tensor features = at::randn({2, 5, 40}).to(at::kBFloat16);
+  const at::Tensor tri_idx = random_index(40, {2, 7, 3});
+  const at::Tensor weight = at::rand({2, 7, 3});
+  const auto knn = dispatcher.findSchemaOrThrow("dtrain::knn", "")
+                       .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&,
+                                                                 const at::Tensor&, int64_t)>();
+  const auto interpolate =
+      dispatcher.findSchemaOrThrow("dtrain::three_interpolate", "")
+          .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&)>();
+  const k::KnnResult float32 = k::knn(centres.to(at::kFloat), xyz.to(at::kFloat), 4);
+  const at::Tensor interpolated = k::three_interpolate(features, tri_idx, weight);
+
+  const dtrain::amp::AutocastGuard autocast(at::kCPU);
+  const auto [idx, dist2] = knn.call(centres, xyz, 4);
+  EXPECT_EQ(dist2.scalar_type(), at::kFloat);
+  EXPECT_TRUE(at::equal(idx, float32.idx));
+  EXPECT_TRUE(at::equal(dist2, float32.dist2));
+  const at::Tensor got = interpolate.call(features, tri_idx, weight);
+  EXPECT_EQ(got.scalar_type(), at::kBFloat16);
+  EXPECT_TRUE(at::equal(got, interpolated));
 }
 
 // Zero sizes: an empty batch (B = 0), no channels (C = 0), no positions
