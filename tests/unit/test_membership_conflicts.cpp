@@ -34,9 +34,11 @@ std::string membership_error(TcpStore& store, const MemberOptions& me) {
   return "";
 }
 
-// Rank 1 (world size 3) claims its rank and waits; then rank 0, which hosts
-// the store, comes with world size 2, raises and closes the store. Rank 1
-// still learns the conflict, not that the store went away, and at once.
+// Rank 1 (world size 3) starts joining; as soon as its first record is in
+// the store, rank 0, which hosts the store, comes with world size 2, raises
+// and closes the store. Rank 1 still learns the conflict, not that the
+// store went away, and at once: it counted as joining before its first
+// record, so the host waited for it.
 TEST(MembershipConflict, TheHostFindingItLetsTheWaitingRanksReadIt) {
   auto host = std::make_unique<TcpStore>(TcpStoreOptions().port(0).is_server(true).timeout(30s));
   const std::uint16_t port = host->port();
@@ -46,7 +48,7 @@ TEST(MembershipConflict, TheHostFindingItLetsTheWaitingRanksReadIt) {
     TcpStore store(TcpStoreOptions().port(port).timeout(30s));
     waiting_error = membership_error(store, member(1, 3));
   });
-  TcpStore(TcpStoreOptions().port(port).timeout(30s)).wait({"rank/1"}, 30s);
+  TcpStore(TcpStoreOptions().port(port).timeout(30s)).wait({"world_size"}, 30s);
   MemberOptions rank_zero = member(0, 2);
   rank_zero.hosts_store = true;
   const std::string host_error = membership_error(*host, rank_zero);

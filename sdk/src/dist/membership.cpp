@@ -119,8 +119,11 @@ std::string first_rank_with_world_size(Store& store, const std::string& world_si
   return store.check({key}) ? bytes_text(store.get(key)) : std::string();
 }
 
-// Counts this process among those waiting for their peers while it exists,
-// so that a store's host raising a conflict knows whom to wait for.
+// Counts this process among those joining while it exists, so that a
+// store's host raising a conflict knows whom to wait for. It must count
+// from before the process's first record: a host that finds the conflict
+// as soon as that record appears would otherwise see nobody to wait for
+// and take the store away while this process waits on it.
 class Joining {
  public:
   explicit Joining(Store& store) : store_(store) { store_.add(kJoiningKey, 1); }
@@ -144,7 +147,6 @@ class Joining {
 // StoreTimeoutError when claims are still missing after me.timeout.
 std::optional<std::string> wait_for_claims(Store& store, const MemberOptions& me,
                                            const std::vector<std::string>& keys) {
-  const Joining joining(store);
   const auto deadline = Clock::now() + me.timeout;
   std::chrono::milliseconds slice(10);
   for (;;) {
@@ -165,9 +167,15 @@ std::optional<std::string> wait_for_claims(Store& store, const MemberOptions& me
   }
 }
 
-}  // namespace
+// A conflict this process found, or read from the store.
+struct Conflict {
+  std::string text;
+  bool found_here;  // so this process records it
+};
 
-void check_membership(Store& store, const MemberOptions& me) {
+// Records this process's world size, build and rank and waits for every
+// rank's claim; returns the conflict that stops the job, if any.
+std::optional<Conflict> join(Store& store, const MemberOptions& me) {
   const int rank = me.rank;
   const int world_size = me.world_size;
   const std::string size_text = std::to_string(world_size);
@@ -184,7 +192,7 @@ void check_membership(Store& store, const MemberOptions& me) {
                                                   "job)"
                                             : ", rank " + first + " with world size " + agreed) +
                              "; start every process with the same world size";
-    raise_conflict(store, me, conflict_text(me, what), /*publish=*/true);
+    return Conflict{conflict_text(me, what), /*found_here=*/true};
   }
   record_build(store, me);
   const std::string token = process_token();
@@ -193,7 +201,7 @@ void check_membership(Store& store, const MemberOptions& me) {
     const std::string what = "rank " + std::to_string(rank) + " was claimed twice: by process " +
                              owner + " and by process " + token +
                              "; every process needs its own rank";
-    raise_conflict(store, me, conflict_text(me, what), /*publish=*/true);
+    return Conflict{conflict_text(me, what), /*found_here=*/true};
   }
   std::vector<std::string> keys;
   for (int r = 0; r < world_size; ++r) {
@@ -229,7 +237,22 @@ void check_membership(Store& store, const MemberOptions& me) {
                           " ranks to join (" + e.what() + ")");
   }
   if (conflict) {
-    raise_conflict(store, me, *conflict, /*publish=*/false);
+    return Conflict{*conflict, /*found_here=*/false};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void check_membership(Store& store, const MemberOptions& me) {
+  std::optional<Conflict> conflict;
+  {
+    const Joining joining(store);
+    conflict = join(store, me);
+  }
+  // No longer joining: a host raising the conflict waits for the others only.
+  if (conflict) {
+    raise_conflict(store, me, conflict->text, conflict->found_here);
   }
 }
 
