@@ -352,10 +352,21 @@ void timeouts_name_op_group_and_rank(int rank, int world) {
   at::Tensor t = at::ones({3});
   if (rank == 0) {
     // Only rank 0 joins (yet): the collective times out and breaks the group.
+    // The others wait in the default group's barrier, so none reports a
+    // timeout in this one: each is named as not reaching it (Note [Which
+    // rank a timeout waited on]).
+    std::string others;
+    for (int r = 1; r < world; ++r) {
+      others += (r > 1 ? ", " : "") + std::to_string(r);
+    }
     expect_error<dist::CollectiveTimeoutError>(
         [&] { doomed->all_reduce(t, {.timeout = 300ms})->wait(); },
         "all_reduce(SUM) on group '" + doomed->name() + "' (mpi), rank 0 of " +
-            std::to_string(world) + ": not finished after 300 ms");
+            std::to_string(world) +
+            ": not finished after 300 ms (a rank did not join, or joined a different "
+            "collective); rank(s) " +
+            others + " did not reach this all_reduce(SUM) (#1 on group '" + doomed->name() +
+            "'): rank(s) " + others + " reported no timeout within 300 ms");
     expect_error<dist::CollectiveError>([&] { doomed->barrier()->wait(); },
                                         "unusable since an earlier collective timed out");
     // A receive nobody sends (yet) times out too.
@@ -371,6 +382,46 @@ void timeouts_name_op_group_and_rank(int rank, int world) {
   }
   if (rank == 1) {
     dist::send(at::ones({2}), 0, nullptr, 99);
+  }
+  dist::barrier();
+}
+
+// Note [Which rank a timeout waited on] as on Gloo: every rank but the last
+// reaches a collective, which times out; each names the last rank, and only
+// it, and sees the others time out in it too.
+void a_rank_that_skips_a_collective_is_named(int rank, int world) {
+  std::vector<int> all(world);
+  for (int r = 0; r < world; ++r) {
+    all[r] = r;
+  }
+  auto group = dist::new_group(all);
+  const int late = world - 1;
+  at::Tensor t = at::ones({2});
+  group->all_reduce(t)->wait();  // #1, by everyone
+  EXPECT_THAT(t[0].item<float>() == world, "all_reduce #1: ", Flat{t});
+  if (rank != late) {
+    try {
+      group->all_reduce(t, {.timeout = 2s})->wait();
+      EXPECT_THAT(false, "all_reduce #2 finished without rank ", late);
+    } catch (const dist::CollectiveTimeoutError& e) {
+      const std::string message = e.what();
+      const std::string label = "all_reduce(SUM) (#2 on group '" + group->name() + "')";
+      EXPECT_THAT(message.find("; rank(s) " + std::to_string(late) + " did not reach this " +
+                               label + ": rank(s) " + std::to_string(late) +
+                               " reported no timeout within 2000 ms") != std::string::npos,
+                  message);
+      for (int r = 0; r < late; ++r) {
+        EXPECT_THAT(message.find("rank(s) " + std::to_string(r) + " did not") == std::string::npos,
+                    "a victim named: ", message);
+      }
+      if (world > 2) {
+        EXPECT_THAT(message.find("timed out in it too") != std::string::npos, message);
+      }
+    }
+  }
+  dist::barrier();
+  if (rank == late) {
+    group->all_reduce(t)->wait();  // lets the others' abandoned #2 complete
   }
   dist::barrier();
 }
@@ -406,6 +457,7 @@ int main() {
       {"sub_groups", sub_groups},
       {"bad_inputs_name_the_problem", bad_inputs_name_the_problem},
       {"timeouts_name_op_group_and_rank", timeouts_name_op_group_and_rank},
+      {"a_rank_that_skips_a_collective_is_named", a_rank_that_skips_a_collective_is_named},
   };
   // One default group for every case; a collective that hangs fails after
   // 20 s instead of running into ctest's timeout.

@@ -24,6 +24,7 @@
 #include "collective_args.h"
 #include "dtrain/dist/prefix_store.h"
 #include "mpi_backend.h"
+#include "timeout_diagnosis.h"
 #include "work_queue.h"
 
 namespace dtrain::dist {
@@ -395,17 +396,36 @@ int ProcessGroupMPI::world_size() {
 struct ProcessGroupMPI::Impl {
   MPI_Comm comm = MPI_COMM_NULL;
   MpiOptions options;
+  ProcessGroup* group = nullptr;
   // The first collective that timed out; the group is unusable once set.
   std::string broken_by;
+  // The collective the worker runs now, for Note [Which rank a timeout
+  // waited on]: its number among the group's collectives and its op. The
+  // worker thread's alone.
+  std::int64_t seq = 0;
+  std::string running_op;
   WorkQueue queue;
 
-  WorkPtr enqueue(std::string description, std::function<void()> run) {
-    return queue.enqueue(description, [this, description, run = std::move(run)] {
+  // Queues collective `op`; `description` is describe(op).
+  WorkPtr enqueue(const std::string& op, std::string description, std::function<void()> run) {
+    return queue.enqueue(description, [this, op, description, run = std::move(run)] {
+      ++seq;
+      running_op = op;
       DTRAIN_CHECK_AS(CollectiveError, broken_by.empty(), description,
                       ": the group is unusable since an earlier collective timed out (", broken_by,
                       "); destroy it and end the job");
       run();
     });
+  }
+
+  // What a timeout of the running collective appends to its error: the
+  // ranks that never reached it, when the group has a store to ask.
+  std::string diagnosis(std::chrono::milliseconds timeout) const {
+    if (!options.diagnosis_store) {
+      return "";
+    }
+    return diagnose_timeout(options.diagnosis_store, group->name(), group->rank(),
+                            group->global_ranks(), seq, running_op, diagnosis_grace(timeout));
   }
 
   std::chrono::milliseconds timeout_or_default(std::chrono::milliseconds timeout) const {
@@ -425,7 +445,8 @@ struct ProcessGroupMPI::Impl {
     }
     if (!poll(request, Clock::now() + timeout, what)) {
       const std::string message = what + ": not finished after " + std::to_string(timeout.count()) +
-                                  " ms (a rank did not join, or joined a different collective)";
+                                  " ms (a rank did not join, or joined a different collective)" +
+                                  diagnosis(timeout);
       if (options.abort_on_timeout) {
         abort_job(comm, message);
       }
@@ -476,6 +497,7 @@ ProcessGroupMPI::ProcessGroupMPI(MpiOptions options, std::string name)
   DTRAIN_CHECK(options.timeout.count() > 0, describe("creating the group"),
                ": timeout must be positive, got ", options.timeout.count(), " ms");
   impl_->options = options;
+  impl_->group = this;
   // MPI_Comm_idup, polled, so a rank that never comes times out like a collective.
   MPI_Request request = MPI_REQUEST_NULL;
   {
@@ -500,6 +522,7 @@ ProcessGroupMPI::ProcessGroupMPI(std::vector<int> world_ranks, MpiOptions option
   DTRAIN_CHECK(options.timeout.count() > 0, describe("creating the group"),
                ": timeout must be positive, got ", options.timeout.count(), " ms");
   impl_->options = options;
+  impl_->group = this;
   {
     std::lock_guard<std::mutex> lock(mpi_mutex());
     check_not_finalized(describe("creating the group"));
@@ -592,11 +615,12 @@ WorkPtr ProcessGroupMPI::recv(at::Tensor& tensor, int src, int tag) {
 }
 
 WorkPtr ProcessGroupMPI::broadcast(at::Tensor& tensor, const BroadcastOptions& options) {
-  const std::string what = describe("broadcast from rank " + std::to_string(options.root));
+  const std::string op = "broadcast from rank " + std::to_string(options.root);
+  const std::string what = describe(op);
   check_cpu(tensor, what);
   check_root(options.root, size(), what);
   const auto timeout = impl_->timeout_or_default(options.timeout);
-  return impl_->enqueue(what, [this, what, tensor, options, timeout]() mutable {
+  return impl_->enqueue(op, what, [this, what, tensor, options, timeout]() mutable {
     on_contiguous(tensor, [&](at::Tensor& t) {
       impl_->complete(what, timeout,
                       [&](MPI_Request* r) {
@@ -609,11 +633,12 @@ WorkPtr ProcessGroupMPI::broadcast(at::Tensor& tensor, const BroadcastOptions& o
 }
 
 WorkPtr ProcessGroupMPI::all_reduce(at::Tensor& tensor, const AllreduceOptions& options) {
-  const std::string what = describe("all_reduce(" + to_string(options.op) + ")");
+  const std::string op = "all_reduce(" + to_string(options.op) + ")";
+  const std::string what = describe(op);
   check_cpu(tensor, what);
   check_avg(options.op, tensor, what);
   const auto timeout = impl_->timeout_or_default(options.timeout);
-  return impl_->enqueue(what, [this, what, tensor, options, timeout]() mutable {
+  return impl_->enqueue(op, what, [this, what, tensor, options, timeout]() mutable {
     on_contiguous(tensor, [&](at::Tensor& t) {
       impl_->complete(what, timeout,
                       [&](MPI_Request* r) {
@@ -630,14 +655,15 @@ WorkPtr ProcessGroupMPI::all_reduce(at::Tensor& tensor, const AllreduceOptions& 
 }
 
 WorkPtr ProcessGroupMPI::reduce(at::Tensor& tensor, const ReduceOptions& options) {
-  const std::string what =
-      describe("reduce(" + to_string(options.op) + ") to rank " + std::to_string(options.root));
+  const std::string op =
+      "reduce(" + to_string(options.op) + ") to rank " + std::to_string(options.root);
+  const std::string what = describe(op);
   check_cpu(tensor, what);
   check_root(options.root, size(), what);
   check_avg(options.op, tensor, what);
   const auto timeout = impl_->timeout_or_default(options.timeout);
   const bool is_root = rank() == options.root;
-  return impl_->enqueue(what, [this, what, tensor, options, timeout, is_root]() mutable {
+  return impl_->enqueue(op, what, [this, what, tensor, options, timeout, is_root]() mutable {
     on_contiguous(tensor, [&](at::Tensor& t) {
       impl_->complete(what, timeout,
                       [&](MPI_Request* r) {
@@ -658,28 +684,31 @@ WorkPtr ProcessGroupMPI::reduce(at::Tensor& tensor, const ReduceOptions& options
 
 WorkPtr ProcessGroupMPI::all_gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
                                     const CollectiveOptions& options) {
-  const std::string what = describe("all_gather");
+  const std::string op = "all_gather";
+  const std::string what = describe(op);
   check_cpu(input, what);
   check_one_per_rank(outputs, input, size(), what, "outputs");
   mpi_count(input.numel() * size(), what);
   const auto timeout = impl_->timeout_or_default(options.timeout);
-  return impl_->enqueue(what, [this, what, outputs, input = input.contiguous(), timeout]() mutable {
-    at::Tensor flat = at::empty({input.numel() * size()}, input.options());
-    impl_->complete(what, timeout,
-                    [&](MPI_Request* r) {
-                      const auto type = to_mpi(input.scalar_type());
-                      const int count = static_cast<int>(input.numel());
-                      return MPI_Iallgather(in_ptr(input), count, type, flat.mutable_data_ptr(),
-                                            count, type, impl_->comm, r);
-                    },
-                    {input, flat});
-    split_into(flat, outputs);
-  });
+  return impl_->enqueue(
+      op, what, [this, what, outputs, input = input.contiguous(), timeout]() mutable {
+        at::Tensor flat = at::empty({input.numel() * size()}, input.options());
+        impl_->complete(what, timeout,
+                        [&](MPI_Request* r) {
+                          const auto type = to_mpi(input.scalar_type());
+                          const int count = static_cast<int>(input.numel());
+                          return MPI_Iallgather(in_ptr(input), count, type, flat.mutable_data_ptr(),
+                                                count, type, impl_->comm, r);
+                        },
+                        {input, flat});
+        split_into(flat, outputs);
+      });
 }
 
 WorkPtr ProcessGroupMPI::gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
                                 const RootOptions& options) {
-  const std::string what = describe("gather to rank " + std::to_string(options.root));
+  const std::string op = "gather to rank " + std::to_string(options.root);
+  const std::string what = describe(op);
   check_cpu(input, what);
   check_root(options.root, size(), what);
   const bool is_root = rank() == options.root;
@@ -689,7 +718,8 @@ WorkPtr ProcessGroupMPI::gather(std::vector<at::Tensor>& outputs, const at::Tens
   }
   const auto timeout = impl_->timeout_or_default(options.timeout);
   return impl_->enqueue(
-      what, [this, what, outputs, input = input.contiguous(), options, timeout, is_root]() mutable {
+      op, what,
+      [this, what, outputs, input = input.contiguous(), options, timeout, is_root]() mutable {
         at::Tensor flat =
             is_root ? at::empty({input.numel() * size()}, input.options()) : at::empty({0});
         impl_->complete(what, timeout,
@@ -709,7 +739,8 @@ WorkPtr ProcessGroupMPI::gather(std::vector<at::Tensor>& outputs, const at::Tens
 
 WorkPtr ProcessGroupMPI::scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
                                  const RootOptions& options) {
-  const std::string what = describe("scatter from rank " + std::to_string(options.root));
+  const std::string op = "scatter from rank " + std::to_string(options.root);
+  const std::string what = describe(op);
   check_cpu(output, what);
   check_root(options.root, size(), what);
   const bool is_root = rank() == options.root;
@@ -719,7 +750,7 @@ WorkPtr ProcessGroupMPI::scatter(at::Tensor& output, const std::vector<at::Tenso
   }
   const auto timeout = impl_->timeout_or_default(options.timeout);
   at::Tensor flat = is_root ? flat_cat(inputs) : at::empty({0});
-  return impl_->enqueue(what, [this, what, output, flat, options, timeout, is_root]() mutable {
+  return impl_->enqueue(op, what, [this, what, output, flat, options, timeout, is_root]() mutable {
     on_contiguous(output, [&](at::Tensor& t) {
       impl_->complete(what, timeout,
                       [&](MPI_Request* r) {
@@ -736,14 +767,15 @@ WorkPtr ProcessGroupMPI::scatter(at::Tensor& output, const std::vector<at::Tenso
 
 WorkPtr ProcessGroupMPI::reduce_scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
                                         const AllreduceOptions& options) {
-  const std::string what = describe("reduce_scatter(" + to_string(options.op) + ")");
+  const std::string op = "reduce_scatter(" + to_string(options.op) + ")";
+  const std::string what = describe(op);
   check_cpu(output, what);
   check_avg(options.op, output, what);
   check_one_per_rank(inputs, output, size(), what, "inputs");
   mpi_count(output.numel() * size(), what);
   const auto timeout = impl_->timeout_or_default(options.timeout);
   at::Tensor flat = flat_cat(inputs);
-  return impl_->enqueue(what, [this, what, output, flat, options, timeout]() mutable {
+  return impl_->enqueue(op, what, [this, what, output, flat, options, timeout]() mutable {
     on_contiguous(output, [&](at::Tensor& t) {
       impl_->complete(what, timeout,
                       [&](MPI_Request* r) {
@@ -763,7 +795,8 @@ WorkPtr ProcessGroupMPI::reduce_scatter(at::Tensor& output, const std::vector<at
 WorkPtr ProcessGroupMPI::all_to_all(std::vector<at::Tensor>& outputs,
                                     const std::vector<at::Tensor>& inputs,
                                     const CollectiveOptions& options) {
-  const std::string what = describe("all_to_all");
+  const std::string op = "all_to_all";
+  const std::string what = describe(op);
   check_count(inputs, size(), what, "inputs");
   check_count(outputs, size(), what, "outputs");
   for (int i = 0; i < size(); ++i) {
@@ -774,7 +807,7 @@ WorkPtr ProcessGroupMPI::all_to_all(std::vector<at::Tensor>& outputs,
   mpi_count(inputs[0].numel() * size(), what);
   const auto timeout = impl_->timeout_or_default(options.timeout);
   at::Tensor flat_in = flat_cat(inputs);
-  return impl_->enqueue(what, [this, what, outputs, flat_in, timeout]() mutable {
+  return impl_->enqueue(op, what, [this, what, outputs, flat_in, timeout]() mutable {
     at::Tensor flat_out = at::empty_like(flat_in);
     impl_->complete(what, timeout,
                     [&](MPI_Request* r) {
@@ -790,9 +823,10 @@ WorkPtr ProcessGroupMPI::all_to_all(std::vector<at::Tensor>& outputs,
 }
 
 WorkPtr ProcessGroupMPI::barrier(const CollectiveOptions& options) {
-  const std::string what = describe("barrier");
+  const std::string op = "barrier";
+  const std::string what = describe(op);
   const auto timeout = impl_->timeout_or_default(options.timeout);
-  return impl_->enqueue(what, [this, what, timeout] {
+  return impl_->enqueue(op, what, [this, what, timeout] {
     impl_->complete(what, timeout, [&](MPI_Request* r) { return MPI_Ibarrier(impl_->comm, r); },
                     {});
   });
@@ -816,6 +850,9 @@ ProcessGroupPtr make_mpi_group(const std::shared_ptr<Store>& store, int rank, in
                                std::chrono::milliseconds timeout, const std::string& name) {
   MpiOptions options = MpiOptions::from_env();
   options.timeout = timeout;
+  if (store) {
+    options.diagnosis_store = std::make_shared<PrefixStore>("mpi/" + name, store);
+  }
   if (size == ProcessGroupMPI::world_size()) {
     check_mpi_world(rank, size);
     return std::make_shared<ProcessGroupMPI>(options, name);

@@ -19,7 +19,10 @@
 // timeout; send and recv are MPI_Isend/MPI_Irecv whose Works complete
 // independently, waited in any order (they progress while some MPI call
 // runs in the process, as usual in MPI). A timeout raises
-// CollectiveTimeoutError naming the op, the group and the rank. MPI cannot
+// CollectiveTimeoutError naming the op, the group and the rank; a group
+// made by init_process_group or new_group also names the ranks that never
+// reached the collective (Note [Which rank a timeout waited on], through
+// the job's store, as on Gloo). MPI cannot
 // cancel a collective, so after a timed-out collective the group is broken:
 // later collectives on it fail at once. With MpiOptions::abort_on_timeout
 // the whole job is aborted (MPI_Abort) instead.
@@ -35,6 +38,7 @@
 #include <vector>
 
 #include "dtrain/dist/process_group.h"
+#include "dtrain/dist/store.h"
 
 namespace dtrain::dist {
 
@@ -43,6 +47,11 @@ struct MpiOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(30)};
   // On a timeout, MPI_Abort the job (every rank ends) rather than raising.
   bool abort_on_timeout = false;
+  // Where a collective that timed out learns which ranks never reached it,
+  // a store shared by the group's members and this group alone (a prefix of
+  // the job's store; make_mpi_group gives one). Without it, the error names
+  // only the op, the group and the rank.
+  std::shared_ptr<Store> diagnosis_store;
   // Options from the environment: DTRAIN_MPI_ABORT_ON_TIMEOUT=1.
   static MpiOptions from_env();
 };
