@@ -33,6 +33,7 @@
 #include "collective_args.h"
 #include "dtrain/dist/prefix_store.h"
 #include "nccl_utils.h"
+#include "timeout_diagnosis.h"
 
 namespace dtrain::dist {
 
@@ -103,6 +104,15 @@ class NcclWork : public Work {
   std::chrono::milliseconds timeout() const { return timeout_; }
   void release_tensors() { tensors_.clear(); }
 
+  // A collective: its number among the group's collectives and its op, for
+  // Note [Which rank a timeout waited on]; seq() is 0 for send and recv.
+  void set_collective(std::int64_t seq, std::string op) {
+    seq_ = seq;
+    op_ = std::move(op);
+  }
+  std::int64_t seq() const { return seq_; }
+  const std::string& op() const { return op_; }
+
  private:
   std::shared_ptr<Communicator> comm_;
   int rank_;
@@ -111,6 +121,8 @@ class NcclWork : public Work {
   std::chrono::milliseconds timeout_;
   bool blocking_;
   std::vector<at::Tensor> tensors_;  // alive until the GPU is done with them
+  std::int64_t seq_ = 0;
+  std::string op_;
 };
 
 void check_cuda_tensor(const at::Tensor& tensor, const std::string& what) {
@@ -154,6 +166,10 @@ struct ProcessGroupNCCL::Impl {
   // The communicator; launches hold launch_mutex (an ncclComm_t is not thread-safe).
   std::mutex launch_mutex;
   std::shared_ptr<Communicator> comm;
+
+  // Collectives launched so far, for Note [Which rank a timeout waited on];
+  // under launch_mutex.
+  std::int64_t collectives = 0;
 
   // Watchdog state.
   std::mutex watch_mutex;
@@ -217,9 +233,10 @@ struct ProcessGroupNCCL::Impl {
   }
 
   // Launches `body` on the communicator's stream (Note [NCCL stream ordering]).
-  // `tensors` are the caller's tensors the operation reads or writes.
+  // `op` names a collective (empty for send and recv, which name their
+  // peer); `tensors` are the caller's tensors the operation reads or writes.
   template <typename Body>
-  WorkPtr launch(const std::string& what, std::vector<at::Tensor> tensors,
+  WorkPtr launch(const std::string& op, const std::string& what, std::vector<at::Tensor> tensors,
                  std::chrono::milliseconds requested_timeout, bool blocking, Body&& body) {
     const int device = tensors.front().device().index();
     for (const auto& t : tensors) {
@@ -241,6 +258,9 @@ struct ProcessGroupNCCL::Impl {
     }
     auto work = std::make_shared<NcclWork>(what, c, rank, Clock::now() + timeout, timeout,
                                            blocking || options.blocking_wait, std::move(tensors));
+    if (!op.empty()) {
+      work->set_collective(++collectives, op);
+    }
     {
       // Copies and temporaries of `body` run on (and belong to) the NCCL stream.
       c10::cuda::CUDAStreamGuard stream_guard(c->stream);
@@ -324,6 +344,12 @@ struct ProcessGroupNCCL::Impl {
                     std::to_string(work->timeout().count()) +
                     " ms (a peer may be missing, or stuck before this collective)";
         }
+      }
+      if (timed_out && culprit->seq() > 0) {
+        // Before the abort: the peers still in this collective report theirs.
+        failure +=
+            diagnose_timeout(store, self->name(), self->rank(), self->global_ranks(),
+                             culprit->seq(), culprit->op(), diagnosis_grace(culprit->timeout()));
       }
       for (const auto& work : done) {
         work->release_tensors();
@@ -427,7 +453,7 @@ WorkPtr ProcessGroupNCCL::send(const at::Tensor& tensor, int dst, int tag) {
   DTRAIN_CHECK(tensor.is_contiguous(), what, ": the tensor must be contiguous");
   DTRAIN_CHECK(tag >= 0, what, ": tag must be >= 0, got ", tag);
   return impl_->launch(
-      what, {tensor}, {}, false, [&](ncclComm_t comm, cudaStream_t stream, int rank) {
+      /*op=*/"", what, {tensor}, {}, false, [&](ncclComm_t comm, cudaStream_t stream, int rank) {
         DTRAIN_NCCL_CHECK(ncclSend(tensor.const_data_ptr(), tensor.numel(),
                                    nccl::to_nccl(tensor.scalar_type()), dst, comm, stream),
                           rank, what);
@@ -441,7 +467,7 @@ WorkPtr ProcessGroupNCCL::recv(at::Tensor& tensor, int src, int tag) {
   DTRAIN_CHECK(tensor.is_contiguous(), what, ": the tensor must be contiguous");
   DTRAIN_CHECK(tag >= 0, what, ": tag must be >= 0, got ", tag);
   return impl_->launch(
-      what, {tensor}, {}, false, [&](ncclComm_t comm, cudaStream_t stream, int rank) {
+      /*op=*/"", what, {tensor}, {}, false, [&](ncclComm_t comm, cudaStream_t stream, int rank) {
         DTRAIN_NCCL_CHECK(ncclRecv(tensor.mutable_data_ptr(), tensor.numel(),
                                    nccl::to_nccl(tensor.scalar_type()), src, comm, stream),
                           rank, what);
@@ -449,7 +475,8 @@ WorkPtr ProcessGroupNCCL::recv(at::Tensor& tensor, int src, int tag) {
 }
 
 WorkPtr ProcessGroupNCCL::broadcast(at::Tensor& tensor, const BroadcastOptions& options) {
-  const std::string what = describe("broadcast from rank " + std::to_string(options.root));
+  const std::string op = "broadcast from rank " + std::to_string(options.root);
+  const std::string what = describe(op);
   if (on_cpu(tensor)) {
     return through_device(what, {}, {&tensor}, [&](auto&, std::vector<at::Tensor>& out) {
       return broadcast(out[0], options);
@@ -458,7 +485,8 @@ WorkPtr ProcessGroupNCCL::broadcast(at::Tensor& tensor, const BroadcastOptions& 
   check_cuda_tensor(tensor, what);
   check_root(options.root, size(), what);
   return impl_->launch(
-      what, {tensor}, options.timeout, false, [&](ncclComm_t comm, cudaStream_t stream, int rank) {
+      op, what, {tensor}, options.timeout, false,
+      [&](ncclComm_t comm, cudaStream_t stream, int rank) {
         on_contiguous(tensor, [&](at::Tensor& t) {
           DTRAIN_NCCL_CHECK(
               ncclBroadcast(t.const_data_ptr(), t.mutable_data_ptr(), t.numel(),
@@ -469,7 +497,8 @@ WorkPtr ProcessGroupNCCL::broadcast(at::Tensor& tensor, const BroadcastOptions& 
 }
 
 WorkPtr ProcessGroupNCCL::all_reduce(at::Tensor& tensor, const AllreduceOptions& options) {
-  const std::string what = describe("all_reduce(" + to_string(options.op) + ")");
+  const std::string op = "all_reduce(" + to_string(options.op) + ")";
+  const std::string what = describe(op);
   if (on_cpu(tensor)) {
     return through_device(what, {}, {&tensor}, [&](auto&, std::vector<at::Tensor>& out) {
       return all_reduce(out[0], options);
@@ -477,20 +506,22 @@ WorkPtr ProcessGroupNCCL::all_reduce(at::Tensor& tensor, const AllreduceOptions&
   }
   check_cuda_tensor(tensor, what);
   check_avg(options.op, tensor, what);
-  return impl_->launch(
-      what, {tensor}, options.timeout, false, [&](ncclComm_t comm, cudaStream_t stream, int rank) {
-        on_contiguous(tensor, [&](at::Tensor& t) {
-          DTRAIN_NCCL_CHECK(ncclAllReduce(t.const_data_ptr(), t.mutable_data_ptr(), t.numel(),
-                                          nccl::to_nccl(t.scalar_type()), nccl::to_nccl(options.op),
-                                          comm, stream),
-                            rank, what);
-        });
-      });
+  return impl_->launch(op, what, {tensor}, options.timeout, false,
+                       [&](ncclComm_t comm, cudaStream_t stream, int rank) {
+                         on_contiguous(tensor, [&](at::Tensor& t) {
+                           DTRAIN_NCCL_CHECK(
+                               ncclAllReduce(t.const_data_ptr(), t.mutable_data_ptr(), t.numel(),
+                                             nccl::to_nccl(t.scalar_type()),
+                                             nccl::to_nccl(options.op), comm, stream),
+                               rank, what);
+                         });
+                       });
 }
 
 WorkPtr ProcessGroupNCCL::reduce(at::Tensor& tensor, const ReduceOptions& options) {
-  const std::string what =
-      describe("reduce(" + to_string(options.op) + ") to rank " + std::to_string(options.root));
+  const std::string op =
+      "reduce(" + to_string(options.op) + ") to rank " + std::to_string(options.root);
+  const std::string what = describe(op);
   if (on_cpu(tensor)) {
     return through_device(what, {}, {&tensor}, [&](auto&, std::vector<at::Tensor>& out) {
       return reduce(out[0], options);
@@ -499,20 +530,22 @@ WorkPtr ProcessGroupNCCL::reduce(at::Tensor& tensor, const ReduceOptions& option
   check_cuda_tensor(tensor, what);
   check_root(options.root, size(), what);
   check_avg(options.op, tensor, what);
-  return impl_->launch(
-      what, {tensor}, options.timeout, false, [&](ncclComm_t comm, cudaStream_t stream, int rank) {
-        on_contiguous(tensor, [&](at::Tensor& t) {
-          DTRAIN_NCCL_CHECK(ncclReduce(t.const_data_ptr(), t.mutable_data_ptr(), t.numel(),
-                                       nccl::to_nccl(t.scalar_type()), nccl::to_nccl(options.op),
-                                       options.root, comm, stream),
-                            rank, what);
-        });
-      });
+  return impl_->launch(op, what, {tensor}, options.timeout, false,
+                       [&](ncclComm_t comm, cudaStream_t stream, int rank) {
+                         on_contiguous(tensor, [&](at::Tensor& t) {
+                           DTRAIN_NCCL_CHECK(
+                               ncclReduce(t.const_data_ptr(), t.mutable_data_ptr(), t.numel(),
+                                          nccl::to_nccl(t.scalar_type()), nccl::to_nccl(options.op),
+                                          options.root, comm, stream),
+                               rank, what);
+                         });
+                       });
 }
 
 WorkPtr ProcessGroupNCCL::all_gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
                                      const CollectiveOptions& options) {
-  const std::string what = describe("all_gather");
+  const std::string op = "all_gather";
+  const std::string what = describe(op);
   if (on_cpu(input)) {
     return through_device(what, {input}, pointers_to(outputs),
                           [&](std::vector<at::Tensor>& in, std::vector<at::Tensor>& out) {
@@ -524,7 +557,8 @@ WorkPtr ProcessGroupNCCL::all_gather(std::vector<at::Tensor>& outputs, const at:
   std::vector<at::Tensor> tensors = {input};
   tensors.insert(tensors.end(), outputs.begin(), outputs.end());
   return impl_->launch(
-      what, tensors, options.timeout, false, [&](ncclComm_t comm, cudaStream_t stream, int rank) {
+      op, what, tensors, options.timeout, false,
+      [&](ncclComm_t comm, cudaStream_t stream, int rank) {
         const at::Tensor in = input.contiguous();
         at::Tensor flat = at::empty({in.numel() * size()}, in.options());
         DTRAIN_NCCL_CHECK(ncclAllGather(in.const_data_ptr(), flat.mutable_data_ptr(), in.numel(),
@@ -538,32 +572,35 @@ WorkPtr ProcessGroupNCCL::all_gather(std::vector<at::Tensor>& outputs, const at:
 
 WorkPtr ProcessGroupNCCL::reduce_scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
                                          const AllreduceOptions& options) {
-  const std::string what = describe("reduce_scatter(" + to_string(options.op) + ")");
+  const std::string op = "reduce_scatter(" + to_string(options.op) + ")";
+  const std::string what = describe(op);
   check_cuda_tensor(output, what);
   check_avg(options.op, output, what);
   check_one_per_rank(inputs, output, size(), what, "inputs");
   std::vector<at::Tensor> tensors = {output};
   tensors.insert(tensors.end(), inputs.begin(), inputs.end());
-  return impl_->launch(
-      what, tensors, options.timeout, false, [&](ncclComm_t comm, cudaStream_t stream, int rank) {
-        std::vector<at::Tensor> flat_inputs;
-        for (const auto& in : inputs) {
-          flat_inputs.push_back(in.reshape({-1}));
-        }
-        const at::Tensor flat = at::cat(flat_inputs);
-        on_contiguous(output, [&](at::Tensor& out) {
-          DTRAIN_NCCL_CHECK(ncclReduceScatter(flat.const_data_ptr(), out.mutable_data_ptr(),
-                                              out.numel(), nccl::to_nccl(out.scalar_type()),
-                                              nccl::to_nccl(options.op), comm, stream),
-                            rank, what);
-        });
-      });
+  return impl_->launch(op, what, tensors, options.timeout, false,
+                       [&](ncclComm_t comm, cudaStream_t stream, int rank) {
+                         std::vector<at::Tensor> flat_inputs;
+                         for (const auto& in : inputs) {
+                           flat_inputs.push_back(in.reshape({-1}));
+                         }
+                         const at::Tensor flat = at::cat(flat_inputs);
+                         on_contiguous(output, [&](at::Tensor& out) {
+                           DTRAIN_NCCL_CHECK(
+                               ncclReduceScatter(flat.const_data_ptr(), out.mutable_data_ptr(),
+                                                 out.numel(), nccl::to_nccl(out.scalar_type()),
+                                                 nccl::to_nccl(options.op), comm, stream),
+                               rank, what);
+                         });
+                       });
 }
 
 WorkPtr ProcessGroupNCCL::all_to_all(std::vector<at::Tensor>& outputs,
                                      const std::vector<at::Tensor>& inputs,
                                      const CollectiveOptions& options) {
-  const std::string what = describe("all_to_all");
+  const std::string op = "all_to_all";
+  const std::string what = describe(op);
   check_count(inputs, size(), what, "inputs");
   check_count(outputs, size(), what, "outputs");
   std::vector<at::Tensor> tensors;
@@ -579,7 +616,8 @@ WorkPtr ProcessGroupNCCL::all_to_all(std::vector<at::Tensor>& outputs,
     tensors.push_back(outputs[r]);
   }
   return impl_->launch(
-      what, tensors, options.timeout, false, [&](ncclComm_t comm, cudaStream_t stream, int rank) {
+      op, what, tensors, options.timeout, false,
+      [&](ncclComm_t comm, cudaStream_t stream, int rank) {
         std::vector<at::Tensor> dense_in;
         std::vector<at::Tensor> dense_out;
         for (int r = 0; r < size(); ++r) {
@@ -607,7 +645,8 @@ WorkPtr ProcessGroupNCCL::all_to_all(std::vector<at::Tensor>& outputs,
 
 WorkPtr ProcessGroupNCCL::gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
                                  const RootOptions& options) {
-  const std::string what = describe("gather to rank " + std::to_string(options.root));
+  const std::string op = "gather to rank " + std::to_string(options.root);
+  const std::string what = describe(op);
   check_cuda_tensor(input, what);
   check_root(options.root, size(), what);
   const bool is_root = rank() == options.root;
@@ -616,41 +655,42 @@ WorkPtr ProcessGroupNCCL::gather(std::vector<at::Tensor>& outputs, const at::Ten
     check_one_per_rank(outputs, input, size(), what, "outputs");
     tensors.insert(tensors.end(), outputs.begin(), outputs.end());
   }
-  return impl_->launch(
-      what, tensors, options.timeout, false, [&](ncclComm_t comm, cudaStream_t stream, int rank) {
-        const at::Tensor in = input.contiguous();
-        const auto dtype = nccl::to_nccl(in.scalar_type());
-        if (!is_root) {
-          DTRAIN_NCCL_CHECK(
-              ncclSend(in.const_data_ptr(), in.numel(), dtype, options.root, comm, stream), rank,
-              what);
-          return;
-        }
-        std::vector<at::Tensor> dense;
-        for (const auto& out : outputs) {
-          dense.push_back(out.is_contiguous() ? out : at::empty_like(out));
-        }
-        DTRAIN_NCCL_CHECK(ncclGroupStart(), rank, what);
-        for (int r = 0; r < size(); ++r) {
-          if (r != rank) {
-            DTRAIN_NCCL_CHECK(
-                ncclRecv(dense[r].mutable_data_ptr(), dense[r].numel(), dtype, r, comm, stream),
-                rank, what);
-          }
-        }
-        DTRAIN_NCCL_CHECK(ncclGroupEnd(), rank, what);
-        dense[rank].copy_(in);
-        for (int r = 0; r < size(); ++r) {
-          if (!outputs[r].is_same(dense[r])) {
-            outputs[r].copy_(dense[r]);
-          }
-        }
-      });
+  return impl_->launch(op, what, tensors, options.timeout, false,
+                       [&](ncclComm_t comm, cudaStream_t stream, int rank) {
+                         const at::Tensor in = input.contiguous();
+                         const auto dtype = nccl::to_nccl(in.scalar_type());
+                         if (!is_root) {
+                           DTRAIN_NCCL_CHECK(ncclSend(in.const_data_ptr(), in.numel(), dtype,
+                                                      options.root, comm, stream),
+                                             rank, what);
+                           return;
+                         }
+                         std::vector<at::Tensor> dense;
+                         for (const auto& out : outputs) {
+                           dense.push_back(out.is_contiguous() ? out : at::empty_like(out));
+                         }
+                         DTRAIN_NCCL_CHECK(ncclGroupStart(), rank, what);
+                         for (int r = 0; r < size(); ++r) {
+                           if (r != rank) {
+                             DTRAIN_NCCL_CHECK(ncclRecv(dense[r].mutable_data_ptr(),
+                                                        dense[r].numel(), dtype, r, comm, stream),
+                                               rank, what);
+                           }
+                         }
+                         DTRAIN_NCCL_CHECK(ncclGroupEnd(), rank, what);
+                         dense[rank].copy_(in);
+                         for (int r = 0; r < size(); ++r) {
+                           if (!outputs[r].is_same(dense[r])) {
+                             outputs[r].copy_(dense[r]);
+                           }
+                         }
+                       });
 }
 
 WorkPtr ProcessGroupNCCL::scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
                                   const RootOptions& options) {
-  const std::string what = describe("scatter from rank " + std::to_string(options.root));
+  const std::string op = "scatter from rank " + std::to_string(options.root);
+  const std::string what = describe(op);
   check_cuda_tensor(output, what);
   check_root(options.root, size(), what);
   const bool is_root = rank() == options.root;
@@ -659,47 +699,49 @@ WorkPtr ProcessGroupNCCL::scatter(at::Tensor& output, const std::vector<at::Tens
     check_one_per_rank(inputs, output, size(), what, "inputs");
     tensors.insert(tensors.end(), inputs.begin(), inputs.end());
   }
-  return impl_->launch(
-      what, tensors, options.timeout, false, [&](ncclComm_t comm, cudaStream_t stream, int rank) {
-        on_contiguous(output, [&](at::Tensor& out) {
-          const auto dtype = nccl::to_nccl(out.scalar_type());
-          if (!is_root) {
-            DTRAIN_NCCL_CHECK(
-                ncclRecv(out.mutable_data_ptr(), out.numel(), dtype, options.root, comm, stream),
-                rank, what);
-            return;
-          }
-          std::vector<at::Tensor> dense;
-          for (const auto& in : inputs) {
-            dense.push_back(in.contiguous());
-          }
-          DTRAIN_NCCL_CHECK(ncclGroupStart(), rank, what);
-          for (int r = 0; r < size(); ++r) {
-            if (r != rank) {
-              DTRAIN_NCCL_CHECK(
-                  ncclSend(dense[r].const_data_ptr(), dense[r].numel(), dtype, r, comm, stream),
-                  rank, what);
-            }
-          }
-          DTRAIN_NCCL_CHECK(ncclGroupEnd(), rank, what);
-          out.copy_(dense[rank]);
-        });
-      });
+  return impl_->launch(op, what, tensors, options.timeout, false,
+                       [&](ncclComm_t comm, cudaStream_t stream, int rank) {
+                         on_contiguous(output, [&](at::Tensor& out) {
+                           const auto dtype = nccl::to_nccl(out.scalar_type());
+                           if (!is_root) {
+                             DTRAIN_NCCL_CHECK(ncclRecv(out.mutable_data_ptr(), out.numel(), dtype,
+                                                        options.root, comm, stream),
+                                               rank, what);
+                             return;
+                           }
+                           std::vector<at::Tensor> dense;
+                           for (const auto& in : inputs) {
+                             dense.push_back(in.contiguous());
+                           }
+                           DTRAIN_NCCL_CHECK(ncclGroupStart(), rank, what);
+                           for (int r = 0; r < size(); ++r) {
+                             if (r != rank) {
+                               DTRAIN_NCCL_CHECK(ncclSend(dense[r].const_data_ptr(),
+                                                          dense[r].numel(), dtype, r, comm, stream),
+                                                 rank, what);
+                             }
+                           }
+                           DTRAIN_NCCL_CHECK(ncclGroupEnd(), rank, what);
+                           out.copy_(dense[rank]);
+                         });
+                       });
 }
 
 WorkPtr ProcessGroupNCCL::barrier(const CollectiveOptions& options) {
-  const std::string what = describe("barrier");
+  const std::string op = "barrier";
+  const std::string what = describe(op);
   const int device = group_device();
   at::Tensor token = at::zeros({1}, at::TensorOptions()
                                         .dtype(at::kFloat)
                                         .device(at::kCUDA, static_cast<c10::DeviceIndex>(device)));
   // Blocking: wait() returns once every rank's all_reduce finished.
-  return impl_->launch(
-      what, {token}, options.timeout, true, [&](ncclComm_t comm, cudaStream_t stream, int rank) {
-        DTRAIN_NCCL_CHECK(ncclAllReduce(token.const_data_ptr(), token.mutable_data_ptr(), 1,
-                                        ncclFloat32, ncclSum, comm, stream),
-                          rank, what);
-      });
+  return impl_->launch(op, what, {token}, options.timeout, true,
+                       [&](ncclComm_t comm, cudaStream_t stream, int rank) {
+                         DTRAIN_NCCL_CHECK(
+                             ncclAllReduce(token.const_data_ptr(), token.mutable_data_ptr(), 1,
+                                           ncclFloat32, ncclSum, comm, stream),
+                             rank, what);
+                       });
 }
 
 }  // namespace dtrain::dist
