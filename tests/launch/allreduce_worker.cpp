@@ -5,6 +5,10 @@
 // It appends "started rank R world W restart C pid P master ADDR" to OUT_DIR/started when it
 // has joined, and rank 0 appends "world=W restart=C sum=S ok" to
 // OUT_DIR/result at the end. Any wrong sum or failed collective exits 1.
+//
+// --hang-rank R --hang-step S: rank R stops at step S, as a hung rank does
+// (it sleeps 60 s without calling the step's all-reduce), so the others'
+// collective times out after --timeout-ms.
 #include <unistd.h>
 
 #include <chrono>
@@ -38,13 +42,19 @@ int main(int argc, char** argv) {
   int steps = 10;
   int step_ms = 100;
   std::string out_dir;
+  int timeout_ms = 20'000;  // a vanished peer must not hang the test
+  int hang_rank = -1;
+  int hang_step = 0;
   app.add_option("--steps", steps)->check(dtrain::util::positive());
   app.add_option("--step-ms", step_ms)->check(dtrain::util::non_negative());
   app.add_option("--out", out_dir)->required();
+  app.add_option("--timeout-ms", timeout_ms)->check(dtrain::util::positive());
+  app.add_option("--hang-rank", hang_rank);
+  app.add_option("--hang-step", hang_step)->check(dtrain::util::non_negative());
   return dtrain::util::run_cli_app(app, argc, argv, [&] {
     dist::InitOptions options;
     options.backend = "gloo";
-    options.timeout = std::chrono::seconds(20);  // a vanished peer must not hang the test
+    options.timeout = std::chrono::milliseconds(timeout_ms);
     dist::init_process_group(options);
     const int rank = dist::get_rank();
     const int world = dist::get_world_size();
@@ -57,6 +67,10 @@ int main(int argc, char** argv) {
     const double expected = world * (world + 1) / 2.0;
     double sum = 0;
     for (int step = 0; step < steps; ++step) {
+      if (rank == hang_rank && step == hang_step) {
+        std::this_thread::sleep_for(std::chrono::seconds(60));
+        return 3;
+      }
       at::Tensor t = at::full({4}, static_cast<double>(rank + 1), at::kDouble);
       dist::all_reduce(t);
       sum = t[0].item<double>();

@@ -293,6 +293,56 @@ TEST(Failure, RecordsSurviveTheStoreAndNameTheRank) {
   EXPECT_NE(summary.find("    | Killed\n"), std::string::npos) << summary;
 }
 
+// Note [Which rank a timeout waited on]: the victims' errors name the rank
+// that never reached their collective, and the summary names it first, once
+// per collective, with the ranks that said so, even though a victim failed
+// first.
+TEST(Failure, RanksThatNeverReachedACollectiveAreTheLikelyCause) {
+  const std::string diagnosis =
+      "[rank 0/local 0] [error] all_reduce(SUM) on group 'default' (gloo), rank 0 of 3: Timed "
+      "out waiting 2000ms for recv operation to complete; rank(s) 2 did not reach this "
+      "all_reduce(SUM) (#2 on group 'default'): rank(s) 2 reported no timeout within 2000 ms of "
+      "this rank's (stopped, hung, dead, or busy outside this group's collectives); rank(s) 1 "
+      "timed out in it too\n";
+  WorkerFailure first;
+  first.rank = 0;
+  first.local_rank = 0;
+  first.group_rank = 0;
+  first.host = "node-a";
+  first.status.code = 1;
+  first.time_ms = 100;
+  first.log_tail = "epoch 1\n" + diagnosis;
+  WorkerFailure second = first;
+  second.rank = 1;
+  second.group_rank = 1;
+  second.time_ms = 120;
+  second.log_tail = diagnosis;
+  // A sub-group names group ranks with their global ranks.
+  second.log_tail +=
+      "[rank 1/local 0] [error] barrier on group 'g' (mpi), rank 0 of 2: not finished after 5 "
+      "ms; rank(s) 1 (global rank 3) did not reach this barrier (#7 on group 'g'): ...\n";
+  const std::string summary = format_failure_summary({second, first}, 0, 0);
+  const std::string cause =
+      "  likely cause: rank(s) 2 never reached all_reduce(SUM) (#2 on group 'default'), in which "
+      "rank(s) 0, 1 timed out\n";
+  const auto at = summary.find(cause);
+  ASSERT_NE(at, std::string::npos) << summary;
+  EXPECT_LT(at, summary.find("first failure: rank 0")) << summary;
+  EXPECT_EQ(summary.find(cause, at + 1), std::string::npos) << "said twice: " << summary;
+  EXPECT_NE(summary.find("  likely cause: rank(s) 1 (global rank 3) never reached barrier (#7 on "
+                         "group 'g'), in which rank(s) 1 timed out\n"),
+            std::string::npos)
+      << summary;
+  // Every rank reached it (a slow peer, not a missing one), or no diagnosis: no such line.
+  first.log_tail =
+      "x; every rank of the group reached this all_reduce(SUM) (#3 on group 'd') and "
+      "timed out in it\n";
+  EXPECT_EQ(format_failure_summary({first}, 0, 0).find("likely cause"), std::string::npos);
+  // A line cut before the collective's name is no evidence.
+  first.log_tail = "x; rank(s) 2 did not reach this all_red";
+  EXPECT_EQ(format_failure_summary({first}, 0, 0).find("likely cause"), std::string::npos);
+}
+
 // A crash trace is quoted from its header, whose top frames say where the
 // worker crashed, even when it is longer than the usual tail.
 TEST(Failure, TailKeepsACrashTracesTop) {

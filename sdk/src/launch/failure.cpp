@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 #include <sstream>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace dtrain::launch {
@@ -69,6 +71,68 @@ std::optional<WorkerFailure> decode_failure(const std::string& text) {
   return failure;
 }
 
+namespace {
+
+// Note [Which rank a timeout waited on] (dist/timeout_diagnosis.h): a worker
+// whose collective timed out appends "; rank(s) R did not reach this OP (#N
+// on group 'G')" to its error. The first failure is then a victim, and R is
+// where to look. Collectives named in `output`, each with its ranks R, in
+// order of appearance and once each.
+std::vector<std::pair<std::string, std::string>> collectives_not_reached(
+    const std::string& output) {
+  static constexpr std::string_view kRanks = "; rank(s) ";
+  static constexpr std::string_view kMarker = " did not reach this ";
+  std::vector<std::pair<std::string, std::string>> found;
+  for (std::size_t at = output.find(kMarker); at != std::string::npos;
+       at = output.find(kMarker, at + kMarker.size())) {
+    const std::size_t ranks = output.rfind(kRanks, at);
+    const std::size_t line = output.rfind('\n', at);
+    const std::size_t end = output.find("')", at);
+    if (ranks == std::string::npos || (line != std::string::npos && ranks < line) ||
+        end == std::string::npos || output.find('\n', at) < end) {
+      continue;  // not dtrain's diagnosis, or cut off
+    }
+    std::pair<std::string, std::string> entry(
+        output.substr(ranks + kRanks.size(), at - ranks - kRanks.size()),
+        output.substr(at + kMarker.size(), end + 2 - at - kMarker.size()));
+    if (std::find(found.begin(), found.end(), entry) == found.end()) {
+      found.push_back(std::move(entry));
+    }
+  }
+  return found;
+}
+
+// "  likely cause: rank(s) 2 never reached all_reduce(SUM) (#2 on group
+// 'default'), in which rank(s) 0, 1 timed out", a line for each collective
+// the failed workers' outputs name; nothing when they name none.
+std::string likely_causes(const std::vector<WorkerFailure>& failures) {
+  std::vector<std::pair<std::string, std::string>> causes;
+  std::vector<std::vector<int>> reporters;
+  for (const WorkerFailure& failure : failures) {
+    for (auto& cause : collectives_not_reached(failure.log_tail)) {
+      const auto it = std::find(causes.begin(), causes.end(), cause);
+      const auto index = static_cast<std::size_t>(it - causes.begin());
+      if (it == causes.end()) {
+        causes.push_back(std::move(cause));
+        reporters.emplace_back();
+      }
+      reporters[index].push_back(failure.rank);
+    }
+  }
+  std::ostringstream out;
+  for (std::size_t i = 0; i < causes.size(); ++i) {
+    out << "  likely cause: rank(s) " << causes[i].first << " never reached " << causes[i].second
+        << ", in which rank(s) ";
+    for (std::size_t r = 0; r < reporters[i].size(); ++r) {
+      out << (r ? ", " : "") << reporters[i][r];
+    }
+    out << " timed out\n";
+  }
+  return out.str();
+}
+
+}  // namespace
+
 std::string format_failure_summary(std::vector<WorkerFailure> failures, int restarts,
                                    int max_restarts) {
   std::stable_sort(failures.begin(), failures.end(),
@@ -77,9 +141,9 @@ std::string format_failure_summary(std::vector<WorkerFailure> failures, int rest
   std::ostringstream out;
   out << "dtrun: job failed after " << restarts << " restart" << (restarts == 1 ? "" : "s")
       << " (--max-restarts " << max_restarts << ")\n"
-      << "  first failure: rank " << failure.rank << " (local rank " << failure.local_rank
-      << " on node " << failure.group_rank << ", host " << failure.host << ") ended with "
-      << failure.status.describe() << "\n";
+      << likely_causes(failures) << "  first failure: rank " << failure.rank << " (local rank "
+      << failure.local_rank << " on node " << failure.group_rank << ", host " << failure.host
+      << ") ended with " << failure.status.describe() << "\n";
   if (failure.log_tail.empty()) {
     out << "  its output was empty\n";
   } else {

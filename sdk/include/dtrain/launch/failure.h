@@ -43,7 +43,10 @@ std::optional<WorkerFailure> decode_failure(const std::string& text);
 // The multi-line summary printed when the job fails: the earliest of
 // `failures` (non-empty), with its output's tail, then one line for each
 // other worker that failed on its own in the same round (often victims of
-// the first, e.g. of a collective that lost its peer).
+// the first, e.g. of a collective that lost its peer). When their outputs
+// name ranks that never reached a collective that timed out (Note [Which
+// rank a timeout waited on]), a "likely cause" line first names those
+// ranks: the first to fail is then only a victim.
 std::string format_failure_summary(std::vector<WorkerFailure> failures, int restarts,
                                    int max_restarts);
 

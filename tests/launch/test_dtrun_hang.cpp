@@ -1,0 +1,47 @@
+// dtrun's summary when a rank hangs: its peers' all-reduce times out, each
+// names the rank that never reached it (Note [Which rank a timeout waited
+// on]), and dtrun's summary names that rank as the likely cause, above the
+// first failure, which is only a victim (allreduce_worker.cpp's --hang-rank).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "background_process.h"
+#include "test_support.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using dtrain::testing::BackgroundProcess;
+using dtrain::testing::TempDir;
+
+const std::string kDtrun = DTRAIN_DTRUN_PATH;
+const std::string kWorker = DTRAIN_ALLREDUCE_WORKER_PATH;
+
+TEST(DtrunHang, TheSummaryNamesTheRankThatNeverReachedTheCollective) {
+  TempDir dir;
+  const auto start = std::chrono::steady_clock::now();
+  BackgroundProcess dtrun({kDtrun, "--standalone", "--nproc-per-node", "3", "--max-restarts", "0",
+                           kWorker, "--out", dir.path().string(), "--steps", "3", "--step-ms", "0",
+                           "--timeout-ms", "2000", "--hang-rank", "2", "--hang-step", "1"},
+                          dir.file("dtrun.out"), {{"OMP_NUM_THREADS", "1"}});
+  EXPECT_EQ(dtrun.wait(60s), 1);
+  const std::string out = dtrun.output();
+  // The victims' timeout (2 s) and grace (2 s), not rank 2's 60 s sleep.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 30s) << out;
+  const auto cause = out.find("  likely cause: rank(s) 2 never reached all_reduce(SUM) (#");
+  ASSERT_NE(cause, std::string::npos) << out;
+  const auto line_end = out.find('\n', cause);
+  const std::string line = out.substr(cause, line_end - cause);
+  // A victim said so: rank 0 or 1, whichever failed first.
+  EXPECT_TRUE(line.ends_with("in which rank(s) 0 timed out") ||
+              line.ends_with("in which rank(s) 1 timed out"))
+      << line;
+  const auto first = out.find("  first failure: rank ", cause);
+  ASSERT_NE(first, std::string::npos) << out;
+  EXPECT_NE(out.substr(first, 24), "  first failure: rank 2 ") << out;
+}
+
+}  // namespace
