@@ -2,7 +2,9 @@
 # Toy CNN training steps on CPU with and without bf16 autocast: dtrain's
 # bench_amp_toycnn and torch.autocast (benchmarks/peers/amp_toycnn_torch.py)
 # in the same run, one process per configuration, merged into
-# benchmarks/results/amp_toycnn_cpu.csv. Both also take --device cuda and
+# benchmarks/results/amp_toycnn_cpu.csv, with a table of the ratios and a
+# plot (amp_toycnn_cpu.png, benchmarks/report/amp_report.py; the plot needs
+# matplotlib in that python). Both also take --device cuda and
 # --precision fp16; tests/gpu/run_gpu_checks.sh runs them on the GPU.
 #
 #   bash benchmarks/run_amp.sh [--quick] [extra flags for both, e.g. --steps 100 --threads 2]
@@ -41,7 +43,13 @@ for batch in $batches; do
   done
 done
 
-head -n 1 "$scratch/1.csv" > "$out"
-for i in $(seq 1 "$n"); do tail -n +2 "$scratch/$i.csv" >> "$out"; done
+head -n 1 "$scratch/1.csv" > "$scratch/merged.csv"
+for i in $(seq 1 "$n"); do tail -n +2 "$scratch/$i.csv" >> "$scratch/merged.csv"; done
+mv "$scratch/merged.csv" "$out"  # whole, or the previous results stay
 echo "== $out"
-column -s, -t < "$out" 2>/dev/null || cat "$out"
+if "$python" -c 'import matplotlib' 2>/dev/null; then
+  "$python" "$root/benchmarks/report/amp_report.py" --csv "$out" --png "${out%.csv}.png"
+else
+  "$python" "$root/benchmarks/report/amp_report.py" --csv "$out"
+  echo "$runner: matplotlib is not in $python; no plot ($python -m pip install matplotlib)" >&2
+fi

@@ -163,7 +163,7 @@ RUNNERS = {
                   ["allreduce_gloo.png"]),
     "allreduce_mpi": ("run_allreduce_mpi.sh", [allreduce_csv("allreduce_mpi.csv", "mpi", "mpi")],
                       ["allreduce_mpi.png"]),
-    "amp": ("run_amp.sh", [AMP], []),
+    "amp": ("run_amp.sh", [AMP], ["amp_toycnn_cpu.png"]),
     "ddp": ("run_ddp.sh", DDP, ["ddp_cpu.png"]),
     "pointnet2_train": ("run_pointnet2_train.sh", TRAIN, ["pointnet2_train_cpu.png"]),
     "checkpoint": ("run_checkpoint.sh", [CHECKPOINT], []),
