@@ -68,6 +68,8 @@ int main(int argc, char** argv) {
     double sum = 0;
     for (int step = 0; step < steps; ++step) {
       if (rank == hang_rank && step == hang_step) {
+        std::fprintf(stderr, "rank %d stops at step %d (--hang-rank)\n", rank, step);
+        std::fflush(stderr);
         std::this_thread::sleep_for(std::chrono::seconds(60));
         return 3;
       }

@@ -1,7 +1,8 @@
 // dtrun's summary when a rank hangs: its peers' all-reduce times out, each
 // names the rank that never reached it (Note [Which rank a timeout waited
 // on]), and dtrun's summary names that rank as the likely cause, above the
-// first failure, which is only a victim (allreduce_worker.cpp's --hang-rank).
+// first failure, which is only a victim, and quotes the hung rank's last
+// lines (allreduce_worker.cpp's --hang-rank).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -42,6 +43,11 @@ TEST(DtrunHang, TheSummaryNamesTheRankThatNeverReachedTheCollective) {
   const auto first = out.find("  first failure: rank ", cause);
   ASSERT_NE(first, std::string::npos) << out;
   EXPECT_NE(out.substr(first, 24), "  first failure: rank 2 ") << out;
+  // This node ran rank 2, so the summary quotes where it stopped.
+  const auto quoted = out.find("  last lines of rank 2's output (a likely cause):\n", first);
+  ASSERT_NE(quoted, std::string::npos) << out;
+  EXPECT_NE(out.find("    | rank 2 stops at step 1 (--hang-rank)\n", quoted), std::string::npos)
+      << out;
 }
 
 }  // namespace

@@ -333,6 +333,10 @@ TEST(Failure, RanksThatNeverReachedACollectiveAreTheLikelyCause) {
                          "group 'g'), in which rank(s) 1 timed out\n"),
             std::string::npos)
       << summary;
+  // The agent that ran a named rank quotes it: global ranks, once each.
+  EXPECT_EQ(dtrain::launch::ranks_never_reaching({second, first}), (std::vector<int>{2, 3}));
+  EXPECT_EQ(dtrain::launch::format_likely_cause_tail(2, "step 4\nstuck\n"),
+            "  last lines of rank 2's output (a likely cause):\n    | step 4\n    | stuck\n");
   // Every rank reached it (a slow peer, not a missing one), or no diagnosis: no such line.
   first.log_tail =
       "x; every rank of the group reached this all_reduce(SUM) (#3 on group 'd') and "

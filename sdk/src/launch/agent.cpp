@@ -3,10 +3,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -98,6 +100,9 @@ class Agent {
   std::vector<std::unique_ptr<WorkerProcess>> workers_;
   std::vector<int> worker_ranks_;
   bool local_failure_ = false;
+  // The last lines of each worker of the last round stopped, by rank: the
+  // summary quotes those of a rank the failed ones name as the likely cause.
+  std::map<int, std::string> stopped_tails_;
 };
 
 void Agent::connect_store() {
@@ -387,6 +392,7 @@ void Agent::stop_workers(int sig) {
     }
   }
   workers_.clear();  // kills and reaps anything left
+  const std::vector<int> stopped_ranks = std::move(worker_ranks_);
   worker_ranks_.clear();
   // Before draining: an orphan may hold a worker's pipe open.
   if (const int orphans = kill_orphans(); orphans > 0) {
@@ -394,6 +400,11 @@ void Agent::stop_workers(int sig) {
   }
   signals::drain();
   output_.drain(milliseconds(500));
+  stopped_tails_.clear();
+  for (const int rank : stopped_ranks) {
+    stopped_tails_[rank] =
+        failure_tail(output_.tail(rank, std::numeric_limits<int>::max()), kTailLines, kTraceLines);
+  }
   output_.clear();
 }
 
@@ -444,6 +455,17 @@ int Agent::finish(int round, int members, const Outcome& outcome) {
   std::string summary;
   if (!failures.empty()) {
     summary = format_failure_summary(failures, restarts, options_.max_restarts);
+    // The first failure's output is quoted already.
+    const int first =
+        std::min_element(failures.begin(), failures.end(), [](const auto& a, const auto& b) {
+          return a.time_ms < b.time_ms;
+        })->rank;
+    for (const int rank : ranks_never_reaching(failures)) {
+      if (const auto tail = stopped_tails_.find(rank);
+          rank != first && tail != stopped_tails_.end()) {
+        summary += format_likely_cause_tail(rank, tail->second);
+      }
+    }
   } else {
     summary = "dtrun: job failed after " + std::to_string(restarts) +
               " restart(s) (--max-restarts " + std::to_string(options_.max_restarts) +

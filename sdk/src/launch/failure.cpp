@@ -6,7 +6,6 @@
 #include <cstring>
 #include <sstream>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 namespace dtrain::launch {
@@ -76,13 +75,19 @@ namespace {
 // Note [Which rank a timeout waited on] (dist/timeout_diagnosis.h): a worker
 // whose collective timed out appends "; rank(s) R did not reach this OP (#N
 // on group 'G')" to its error. The first failure is then a victim, and R is
-// where to look. Collectives named in `output`, each with its ranks R, in
-// order of appearance and once each.
-std::vector<std::pair<std::string, std::string>> collectives_not_reached(
-    const std::string& output) {
+// where to look.
+struct Unreached {
+  std::string ranks;       // "2", or "1 (global rank 3), 2 (global rank 5)"
+  std::string collective;  // "all_reduce(SUM) (#2 on group 'default')"
+  bool operator==(const Unreached&) const = default;
+};
+
+// The collectives `output` says ranks did not reach, in order of
+// appearance, once each.
+std::vector<Unreached> collectives_not_reached(const std::string& output) {
   static constexpr std::string_view kRanks = "; rank(s) ";
   static constexpr std::string_view kMarker = " did not reach this ";
-  std::vector<std::pair<std::string, std::string>> found;
+  std::vector<Unreached> found;
   for (std::size_t at = output.find(kMarker); at != std::string::npos;
        at = output.find(kMarker, at + kMarker.size())) {
     const std::size_t ranks = output.rfind(kRanks, at);
@@ -92,9 +97,8 @@ std::vector<std::pair<std::string, std::string>> collectives_not_reached(
         end == std::string::npos || output.find('\n', at) < end) {
       continue;  // not dtrain's diagnosis, or cut off
     }
-    std::pair<std::string, std::string> entry(
-        output.substr(ranks + kRanks.size(), at - ranks - kRanks.size()),
-        output.substr(at + kMarker.size(), end + 2 - at - kMarker.size()));
+    Unreached entry{output.substr(ranks + kRanks.size(), at - ranks - kRanks.size()),
+                    output.substr(at + kMarker.size(), end + 2 - at - kMarker.size())};
     if (std::find(found.begin(), found.end(), entry) == found.end()) {
       found.push_back(std::move(entry));
     }
@@ -106,10 +110,10 @@ std::vector<std::pair<std::string, std::string>> collectives_not_reached(
 // 'default'), in which rank(s) 0, 1 timed out", a line for each collective
 // the failed workers' outputs name; nothing when they name none.
 std::string likely_causes(const std::vector<WorkerFailure>& failures) {
-  std::vector<std::pair<std::string, std::string>> causes;
-  std::vector<std::vector<int>> reporters;
+  std::vector<Unreached> causes;
+  std::vector<std::vector<int>> reporters;  // by cause: the failed ranks that named it
   for (const WorkerFailure& failure : failures) {
-    for (auto& cause : collectives_not_reached(failure.log_tail)) {
+    for (Unreached& cause : collectives_not_reached(failure.log_tail)) {
       const auto it = std::find(causes.begin(), causes.end(), cause);
       const auto index = static_cast<std::size_t>(it - causes.begin());
       if (it == causes.end()) {
@@ -121,8 +125,8 @@ std::string likely_causes(const std::vector<WorkerFailure>& failures) {
   }
   std::ostringstream out;
   for (std::size_t i = 0; i < causes.size(); ++i) {
-    out << "  likely cause: rank(s) " << causes[i].first << " never reached " << causes[i].second
-        << ", in which rank(s) ";
+    out << "  likely cause: rank(s) " << causes[i].ranks << " never reached "
+        << causes[i].collective << ", in which rank(s) ";
     for (std::size_t r = 0; r < reporters[i].size(); ++r) {
       out << (r ? ", " : "") << reporters[i][r];
     }
@@ -131,7 +135,51 @@ std::string likely_causes(const std::vector<WorkerFailure>& failures) {
   return out.str();
 }
 
+// Quotes `text` line by line under a heading of the summary.
+void quote(std::ostringstream& out, const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    out << "    | " << line << "\n";
+  }
+}
+
 }  // namespace
+
+std::vector<int> ranks_never_reaching(const std::vector<WorkerFailure>& failures) {
+  static constexpr std::string_view kGlobal = "(global rank ";
+  std::vector<int> ranks;
+  for (const WorkerFailure& failure : failures) {
+    for (const Unreached& cause : collectives_not_reached(failure.log_tail)) {
+      // "2, 3" in the default group; "1 (global rank 3), 2 (global rank 5)" in another.
+      std::istringstream items(cause.ranks);
+      std::string item;
+      while (std::getline(items, item, ',')) {
+        const std::size_t global = item.find(kGlobal);
+        try {
+          ranks.push_back(
+              std::stoi(global == std::string::npos ? item : item.substr(global + kGlobal.size())));
+        } catch (const std::exception&) {
+          // Not a rank: text that only looks like the diagnosis.
+        }
+      }
+    }
+  }
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
+}
+
+std::string format_likely_cause_tail(int rank, const std::string& tail) {
+  std::ostringstream out;
+  if (tail.empty()) {
+    out << "  rank " << rank << " (a likely cause) wrote nothing\n";
+  } else {
+    out << "  last lines of rank " << rank << "'s output (a likely cause):\n";
+    quote(out, tail);
+  }
+  return out.str();
+}
 
 std::string format_failure_summary(std::vector<WorkerFailure> failures, int restarts,
                                    int max_restarts) {
@@ -148,11 +196,7 @@ std::string format_failure_summary(std::vector<WorkerFailure> failures, int rest
     out << "  its output was empty\n";
   } else {
     out << "  last lines of its output:\n";
-    std::istringstream in(failure.log_tail);
-    std::string line;
-    while (std::getline(in, line)) {
-      out << "    | " << line << "\n";
-    }
+    quote(out, failure.log_tail);
   }
   for (const WorkerFailure& other : failures) {
     if (&other != &failure) {

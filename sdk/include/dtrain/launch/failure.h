@@ -50,6 +50,15 @@ std::optional<WorkerFailure> decode_failure(const std::string& text);
 std::string format_failure_summary(std::vector<WorkerFailure> failures, int restarts,
                                    int max_restarts);
 
+// The global ranks that the likely-cause lines of format_failure_summary
+// name, ascending, once each: the agent that ran one of them adds its
+// output (format_likely_cause_tail), which says where it stopped.
+std::vector<int> ranks_never_reaching(const std::vector<WorkerFailure>& failures);
+
+// "  last lines of rank R's output (a likely cause):" and `tail`, quoted as
+// the first failure's output is.
+std::string format_likely_cause_tail(int rank, const std::string& tail);
+
 // The last `lines` lines of `text` (without a trailing empty line).
 std::string last_lines(const std::string& text, int lines);
 
