@@ -8,7 +8,8 @@
 //
 // --hang-rank R --hang-step S: rank R stops at step S, as a hung rank does
 // (it sleeps 60 s without calling the step's all-reduce), so the others'
-// collective times out after --timeout-ms.
+// collective times out after --timeout-ms; with --hang-restart C, only in
+// the round whose TORCHELASTIC_RESTART_COUNT is C.
 #include <unistd.h>
 
 #include <chrono>
@@ -45,12 +46,14 @@ int main(int argc, char** argv) {
   int timeout_ms = 20'000;  // a vanished peer must not hang the test
   int hang_rank = -1;
   int hang_step = 0;
+  int hang_restart = -1;  // any
   app.add_option("--steps", steps)->check(dtrain::util::positive());
   app.add_option("--step-ms", step_ms)->check(dtrain::util::non_negative());
   app.add_option("--out", out_dir)->required();
   app.add_option("--timeout-ms", timeout_ms)->check(dtrain::util::positive());
   app.add_option("--hang-rank", hang_rank);
   app.add_option("--hang-step", hang_step)->check(dtrain::util::non_negative());
+  app.add_option("--hang-restart", hang_restart);
   return dtrain::util::run_cli_app(app, argc, argv, [&] {
     dist::InitOptions options;
     options.backend = "gloo";
@@ -67,7 +70,8 @@ int main(int argc, char** argv) {
     const double expected = world * (world + 1) / 2.0;
     double sum = 0;
     for (int step = 0; step < steps; ++step) {
-      if (rank == hang_rank && step == hang_step) {
+      if (rank == hang_rank && step == hang_step &&
+          (hang_restart < 0 || restarts == std::to_string(hang_restart))) {
         std::fprintf(stderr, "rank %d stops at step %d (--hang-rank)\n", rank, step);
         std::fflush(stderr);
         std::this_thread::sleep_for(std::chrono::seconds(60));

@@ -50,4 +50,39 @@ TEST(DtrunHang, TheSummaryNamesTheRankThatNeverReachedTheCollective) {
       << out;
 }
 
+// A restart would hide the cause: before it, dtrun logs the rank the failed
+// workers named; the next round, where nobody hangs, finishes the job.
+TEST(DtrunHang, ARestartAfterAHangLogsTheRankThatNeverReachedTheCollective) {
+  TempDir dir;
+  BackgroundProcess dtrun({kDtrun,
+                           "--standalone",
+                           "--nproc-per-node",
+                           "3",
+                           "--max-restarts",
+                           "1",
+                           kWorker,
+                           "--out",
+                           dir.path().string(),
+                           "--steps",
+                           "3",
+                           "--step-ms",
+                           "0",
+                           "--timeout-ms",
+                           "2000",
+                           "--hang-rank",
+                           "2",
+                           "--hang-step",
+                           "1",
+                           "--hang-restart",
+                           "0"},
+                          dir.file("dtrun.out"), {{"OMP_NUM_THREADS", "1"}});
+  EXPECT_EQ(dtrun.wait(60s), 0);
+  const std::string out = dtrun.output();
+  EXPECT_NE(out.find("[warning] round 0: likely cause: rank(s) 2 never reached all_reduce(SUM) (#"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("job finished: every worker exited 0 (round 1, 1 restart"), std::string::npos)
+      << out;
+}
+
 }  // namespace

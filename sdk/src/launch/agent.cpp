@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -79,6 +80,11 @@ class Agent {
   void record_failure(const Membership& m, int local_rank, const ExitStatus& status);
   void stop_workers(int sig);
   int finish(int round, int members, const Outcome& outcome);
+  // The round's failure records: each node's first.
+  std::vector<WorkerFailure> round_failures(int round, int members);
+  // Before a restart: the ranks the failed workers named as never reaching
+  // a collective (the summary's likely causes), which the restart hides.
+  void log_likely_causes(int round, int members);
   void exit_barrier(int round);
   void check_signal() {
     if (signals::first() != 0) {
@@ -425,14 +431,7 @@ void Agent::exit_barrier(int round) {
                kExitBarrierTimeout.count() / 1000);
 }
 
-int Agent::finish(int round, int members, const Outcome& outcome) {
-  if (outcome.kind == Outcome::Kind::kDone) {
-    exit_barrier(round);
-    spdlog::info("job finished: every worker exited 0 (round {}, {} restart{}{})", round,
-                 outcome.next_restarts, outcome.next_restarts == 1 ? "" : "s",
-                 members > 0 ? ", " + std::to_string(members) + " node(s)" : "");
-    return 0;
-  }
+std::vector<WorkerFailure> Agent::round_failures(int round, int members) {
   // Each node's first failure; an agent admitted to no round knows only the
   // one that settled the round.
   std::vector<WorkerFailure> failures;
@@ -450,6 +449,26 @@ int Agent::finish(int round, int members, const Outcome& outcome) {
       }
     }
   }
+  return failures;
+}
+
+void Agent::log_likely_causes(int round, int members) {
+  std::istringstream lines(format_likely_causes(round_failures(round, members)));
+  std::string line;
+  while (std::getline(lines, line)) {
+    spdlog::warn("round {}: {}", round, line.substr(line.find_first_not_of(' ')));
+  }
+}
+
+int Agent::finish(int round, int members, const Outcome& outcome) {
+  if (outcome.kind == Outcome::Kind::kDone) {
+    exit_barrier(round);
+    spdlog::info("job finished: every worker exited 0 (round {}, {} restart{}{})", round,
+                 outcome.next_restarts, outcome.next_restarts == 1 ? "" : "s",
+                 members > 0 ? ", " + std::to_string(members) + " node(s)" : "");
+    return 0;
+  }
+  const std::vector<WorkerFailure> failures = round_failures(round, members);
   exit_barrier(round);
   const int restarts = outcome.next_restarts - 1;
   std::string summary;
@@ -508,6 +527,9 @@ int Agent::run() {
       stop_workers(SIGTERM);
       if (outcome.final()) {
         return finish(m.round, static_cast<int>(m.nodes.size()), outcome);
+      }
+      if (outcome.kind == Outcome::Kind::kFailed) {
+        log_likely_causes(m.round, static_cast<int>(m.nodes.size()));
       }
     }
   } catch (const Rendezvous::Interrupted&) {

@@ -106,10 +106,18 @@ std::vector<Unreached> collectives_not_reached(const std::string& output) {
   return found;
 }
 
-// "  likely cause: rank(s) 2 never reached all_reduce(SUM) (#2 on group
-// 'default'), in which rank(s) 0, 1 timed out", a line for each collective
-// the failed workers' outputs name; nothing when they name none.
-std::string likely_causes(const std::vector<WorkerFailure>& failures) {
+// Quotes `text` line by line under a heading of the summary.
+void quote(std::ostringstream& out, const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    out << "    | " << line << "\n";
+  }
+}
+
+}  // namespace
+
+std::string format_likely_causes(const std::vector<WorkerFailure>& failures) {
   std::vector<Unreached> causes;
   std::vector<std::vector<int>> reporters;  // by cause: the failed ranks that named it
   for (const WorkerFailure& failure : failures) {
@@ -134,17 +142,6 @@ std::string likely_causes(const std::vector<WorkerFailure>& failures) {
   }
   return out.str();
 }
-
-// Quotes `text` line by line under a heading of the summary.
-void quote(std::ostringstream& out, const std::string& text) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    out << "    | " << line << "\n";
-  }
-}
-
-}  // namespace
 
 std::vector<int> ranks_never_reaching(const std::vector<WorkerFailure>& failures) {
   static constexpr std::string_view kGlobal = "(global rank ";
@@ -189,9 +186,9 @@ std::string format_failure_summary(std::vector<WorkerFailure> failures, int rest
   std::ostringstream out;
   out << "dtrun: job failed after " << restarts << " restart" << (restarts == 1 ? "" : "s")
       << " (--max-restarts " << max_restarts << ")\n"
-      << likely_causes(failures) << "  first failure: rank " << failure.rank << " (local rank "
-      << failure.local_rank << " on node " << failure.group_rank << ", host " << failure.host
-      << ") ended with " << failure.status.describe() << "\n";
+      << format_likely_causes(failures) << "  first failure: rank " << failure.rank
+      << " (local rank " << failure.local_rank << " on node " << failure.group_rank << ", host "
+      << failure.host << ") ended with " << failure.status.describe() << "\n";
   if (failure.log_tail.empty()) {
     out << "  its output was empty\n";
   } else {

@@ -50,6 +50,12 @@ std::optional<WorkerFailure> decode_failure(const std::string& text);
 std::string format_failure_summary(std::vector<WorkerFailure> failures, int restarts,
                                    int max_restarts);
 
+// The summary's "likely cause" lines alone, "  likely cause: rank(s) 2
+// never reached all_reduce(SUM) (#2 on group 'default'), in which rank(s)
+// 0, 1 timed out", one for each collective the failures' outputs name
+// (empty when they name none); dtrun also logs them when it restarts.
+std::string format_likely_causes(const std::vector<WorkerFailure>& failures);
+
 // The global ranks that the likely-cause lines of format_failure_summary
 // name, ascending, once each: the agent that ran one of them adds its
 // output (format_likely_cause_tail), which says where it stopped.
