@@ -333,10 +333,18 @@ TEST(Failure, RanksThatNeverReachedACollectiveAreTheLikelyCause) {
                          "group 'g'), in which rank(s) 1 timed out\n"),
             std::string::npos)
       << summary;
-  // The agent that ran a named rank quotes it: global ranks, once each.
-  EXPECT_EQ(dtrain::launch::ranks_never_reaching({second, first}), (std::vector<int>{2, 3}));
-  EXPECT_EQ(dtrain::launch::format_likely_cause_tail(2, "step 4\nstuck\n"),
-            "  last lines of rank 2's output (a likely cause):\n    | step 4\n    | stuck\n");
+  // The agent that ran a named rank quotes it: global ranks (2, and 3 of
+  // the sub-group), once each; rank 0 is quoted as the first failure only,
+  // and a rank nobody named not at all.
+  const std::string quoted = format_failure_summary(
+      {second, first}, 0, 0, {{0, "zero\n"}, {2, "step 4\nstuck\n"}, {3, ""}, {5, "five\n"}});
+  const std::string tail2 =
+      "  last lines of rank 2's output (a likely cause):\n    | step 4\n    | stuck\n";
+  EXPECT_NE(quoted.find(tail2), std::string::npos) << quoted;
+  EXPECT_EQ(quoted.find(tail2, quoted.find(tail2) + 1), std::string::npos) << quoted;
+  EXPECT_NE(quoted.find("  rank 3 (a likely cause) wrote nothing\n"), std::string::npos) << quoted;
+  EXPECT_EQ(quoted.find("rank 0's output"), std::string::npos) << quoted;
+  EXPECT_EQ(quoted.find("five"), std::string::npos) << quoted;
   // Every rank reached it (a slow peer, not a missing one), or no diagnosis: no such line.
   first.log_tail =
       "x; every rank of the group reached this all_reduce(SUM) (#3 on group 'd') and "

@@ -74,6 +74,24 @@ TEST(TimeoutDiagnosis, GlobalRanksAreNamedInSubGroups) {
       << text;
 }
 
+// dtrun reads the diagnosis back from a worker's output: the ranks as
+// written, their global ranks and the collective; a clause cut short is none.
+TEST(TimeoutDiagnosis, ReadsBackWhatItWrote) {
+  using dtrain::dist::detail::read_unreached;
+  auto store = fresh_store("read");
+  const std::string text = "[rank 4] error: barrier: Timed out" +
+                           diagnose_timeout(store, "sub", 0, {1, 4, 6}, 1, "barrier", 100ms) +
+                           "\nnext line\n";
+  const auto found = read_unreached(text + text);  // said twice, read once
+  ASSERT_EQ(found.size(), 1u) << text;
+  EXPECT_EQ(found[0].ranks, "1 (global rank 4), 2 (global rank 6)");
+  EXPECT_EQ(found[0].global_ranks, (std::vector<int>{4, 6}));
+  EXPECT_EQ(found[0].collective, "barrier (#1 on group 'sub')");
+  EXPECT_TRUE(read_unreached("x; rank(s) 2 did not reach this all_red").empty());
+  EXPECT_TRUE(
+      read_unreached("x; rank(s) 2 did not reach this barrier (#1\n on group 'g')").empty());
+}
+
 // A store whose every call blocks for long, like one hosted by a stopped process.
 class StalledStore : public Store {
  public:

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -13,6 +14,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
+
+// The words that say which ranks did not reach the collective; dtrun reads
+// them back from the workers' output (read_unreached), so both ends use these.
+constexpr std::string_view kRanksIntro = "; rank(s) ";
+constexpr std::string_view kNotReached = " did not reach this ";
+constexpr std::string_view kGlobalRank = " (global rank ";
 
 // How long the caller waits past the grace for a store call in flight to
 // come back, before saying the store does not answer.
@@ -96,7 +103,7 @@ std::string join_ranks(const std::vector<int>& ranks, const std::vector<int>& gl
   for (int r : ranks) {
     text += (text.empty() ? "" : ", ") + std::to_string(r);
     if (global_ranks[r] != r) {
-      text += " (global rank " + std::to_string(global_ranks[r]) + ")";
+      text += std::string(kGlobalRank) + std::to_string(global_ranks[r]) + ")";
     }
   }
   return text;
@@ -169,7 +176,8 @@ std::string diagnose_timeout(const std::shared_ptr<Store>& store, const std::str
   if (absent.empty()) {
     text = "; every rank of the group reached this " + label + " and timed out in it";
   } else {
-    text = "; rank(s) " + join_ranks(absent, global_ranks) + " did not reach this " + label;
+    text = std::string(kRanksIntro) + join_ranks(absent, global_ranks) + std::string(kNotReached) +
+           label;
   }
   if (!silent.empty()) {
     text += ": rank(s) " + join_ranks(silent, global_ranks) + " reported no timeout within " +
@@ -184,6 +192,42 @@ std::string diagnose_timeout(const std::shared_ptr<Store>& store, const std::str
     text += " (" + store_trouble + ", so some reports may be missing)";
   }
   return text;
+}
+
+std::vector<UnreachedCollective> read_unreached(const std::string& text) {
+  std::vector<UnreachedCollective> found;
+  for (std::size_t at = text.find(kNotReached); at != std::string::npos;
+       at = text.find(kNotReached, at + kNotReached.size())) {
+    const std::size_t ranks = text.rfind(kRanksIntro, at);
+    const std::size_t line = text.rfind('\n', at);
+    const std::size_t end = text.find("')", at);  // the label's "(#N on group 'G')"
+    if (ranks == std::string::npos || (line != std::string::npos && ranks < line) ||
+        end == std::string::npos || text.find('\n', at) < end) {
+      continue;  // not a diagnosis, or one cut short
+    }
+    UnreachedCollective entry;
+    entry.ranks = text.substr(ranks + kRanksIntro.size(), at - ranks - kRanksIntro.size());
+    entry.collective = text.substr(at + kNotReached.size(), end + 2 - at - kNotReached.size());
+    // "2, 3" in the default group; "1 (global rank 3), 2 (global rank 5)" in another.
+    std::size_t item = 0;
+    while (item < entry.ranks.size()) {
+      const std::size_t comma = std::min(entry.ranks.find(", ", item), entry.ranks.size());
+      const std::string one = entry.ranks.substr(item, comma - item);
+      const std::size_t global = one.find(kGlobalRank);
+      try {
+        entry.global_ranks.push_back(
+            std::stoi(global == std::string::npos ? one : one.substr(global + kGlobalRank.size())));
+      } catch (const std::exception&) {
+        // Not a rank: text that only looks like a diagnosis.
+      }
+      item = comma + 2;
+    }
+    if (!entry.global_ranks.empty() &&
+        std::find(found.begin(), found.end(), entry) == found.end()) {
+      found.push_back(std::move(entry));
+    }
+  }
+  return found;
 }
 
 }  // namespace dtrain::dist::detail

@@ -42,4 +42,18 @@ std::string diagnose_timeout(const std::shared_ptr<Store>& store, const std::str
                              int rank, const std::vector<int>& global_ranks, std::int64_t seq,
                              const std::string& op, std::chrono::milliseconds grace);
 
+// One "rank(s) R did not reach this OP (#N on group 'G')" clause of a
+// diagnosis, read back from text that holds it: dtrun reads the failed
+// workers' output to name the likely cause of a job's failure.
+struct UnreachedCollective {
+  std::string ranks;              // as written: "2, 3", or "1 (global rank 4)"
+  std::vector<int> global_ranks;  // {2, 3}, or {4}
+  std::string collective;         // "barrier (#1 on group 'sub')"
+  bool operator==(const UnreachedCollective&) const = default;
+};
+
+// Every such clause in `text`, in order of appearance, once each; a clause
+// cut short (a line that ends inside it) is skipped.
+std::vector<UnreachedCollective> read_unreached(const std::string& text);
+
 }  // namespace dtrain::dist::detail

@@ -3,7 +3,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -473,18 +472,7 @@ int Agent::finish(int round, int members, const Outcome& outcome) {
   const int restarts = outcome.next_restarts - 1;
   std::string summary;
   if (!failures.empty()) {
-    summary = format_failure_summary(failures, restarts, options_.max_restarts);
-    // The first failure's output is quoted already.
-    const int first =
-        std::min_element(failures.begin(), failures.end(), [](const auto& a, const auto& b) {
-          return a.time_ms < b.time_ms;
-        })->rank;
-    for (const int rank : ranks_never_reaching(failures)) {
-      if (const auto tail = stopped_tails_.find(rank);
-          rank != first && tail != stopped_tails_.end()) {
-        summary += format_likely_cause_tail(rank, tail->second);
-      }
-    }
+    summary = format_failure_summary(failures, restarts, options_.max_restarts, stopped_tails_);
   } else {
     summary = "dtrun: job failed after " + std::to_string(restarts) +
               " restart(s) (--max-restarts " + std::to_string(options_.max_restarts) +

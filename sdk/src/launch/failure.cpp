@@ -5,8 +5,9 @@
 #include <algorithm>
 #include <cstring>
 #include <sstream>
-#include <string_view>
 #include <vector>
+
+#include "../dist/timeout_diagnosis.h"
 
 namespace dtrain::launch {
 
@@ -72,39 +73,8 @@ std::optional<WorkerFailure> decode_failure(const std::string& text) {
 
 namespace {
 
-// Note [Which rank a timeout waited on] (dist/timeout_diagnosis.h): a worker
-// whose collective timed out appends "; rank(s) R did not reach this OP (#N
-// on group 'G')" to its error. The first failure is then a victim, and R is
-// where to look.
-struct Unreached {
-  std::string ranks;       // "2", or "1 (global rank 3), 2 (global rank 5)"
-  std::string collective;  // "all_reduce(SUM) (#2 on group 'default')"
-  bool operator==(const Unreached&) const = default;
-};
-
-// The collectives `output` says ranks did not reach, in order of
-// appearance, once each.
-std::vector<Unreached> collectives_not_reached(const std::string& output) {
-  static constexpr std::string_view kRanks = "; rank(s) ";
-  static constexpr std::string_view kMarker = " did not reach this ";
-  std::vector<Unreached> found;
-  for (std::size_t at = output.find(kMarker); at != std::string::npos;
-       at = output.find(kMarker, at + kMarker.size())) {
-    const std::size_t ranks = output.rfind(kRanks, at);
-    const std::size_t line = output.rfind('\n', at);
-    const std::size_t end = output.find("')", at);
-    if (ranks == std::string::npos || (line != std::string::npos && ranks < line) ||
-        end == std::string::npos || output.find('\n', at) < end) {
-      continue;  // not dtrain's diagnosis, or cut off
-    }
-    Unreached entry{output.substr(ranks + kRanks.size(), at - ranks - kRanks.size()),
-                    output.substr(at + kMarker.size(), end + 2 - at - kMarker.size())};
-    if (std::find(found.begin(), found.end(), entry) == found.end()) {
-      found.push_back(std::move(entry));
-    }
-  }
-  return found;
-}
+using dist::detail::read_unreached;
+using dist::detail::UnreachedCollective;
 
 // Quotes `text` line by line under a heading of the summary.
 void quote(std::ostringstream& out, const std::string& text) {
@@ -117,11 +87,15 @@ void quote(std::ostringstream& out, const std::string& text) {
 
 }  // namespace
 
+// Note [Which rank a timeout waited on] (dist/timeout_diagnosis.h): a worker
+// whose collective timed out names in its error the ranks that did not
+// reach it. The first failure is then a victim, and those ranks are where
+// to look.
 std::string format_likely_causes(const std::vector<WorkerFailure>& failures) {
-  std::vector<Unreached> causes;
+  std::vector<UnreachedCollective> causes;
   std::vector<std::vector<int>> reporters;  // by cause: the failed ranks that named it
   for (const WorkerFailure& failure : failures) {
-    for (Unreached& cause : collectives_not_reached(failure.log_tail)) {
+    for (UnreachedCollective& cause : read_unreached(failure.log_tail)) {
       const auto it = std::find(causes.begin(), causes.end(), cause);
       const auto index = static_cast<std::size_t>(it - causes.begin());
       if (it == causes.end()) {
@@ -143,43 +117,8 @@ std::string format_likely_causes(const std::vector<WorkerFailure>& failures) {
   return out.str();
 }
 
-std::vector<int> ranks_never_reaching(const std::vector<WorkerFailure>& failures) {
-  static constexpr std::string_view kGlobal = "(global rank ";
-  std::vector<int> ranks;
-  for (const WorkerFailure& failure : failures) {
-    for (const Unreached& cause : collectives_not_reached(failure.log_tail)) {
-      // "2, 3" in the default group; "1 (global rank 3), 2 (global rank 5)" in another.
-      std::istringstream items(cause.ranks);
-      std::string item;
-      while (std::getline(items, item, ',')) {
-        const std::size_t global = item.find(kGlobal);
-        try {
-          ranks.push_back(
-              std::stoi(global == std::string::npos ? item : item.substr(global + kGlobal.size())));
-        } catch (const std::exception&) {
-          // Not a rank: text that only looks like the diagnosis.
-        }
-      }
-    }
-  }
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  return ranks;
-}
-
-std::string format_likely_cause_tail(int rank, const std::string& tail) {
-  std::ostringstream out;
-  if (tail.empty()) {
-    out << "  rank " << rank << " (a likely cause) wrote nothing\n";
-  } else {
-    out << "  last lines of rank " << rank << "'s output (a likely cause):\n";
-    quote(out, tail);
-  }
-  return out.str();
-}
-
 std::string format_failure_summary(std::vector<WorkerFailure> failures, int restarts,
-                                   int max_restarts) {
+                                   int max_restarts, const std::map<int, std::string>& tails) {
   std::stable_sort(failures.begin(), failures.end(),
                    [](const auto& a, const auto& b) { return a.time_ms < b.time_ms; });
   const WorkerFailure& failure = failures.front();
@@ -200,6 +139,28 @@ std::string format_failure_summary(std::vector<WorkerFailure> failures, int rest
       out << "  also failed: rank " << other.rank << " (local rank " << other.local_rank
           << " on node " << other.group_rank << ", host " << other.host << ") with "
           << other.status.describe() << "\n";
+    }
+  }
+  // The likely causes' own last lines, where this node ran them (and they
+  // are not the first failure, quoted above).
+  std::vector<int> named;
+  for (const WorkerFailure& other : failures) {
+    for (const UnreachedCollective& cause : read_unreached(other.log_tail)) {
+      named.insert(named.end(), cause.global_ranks.begin(), cause.global_ranks.end());
+    }
+  }
+  std::sort(named.begin(), named.end());
+  named.erase(std::unique(named.begin(), named.end()), named.end());
+  for (const int rank : named) {
+    const auto tail = tails.find(rank);
+    if (rank == failure.rank || tail == tails.end()) {
+      continue;
+    }
+    if (tail->second.empty()) {
+      out << "  rank " << rank << " (a likely cause) wrote nothing\n";
+    } else {
+      out << "  last lines of rank " << rank << "'s output (a likely cause):\n";
+      quote(out, tail->second);
     }
   }
   return out.str();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,25 +46,17 @@ std::optional<WorkerFailure> decode_failure(const std::string& text);
 // other worker that failed on its own in the same round (often victims of
 // the first, e.g. of a collective that lost its peer). When their outputs
 // name ranks that never reached a collective that timed out (Note [Which
-// rank a timeout waited on]), a "likely cause" line first names those
-// ranks: the first to fail is then only a victim.
+// rank a timeout waited on]), "likely cause" lines first name those ranks:
+// the first to fail is then only a victim; and the last lines of each such
+// rank found in `tails` (by rank: the workers this node ran) close it.
 std::string format_failure_summary(std::vector<WorkerFailure> failures, int restarts,
-                                   int max_restarts);
+                                   int max_restarts, const std::map<int, std::string>& tails = {});
 
 // The summary's "likely cause" lines alone, "  likely cause: rank(s) 2
 // never reached all_reduce(SUM) (#2 on group 'default'), in which rank(s)
 // 0, 1 timed out", one for each collective the failures' outputs name
 // (empty when they name none); dtrun also logs them when it restarts.
 std::string format_likely_causes(const std::vector<WorkerFailure>& failures);
-
-// The global ranks that the likely-cause lines of format_failure_summary
-// name, ascending, once each: the agent that ran one of them adds its
-// output (format_likely_cause_tail), which says where it stopped.
-std::vector<int> ranks_never_reaching(const std::vector<WorkerFailure>& failures);
-
-// "  last lines of rank R's output (a likely cause):" and `tail`, quoted as
-// the first failure's output is.
-std::string format_likely_cause_tail(int rank, const std::string& tail);
 
 // The last `lines` lines of `text` (without a trailing empty line).
 std::string last_lines(const std::string& text, int lines);
