@@ -4,7 +4,10 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
 #include <deque>
 #include <thread>
@@ -188,6 +191,35 @@ WorkPtr through_host(const std::string& what, const std::vector<at::Tensor>& inp
   return staged_on(c10::Device(c10::kCPU), c10::kCUDA, what, inputs, outputs, run);
 }
 
+// Note [A size beside every message]
+// A Gloo message carries no size its receiver can read: a recv whose tensor
+// is larger than the one sent completes with its tail unwritten, and
+// nothing says so. So every send also sends its byte count, as a message of
+// its own on a slot beside the tag's, and a recv checks it once both have
+// arrived: "received 12 bytes, expected 16", as the mpi backend says it.
+// Both messages are posted at once on both sides, so they travel together
+// and cost no extra round trip; each stream of sizes and of data keeps its
+// order per peer and slot, so several messages on one tag still pair up.
+// A message larger than the recv's tensor is refused by libgloo itself,
+// which ends the process (docs/architecture.md, Gloo backend); the size
+// arrives too late to prevent that. Gloo's own collectives take slots
+// from 2^56 up, user tags are below 2^31, so the size slots, from 2^40,
+// meet neither.
+constexpr std::uint64_t kSizeSlots = std::uint64_t{1} << 40;
+
+std::uint64_t size_slot(int tag) {
+  return kSizeSlots | static_cast<std::uint64_t>(tag);
+}
+
+// What is left of `timeout` since `start`, at least 1 ms (Gloo reads 0 as
+// "the context's default").
+std::chrono::milliseconds left_of(std::chrono::milliseconds timeout,
+                                  std::chrono::steady_clock::time_point start) {
+  const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  return std::max(timeout - spent, std::chrono::milliseconds(1));
+}
+
 }  // namespace
 
 WorkPtr ProcessGroupGloo::send(const at::Tensor& tensor, int dst, int tag) {
@@ -196,11 +228,19 @@ WorkPtr ProcessGroupGloo::send(const at::Tensor& tensor, int dst, int tag) {
   check_peer(dst, rank(), size(), what);
   DTRAIN_CHECK(tensor.is_contiguous(), what, ": the tensor must be contiguous");
   DTRAIN_CHECK(tag >= 0, what, ": tag must be >= 0, got ", tag);
+  // Note [A size beside every message]
+  auto size = std::make_shared<std::uint64_t>(tensor.nbytes());
+  auto size_transfer = std::shared_ptr<gloo_api::Transfer>(
+      impl_->comm->send(size.get(), sizeof(std::uint64_t), dst, size_slot(tag)));
   auto transfer = std::shared_ptr<gloo_api::Transfer>(
       impl_->comm->send(tensor.const_data_ptr(), tensor.nbytes(), dst, static_cast<uint64_t>(tag)));
   return std::make_shared<DeferredWork>(
       what,
-      [transfer, keep = tensor](std::chrono::milliseconds timeout) { transfer->wait(timeout); },
+      [transfer, size_transfer, size, keep = tensor](std::chrono::milliseconds timeout) {
+        const auto start = std::chrono::steady_clock::now();
+        transfer->wait(timeout);
+        size_transfer->wait(left_of(timeout, start));
+      },
       impl_->options.timeout);
 }
 
@@ -210,11 +250,24 @@ WorkPtr ProcessGroupGloo::recv(at::Tensor& tensor, int src, int tag) {
   check_peer(src, rank(), size(), what);
   DTRAIN_CHECK(tensor.is_contiguous(), what, ": the tensor must be contiguous");
   DTRAIN_CHECK(tag >= 0, what, ": tag must be >= 0, got ", tag);
+  // Note [A size beside every message]
+  auto size = std::make_shared<std::uint64_t>(0);
+  auto size_transfer = std::shared_ptr<gloo_api::Transfer>(
+      impl_->comm->recv(size.get(), sizeof(std::uint64_t), src, size_slot(tag)));
   auto transfer = std::shared_ptr<gloo_api::Transfer>(impl_->comm->recv(
       tensor.mutable_data_ptr(), tensor.nbytes(), src, static_cast<uint64_t>(tag)));
   return std::make_shared<DeferredWork>(
       what,
-      [transfer, keep = tensor](std::chrono::milliseconds timeout) { transfer->wait(timeout); },
+      [transfer, size_transfer, size, keep = tensor](std::chrono::milliseconds timeout) {
+        const auto start = std::chrono::steady_clock::now();
+        transfer->wait(timeout);
+        size_transfer->wait(left_of(timeout, start));
+        if (*size != keep.nbytes()) {
+          throw CollectiveError(
+              dtrain::detail::concat("received ", *size, " bytes, expected ", keep.nbytes(),
+                                     " (the sender's tensor has a different size or dtype)"));
+        }
+      },
       impl_->options.timeout);
 }
 

@@ -177,8 +177,8 @@ MPI_Datatype to_mpi(at::ScalarType type) {
     case at::kByte:
       return MPI_UINT8_T;
     default:
-      throw Error(std::string("backend mpi supports float32, float64, float16, bfloat16, int32, "
-                              "int64 and uint8 tensors, got ") +
+      throw Error(std::string("mpi supports float32, float64, float16, bfloat16, int32, int64 "
+                              "and uint8 tensors, got ") +
                   std::string(c10::toString(type)));
   }
 }
@@ -218,6 +218,13 @@ void abandon(std::vector<at::Tensor> tensors) {
   }
 }
 
+// A receive whose message was larger than its tensor (MPI_ERR_TRUNCATE):
+// the receive's work says so in the words of the smaller case.
+class TruncatedReceive : public CollectiveError {
+ public:
+  using CollectiveError::CollectiveError;
+};
+
 // Polls `request` with MPI_Test until it completes (true) or `deadline` passes (false).
 bool poll(MPI_Request& request, Clock::time_point deadline, const std::string& what,
           MPI_Status* status = MPI_STATUS_IGNORE) {
@@ -227,7 +234,13 @@ bool poll(MPI_Request& request, Clock::time_point deadline, const std::string& w
       std::lock_guard<std::mutex> lock(mpi_mutex());
       check_not_finalized(what);
       int done = 0;
-      mpi_check(MPI_Test(&request, &done, status), what, "MPI_Test");
+      const int code = MPI_Test(&request, &done, status);
+      int error_class = MPI_SUCCESS;
+      if (code != MPI_SUCCESS && MPI_Error_class(code, &error_class) == MPI_SUCCESS &&
+          error_class == MPI_ERR_TRUNCATE) {
+        throw TruncatedReceive(what + ": " + mpi_error_text(code));
+      }
+      mpi_check(code, what, "MPI_Test");
       if (done) {
         return true;
       }
@@ -314,6 +327,11 @@ class RequestWork : public Work {
   void settle(const Step& step) {
     try {
       step();
+    } catch (const TruncatedReceive&) {
+      finish(std::make_exception_ptr(CollectiveError(
+          dtrain::detail::concat(description_, ": received more than the expected ", bytes_,
+                                 " bytes (the sender's tensor has a different size or "
+                                 "dtype)"))));
     } catch (const CollectiveError&) {
       finish(std::current_exception());
     } catch (const std::exception& e) {
