@@ -15,12 +15,20 @@ function(dtrain_setup_torch_pch)
   add_library(dtrain_torch_pch OBJECT "${CMAKE_BINARY_DIR}/dtrain_pch_anchor.cpp")
   target_link_libraries(dtrain_torch_pch PUBLIC ${TORCH_LIBRARIES})
   target_compile_options(dtrain_torch_pch PRIVATE ${DTRAIN_WARNINGS})
-  target_precompile_headers(dtrain_torch_pch PRIVATE "${PROJECT_SOURCE_DIR}/cmake/dtrain_pch.h")
+  # By name on the include path, not by absolute path: CMake writes the
+  # name into the generated cmake_pch.hxx, so the header's bytes, and every
+  # object built on it, are the same in every clone, and ccache serves a
+  # clone in another folder too (CCACHE_BASEDIR rewrites the command lines).
+  target_include_directories(dtrain_torch_pch PRIVATE "${PROJECT_SOURCE_DIR}/cmake/pch")
+  target_precompile_headers(dtrain_torch_pch PRIVATE "<dtrain_pch.h>")
 endfunction()
 
-# Gives a C++ target that links LibTorch the shared precompiled header.
+# Gives a C++ target that links LibTorch the shared precompiled header. The
+# include directory is there for GCC to fall back on the header's text
+# should it ever refuse the precompiled one (-Winvalid-pch says so).
 function(dtrain_use_torch_pch target)
   if(DTRAIN_USE_PCH AND TARGET dtrain_torch_pch)
+    target_include_directories(${target} PRIVATE "${PROJECT_SOURCE_DIR}/cmake/pch")
     target_precompile_headers(${target} REUSE_FROM dtrain_torch_pch)
   endif()
 endfunction()
