@@ -85,36 +85,48 @@ void quote(std::ostringstream& out, const std::string& text) {
   }
 }
 
-}  // namespace
-
 // Note [Which rank a timeout waited on] (dist/timeout_diagnosis.h): a worker
 // whose collective timed out names in its error the ranks that did not
 // reach it. The first failure is then a victim, and those ranks are where
 // to look.
-std::string format_likely_causes(const std::vector<WorkerFailure>& failures) {
-  std::vector<UnreachedCollective> causes;
-  std::vector<std::vector<int>> reporters;  // by cause: the failed ranks that named it
+struct LikelyCause {
+  UnreachedCollective collective;
+  std::vector<int> reporters;  // the failed ranks that named it
+};
+
+// Each collective the failures' outputs name, once, in order of appearance.
+std::vector<LikelyCause> likely_causes(const std::vector<WorkerFailure>& failures) {
+  std::vector<LikelyCause> causes;
   for (const WorkerFailure& failure : failures) {
-    for (UnreachedCollective& cause : read_unreached(failure.log_tail)) {
-      const auto it = std::find(causes.begin(), causes.end(), cause);
-      const auto index = static_cast<std::size_t>(it - causes.begin());
+    for (UnreachedCollective& collective : read_unreached(failure.log_tail)) {
+      auto it = std::find_if(causes.begin(), causes.end(),
+                             [&](const LikelyCause& c) { return c.collective == collective; });
       if (it == causes.end()) {
-        causes.push_back(std::move(cause));
-        reporters.emplace_back();
+        it = causes.insert(causes.end(), {std::move(collective), {}});
       }
-      reporters[index].push_back(failure.rank);
+      it->reporters.push_back(failure.rank);
     }
   }
+  return causes;
+}
+
+std::string format_causes(const std::vector<LikelyCause>& causes) {
   std::ostringstream out;
-  for (std::size_t i = 0; i < causes.size(); ++i) {
-    out << "  likely cause: rank(s) " << causes[i].ranks << " never reached "
-        << causes[i].collective << ", in which rank(s) ";
-    for (std::size_t r = 0; r < reporters[i].size(); ++r) {
-      out << (r ? ", " : "") << reporters[i][r];
+  for (const LikelyCause& cause : causes) {
+    out << "  likely cause: rank(s) " << cause.collective.ranks << " never reached "
+        << cause.collective.collective << ", in which rank(s) ";
+    for (std::size_t r = 0; r < cause.reporters.size(); ++r) {
+      out << (r ? ", " : "") << cause.reporters[r];
     }
     out << " timed out\n";
   }
   return out.str();
+}
+
+}  // namespace
+
+std::string format_likely_causes(const std::vector<WorkerFailure>& failures) {
+  return format_causes(likely_causes(failures));
 }
 
 std::string format_failure_summary(std::vector<WorkerFailure> failures, int restarts,
@@ -122,12 +134,13 @@ std::string format_failure_summary(std::vector<WorkerFailure> failures, int rest
   std::stable_sort(failures.begin(), failures.end(),
                    [](const auto& a, const auto& b) { return a.time_ms < b.time_ms; });
   const WorkerFailure& failure = failures.front();
+  const std::vector<LikelyCause> causes = likely_causes(failures);
   std::ostringstream out;
   out << "dtrun: job failed after " << restarts << " restart" << (restarts == 1 ? "" : "s")
       << " (--max-restarts " << max_restarts << ")\n"
-      << format_likely_causes(failures) << "  first failure: rank " << failure.rank
-      << " (local rank " << failure.local_rank << " on node " << failure.group_rank << ", host "
-      << failure.host << ") ended with " << failure.status.describe() << "\n";
+      << format_causes(causes) << "  first failure: rank " << failure.rank << " (local rank "
+      << failure.local_rank << " on node " << failure.group_rank << ", host " << failure.host
+      << ") ended with " << failure.status.describe() << "\n";
   if (failure.log_tail.empty()) {
     out << "  its output was empty\n";
   } else {
@@ -144,10 +157,9 @@ std::string format_failure_summary(std::vector<WorkerFailure> failures, int rest
   // The likely causes' own last lines, where this node ran them (and they
   // are not the first failure, quoted above).
   std::vector<int> named;
-  for (const WorkerFailure& other : failures) {
-    for (const UnreachedCollective& cause : read_unreached(other.log_tail)) {
-      named.insert(named.end(), cause.global_ranks.begin(), cause.global_ranks.end());
-    }
+  for (const LikelyCause& cause : causes) {
+    named.insert(named.end(), cause.collective.global_ranks.begin(),
+                 cause.collective.global_ranks.end());
   }
   std::sort(named.begin(), named.end());
   named.erase(std::unique(named.begin(), named.end()), named.end());
