@@ -21,15 +21,12 @@
 //
 // The MPI calls are non-blocking and polled against the init timeout: a rank
 // that never calls init_process_group makes the others raise, not hang.
-#include <mpi.h>
-
 #include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -39,6 +36,7 @@
 #include "host_port.h"
 #include "interfaces.h"
 #include "mpi_backend.h"
+#include "mpi_runtime.h"
 #include "socket.h"
 
 namespace dtrain::dist {
@@ -63,24 +61,13 @@ void started(int rc, const char* step) {
 }
 
 // Waits for `request` until `deadline`; raises CollectiveTimeoutError naming
-// the step. No dtrain group exists yet (init_process_group refuses to run
-// twice), so nothing else in this process calls MPI meanwhile.
+// the step.
 void wait_for(MPI_Request& request, std::chrono::steady_clock::time_point deadline,
               std::chrono::milliseconds timeout, const char* step) {
-  int done = 0;
-  while (true) {
-    const int rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-    DTRAIN_CHECK(rc == MPI_SUCCESS, "init_process_group: MPI failed while ", step);
-    if (done) {
-      return;
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      throw CollectiveTimeoutError(
-          std::string("init_process_group: not every rank arrived within ") +
-          std::to_string(timeout.count()) + " ms while " + step +
-          " through MPI (did every rank call init_process_group?)");
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  if (!mpi::poll(request, deadline, std::string("init_process_group: ") + step)) {
+    throw CollectiveTimeoutError(std::string("init_process_group: not every rank arrived within ") +
+                                 std::to_string(timeout.count()) + " ms while " + step +
+                                 " through MPI (did every rank call init_process_group?)");
   }
 }
 

@@ -3,27 +3,20 @@
 // against the op's deadline.
 #include "dtrain/dist/process_group_mpi.h"
 
-// Only MPI's C API is used; keep OpenMPI's deprecated C++ bindings out.
-#define OMPI_SKIP_MPICXX 1
-#include <mpi.h>
-
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <atomic>
-#include <climits>
-#include <condition_variable>
 #include <cstdlib>
-#include <deque>
 #include <functional>
 #include <mutex>
-#include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "collective_args.h"
 #include "dtrain/dist/prefix_store.h"
 #include "mpi_backend.h"
+#include "mpi_request_work.h"
+#include "mpi_runtime.h"
 #include "timeout_diagnosis.h"
 #include "work_queue.h"
 
@@ -32,358 +25,8 @@ namespace dtrain::dist {
 // Argument checks and tensor plumbing shared by every backend.
 using namespace detail;
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// Note [One MPI call at a time]
-// dtrain asks for MPI_THREAD_SERIALIZED (it accepts more) and makes every
-// MPI call -- posting, MPI_Test, communicator setup -- while holding
-// mpi_mutex(). Workers of different groups and threads waiting on send/recv
-// Works thus take turns; nobody holds the lock while waiting, they poll
-// with MPI_Test, which is also what drives MPI's progress. The only blocking
-// call under the lock is MPI_Comm_create_group, whose members first meet in
-// the store, so it does not wait long.
-std::mutex& mpi_mutex() {
-  static std::mutex mutex;
-  return mutex;
-}
-
-// Set under mpi_mutex() by the exit handler; no MPI call may follow.
-bool g_finalized = false;
-
-// float16 and bfloat16: two-byte datatypes with dtrain's reductions.
-MPI_Datatype g_half_type = MPI_DATATYPE_NULL;
-MPI_Datatype g_bfloat16_type = MPI_DATATYPE_NULL;
-MPI_Op g_half_ops[4] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};  // sum prod min max
-
-std::string mpi_error_text(int code) {
-  char text[MPI_MAX_ERROR_STRING] = {};
-  int length = 0;
-  MPI_Error_string(code, text, &length);
-  return std::string(text, static_cast<std::size_t>(std::max(length, 0)));
-}
-
-void mpi_check(int code, const std::string& what, const char* call) {
-  if (code != MPI_SUCCESS) {
-    throw CollectiveError(what + ": " + call + " failed: " + mpi_error_text(code));
-  }
-}
-
-// Call with mpi_mutex() held.
-void check_not_finalized(const std::string& what) {
-  DTRAIN_CHECK_AS(CollectiveError, !g_finalized, what,
-                  ": MPI was already finalized (the process is exiting)");
-}
-
-template <typename T, int kOp>
-void combine(const void* in, void* inout, int length) {
-  const T* a = static_cast<const T*>(in);
-  T* b = static_cast<T*>(inout);
-  for (int i = 0; i < length; ++i) {
-    const float x = static_cast<float>(a[i]);
-    const float y = static_cast<float>(b[i]);
-    float r = 0;
-    if constexpr (kOp == 0) {
-      r = x + y;
-    } else if constexpr (kOp == 1) {
-      r = x * y;
-    } else if constexpr (kOp == 2) {
-      r = std::min(x, y);
-    } else {
-      r = std::max(x, y);
-    }
-    b[i] = static_cast<T>(r);
-  }
-}
-
-template <int kOp>
-void half_op(void* in, void* inout, int* length, MPI_Datatype* type) {
-  if (*type == g_half_type) {
-    combine<c10::Half, kOp>(in, inout, *length);
-  } else {
-    combine<c10::BFloat16, kOp>(in, inout, *length);
-  }
-}
-
-void finalize_at_exit() {
-  std::lock_guard<std::mutex> lock(mpi_mutex());
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!finalized) {
-    for (MPI_Op& op : g_half_ops) {
-      if (op != MPI_OP_NULL) {
-        MPI_Op_free(&op);
-      }
-    }
-    for (MPI_Datatype* type : {&g_half_type, &g_bfloat16_type}) {
-      if (*type != MPI_DATATYPE_NULL) {
-        MPI_Type_free(type);
-      }
-    }
-    MPI_Finalize();
-  }
-  g_finalized = true;
-}
-
-// Initialises MPI once per process (unless the program did) and creates
-// dtrain's datatypes and ops. Thread-safe; a failed attempt may be retried.
-void ensure_mpi() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    std::lock_guard<std::mutex> lock(mpi_mutex());
-    int initialized = 0;
-    MPI_Initialized(&initialized);
-    int provided = MPI_THREAD_SINGLE;
-    if (initialized) {
-      MPI_Query_thread(&provided);
-    } else {
-      mpi_check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided),
-                "initialising MPI", "MPI_Init_thread");
-      std::atexit(finalize_at_exit);
-    }
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    DTRAIN_CHECK(provided >= MPI_THREAD_SERIALIZED,
-                 "dtrain's use of MPI (backend mpi, or the store's address under mpirun "
-                 "without MASTER_PORT) needs MPI_THREAD_SERIALIZED or higher, but MPI provides "
-                 "thread level ",
-                 provided,
-                 initialized ? " (the program called MPI_Init itself; use MPI_Init_thread)" : "");
-    MPI_Type_contiguous(2, MPI_BYTE, &g_half_type);
-    MPI_Type_commit(&g_half_type);
-    MPI_Type_contiguous(2, MPI_BYTE, &g_bfloat16_type);
-    MPI_Type_commit(&g_bfloat16_type);
-    MPI_Op_create(&half_op<0>, 1, &g_half_ops[0]);
-    MPI_Op_create(&half_op<1>, 1, &g_half_ops[1]);
-    MPI_Op_create(&half_op<2>, 1, &g_half_ops[2]);
-    MPI_Op_create(&half_op<3>, 1, &g_half_ops[3]);
-  });
-}
-
-MPI_Datatype to_mpi(at::ScalarType type) {
-  switch (type) {
-    case at::kFloat:
-      return MPI_FLOAT;
-    case at::kDouble:
-      return MPI_DOUBLE;
-    case at::kHalf:
-      return g_half_type;
-    case at::kBFloat16:
-      return g_bfloat16_type;
-    case at::kInt:
-      return MPI_INT32_T;
-    case at::kLong:
-      return MPI_INT64_T;
-    case at::kByte:
-      return MPI_UINT8_T;
-    default:
-      throw Error(std::string("mpi supports float32, float64, float16, bfloat16, int32, int64 "
-                              "and uint8 tensors, got ") +
-                  std::string(c10::toString(type)));
-  }
-}
-
-MPI_Op to_mpi(ReduceOp op, at::ScalarType type) {
-  const bool half = type == at::kHalf || type == at::kBFloat16;
-  switch (op) {
-    case ReduceOp::kSum:
-    case ReduceOp::kAvg:  // summed, then divided by the group size
-      return half ? g_half_ops[0] : MPI_SUM;
-    case ReduceOp::kProduct:
-      return half ? g_half_ops[1] : MPI_PROD;
-    case ReduceOp::kMin:
-      return half ? g_half_ops[2] : MPI_MIN;
-    case ReduceOp::kMax:
-      return half ? g_half_ops[3] : MPI_MAX;
-  }
-  throw Error("unknown ReduceOp");
-}
-
-int mpi_count(int64_t count, const std::string& what) {
-  DTRAIN_CHECK(count <= INT_MAX, what, ": backend mpi moves at most ", INT_MAX,
-               " elements (bytes for send/recv) per call, got ", count);
-  return static_cast<int>(count);
-}
-
-// Note [Abandoned buffers]
-// A request that timed out is still owned by MPI: a collective cannot be
-// cancelled and a send may still read its buffer. Its tensors are kept here
-// for the rest of the process so MPI never writes into freed memory.
-void abandon(std::vector<at::Tensor> tensors) {
-  static std::mutex mutex;
-  static auto* kept = new std::vector<at::Tensor>();  // never freed, on purpose
-  std::lock_guard<std::mutex> lock(mutex);
-  for (auto& t : tensors) {
-    kept->push_back(std::move(t));
-  }
-}
-
-// A receive whose message was larger than its tensor (MPI_ERR_TRUNCATE):
-// the receive's work says so in the words of the smaller case.
-class TruncatedReceive : public CollectiveError {
- public:
-  using CollectiveError::CollectiveError;
-};
-
-// Polls `request` with MPI_Test until it completes (true) or `deadline` passes (false).
-bool poll(MPI_Request& request, Clock::time_point deadline, const std::string& what,
-          MPI_Status* status = MPI_STATUS_IGNORE) {
-  const Clock::time_point start = Clock::now();
-  for (int sleeps = 0;;) {
-    {
-      std::lock_guard<std::mutex> lock(mpi_mutex());
-      check_not_finalized(what);
-      int done = 0;
-      const int code = MPI_Test(&request, &done, status);
-      int error_class = MPI_SUCCESS;
-      if (code != MPI_SUCCESS && MPI_Error_class(code, &error_class) == MPI_SUCCESS &&
-          error_class == MPI_ERR_TRUNCATE) {
-        throw TruncatedReceive(what + ": " + mpi_error_text(code));
-      }
-      mpi_check(code, what, "MPI_Test");
-      if (done) {
-        return true;
-      }
-    }
-    if (Clock::now() >= deadline) {
-      return false;
-    }
-    // Non-blocking collectives progress only inside MPI_Test, so each sleep
-    // stalls the whole schedule: yield (low latency) for the first 5 ms,
-    // then back off to at most 1 ms between tests so that oversubscribed
-    // ranks leave the cores to each other. (Yielding for 100 tests only
-    // made a 1 MB all-reduce take 3.4x raw MPI_Allreduce's time.)
-    if (Clock::now() - start < std::chrono::milliseconds(5)) {
-      std::this_thread::yield();
-    } else {
-      ++sleeps;
-      std::this_thread::sleep_for(std::chrono::microseconds(std::min(sleeps, 100) * 10));
-    }
-  }
-}
-
-[[noreturn]] void abort_job(MPI_Comm comm, const std::string& message) {
-  spdlog::critical("{}; aborting the MPI job (MpiOptions::abort_on_timeout)", message);
-  MPI_Abort(comm, 1);
-  std::abort();  // MPI_Abort does not return; this only satisfies [[noreturn]]
-}
-
-// A send or recv: waits by polling its request, on the waiting thread.
-// MPI moves it only inside MPI calls, so is_completed() tests the request
-// too (torch's MPI work calls MPI_Test in isCompleted): a caller may poll
-// it instead of waiting. Tests and waits take turns on wait_mutex_; each
-// MPI call holds mpi_mutex() (Note [One MPI call at a time]).
-class RequestWork : public Work {
- public:
-  RequestWork(std::string description, MPI_Request request, at::Tensor tensor, int64_t bytes,
-              MPI_Comm comm, const MpiOptions& options)
-      : Work(std::move(description)),
-        request_(request),
-        tensor_(std::move(tensor)),
-        bytes_(bytes),
-        comm_(comm),
-        options_(options) {}
-
-  ~RequestWork() override {
-    std::lock_guard<std::mutex> lock(mpi_mutex());
-    if (request_ != MPI_REQUEST_NULL && !g_finalized) {
-      // Dropped without wait(): MPI finishes it in the background.
-      MPI_Request_free(&request_);
-      abandon({tensor_});
-    }
-  }
-
-  void wait(std::chrono::milliseconds timeout = std::chrono::milliseconds::zero()) override {
-    {
-      std::lock_guard<std::mutex> waiting(wait_mutex_);
-      if (!Work::is_completed()) {
-        const auto limit = timeout.count() > 0 ? timeout : options_.timeout;
-        settle([&] { complete(limit); });
-      }
-    }
-    Work::wait();
-  }
-
-  // One MPI_Test when not finished yet. While another thread waits, that
-  // thread tests the request: this returns what is known without blocking.
-  bool is_completed() override {
-    std::unique_lock<std::mutex> testing(wait_mutex_, std::try_to_lock);
-    if (testing.owns_lock() && !Work::is_completed()) {
-      settle([&] {
-        MPI_Status status;
-        if (poll(request_, Clock::now(), description_, &status)) {  // a deadline passed: one test
-          received(status);
-          finish();
-        }
-      });
-    }
-    return Work::is_completed();
-  }
-
- private:
-  // Runs `step`, which finishes the work or leaves it running; a failure
-  // finishes it with the error, which wait() rethrows.
-  template <typename Step>
-  void settle(const Step& step) {
-    try {
-      step();
-    } catch (const TruncatedReceive&) {
-      finish(std::make_exception_ptr(CollectiveError(
-          dtrain::detail::concat(description_, ": received more than the expected ", bytes_,
-                                 " bytes (the sender's tensor has a different size or "
-                                 "dtype)"))));
-    } catch (const CollectiveError&) {
-      finish(std::current_exception());
-    } catch (const std::exception& e) {
-      finish(std::make_exception_ptr(CollectiveError(description_ + ": " + e.what())));
-    }
-  }
-
-  // Polls until done or `timeout`, then finishes the work.
-  void complete(std::chrono::milliseconds timeout) {
-    MPI_Status status;
-    if (!poll(request_, Clock::now() + timeout, description_, &status)) {
-      const std::string message =
-          description_ + ": not finished after " + std::to_string(timeout.count()) + " ms";
-      if (options_.abort_on_timeout) {
-        abort_job(comm_, message);
-      }
-      {
-        std::lock_guard<std::mutex> lock(mpi_mutex());
-        if (!g_finalized) {
-          MPI_Request_free(&request_);
-        }
-      }
-      request_ = MPI_REQUEST_NULL;
-      abandon({tensor_});
-      throw CollectiveTimeoutError(message);
-    }
-    received(status);
-    finish();
-  }
-
-  // After the request completed (MPI_Test set it to MPI_REQUEST_NULL).
-  void received(const MPI_Status& status) {
-    request_ = MPI_REQUEST_NULL;
-    tensor_ = at::Tensor();
-    if (bytes_ >= 0) {  // a receive: the sender's tensor must have had our size
-      int received = 0;
-      MPI_Get_count(&status, MPI_BYTE, &received);
-      DTRAIN_CHECK_AS(CollectiveError, received == bytes_, description_, ": received ", received,
-                      " bytes, expected ", bytes_,
-                      " (the sender's tensor has a different size or dtype)");
-    }
-  }
-
-  MPI_Request request_;
-  at::Tensor tensor_;
-  int64_t bytes_;  // expected bytes of a receive; -1 for a send
-  MPI_Comm comm_;
-  MpiOptions options_;
-  std::mutex wait_mutex_;
-};
-
-}  // namespace
+// MPI itself: its lock, checks, mappings and polling (mpi_runtime.h).
+using namespace mpi;
 
 MpiOptions MpiOptions::from_env() {
   MpiOptions options;
@@ -562,7 +205,7 @@ ProcessGroupMPI::~ProcessGroupMPI() {
   impl_->queue.stop();  // finishes queued work first
   std::lock_guard<std::mutex> lock(mpi_mutex());
   // A broken group still has a collective in flight: leave its communicator be.
-  if (!g_finalized && impl_->broken_by.empty() && impl_->comm != MPI_COMM_NULL) {
+  if (!finalized() && impl_->broken_by.empty() && impl_->comm != MPI_COMM_NULL) {
     MPI_Comm_free(&impl_->comm);  // pending sends and receives still complete
   }
 }
@@ -611,7 +254,7 @@ WorkPtr ProcessGroupMPI::send(const at::Tensor& tensor, int dst, int tag) {
                         impl_->comm, &request),
               what, "MPI_Isend");
   }
-  return std::make_shared<RequestWork>(what, request, tensor, -1, impl_->comm, impl_->options);
+  return make_request_work(what, request, tensor, -1, impl_->comm, impl_->options);
 }
 
 WorkPtr ProcessGroupMPI::recv(at::Tensor& tensor, int src, int tag) {
@@ -628,8 +271,8 @@ WorkPtr ProcessGroupMPI::recv(at::Tensor& tensor, int src, int tag) {
                         tag, impl_->comm, &request),
               what, "MPI_Irecv");
   }
-  return std::make_shared<RequestWork>(what, request, tensor, static_cast<int64_t>(tensor.nbytes()),
-                                       impl_->comm, impl_->options);
+  return make_request_work(what, request, tensor, static_cast<int64_t>(tensor.nbytes()),
+                           impl_->comm, impl_->options);
 }
 
 WorkPtr ProcessGroupMPI::broadcast(at::Tensor& tensor, const BroadcastOptions& options) {

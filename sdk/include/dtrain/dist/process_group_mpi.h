@@ -11,7 +11,7 @@
 // process creates initialises MPI with MPI_Init_thread (at least
 // MPI_THREAD_SERIALIZED) unless the program already did; dtrain then
 // finalises it at exit. Every MPI call dtrain makes holds one process-wide
-// lock (see Note [One MPI call at a time] in process_group_mpi.cpp), so a
+// lock (see Note [One MPI call at a time] in src/dist/mpi_runtime.h), so a
 // program that calls MPI itself must not do so concurrently with dtrain.
 //
 // Collectives run on one worker thread per group, in issue order, as MPI's
