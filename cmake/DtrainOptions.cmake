@@ -29,3 +29,23 @@ if(NOT DEFINED _dtrain_debug_info_flag_${DTRAIN_DEBUG_INFO})
 endif()
 add_compile_options(
   "$<$<AND:$<CONFIG:RelWithDebInfo>,$<COMPILE_LANGUAGE:C,CXX>>:${_dtrain_debug_info_flag_${DTRAIN_DEBUG_INFO}}>")
+
+# DTRAIN_SANITIZE: a comma-separated list of GCC sanitizers (address,
+# undefined) for every C and C++ file and every link, in a build folder of
+# its own (scripts/sanitize.sh). LibTorch and the Debian libraries stay
+# uninstrumented: ASan checks dtrain's own memory accesses and UBSan its own
+# arithmetic. CUDA device code is left as it is. Errors end the process
+# (-fno-sanitize-recover), so a test that hits one fails.
+set(DTRAIN_SANITIZE "" CACHE STRING "Sanitizers for C/C++ (comma-separated: address, undefined); empty for none")
+if(DTRAIN_SANITIZE)
+  string(REPLACE "," ";" _dtrain_sanitizers "${DTRAIN_SANITIZE}")
+  foreach(_dtrain_sanitizer IN LISTS _dtrain_sanitizers)
+    if(NOT _dtrain_sanitizer MATCHES "^(address|undefined)$")
+      message(FATAL_ERROR "DTRAIN_SANITIZE=${DTRAIN_SANITIZE}: '${_dtrain_sanitizer}' is not one of address, undefined")
+    endif()
+  endforeach()
+  set(_dtrain_sanitize_flags "-fsanitize=${DTRAIN_SANITIZE}" "-fno-sanitize-recover=all"
+                             "-fno-omit-frame-pointer")
+  add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:${_dtrain_sanitize_flags}>")
+  add_link_options("$<$<LINK_LANGUAGE:C,CXX>:-fsanitize=${DTRAIN_SANITIZE}>")
+endif()

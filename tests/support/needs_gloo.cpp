@@ -1,0 +1,23 @@
+// Compiled into each test program whose tests start Gloo groups (NEEDS_GLOO
+// in tests/CMakeLists.txt). In a build with AddressSanitizer the SDK cannot
+// load its Gloo module (sdk/src/dist/gloo/gloo_library.cpp), so the whole
+// program skips, saying why, rather than failing test by test
+// (scripts/sanitize.sh runs these programs under UBSan alone).
+#include <gtest/gtest.h>
+
+namespace {
+
+class NeedsGloo : public ::testing::Environment {
+ public:
+  void SetUp() override {
+#if defined(__SANITIZE_ADDRESS__)
+    GTEST_SKIP() << "this program's tests use the gloo backend, which cannot be loaded under "
+                    "AddressSanitizer (bash scripts/sanitize.sh undefined runs them)";
+#endif
+  }
+};
+
+[[maybe_unused]] ::testing::Environment* const needs_gloo_environment =
+    ::testing::AddGlobalTestEnvironment(new NeedsGloo);
+
+}  // namespace
