@@ -49,12 +49,18 @@ TEST(FeaturePropagation, InterpolatesByInverseSquaredDistanceOfThreeNearest) {
 }
 
 TEST(FeaturePropagation, OneSparsePointSpreadsEverywhereAndCoincidentPointsCopy) {
+  torch::manual_seed(4);
   const at::Tensor features = at::randn({1, 3, 1});
   const at::Tensor everywhere =
       interpolate_three_nearest(at::rand({1, 9, 3}), at::zeros({1, 1, 3}), features);
   EXPECT_TRUE(at::equal(everywhere, features.expand({1, 3, 9})));
-  // A dense point on a sparse point takes that point's feature.
-  const at::Tensor sparse = at::rand({1, 5, 3});
+  // A dense point on a sparse point takes that point's feature. Its two
+  // other neighbours keep a weight of about 1e-8 / d^2 (the guard against
+  // division by zero), so the sparse points lie apart: at least 0.25 along
+  // each axis (d^2 >= 0.18), not at random, where two of them ~0.01 apart
+  // (about one cloud in 1,500) would pull the copy past the tolerance.
+  const at::Tensor spaced = at::arange(5, at::kFloat).mul(0.3).view({1, 5, 1}).expand({1, 5, 3});
+  const at::Tensor sparse = spaced.index_select(1, at::randperm(5)) + 0.05 * at::rand({1, 5, 3});
   const at::Tensor sparse_features = at::randn({1, 2, 5});
   const at::Tensor on_top = interpolate_three_nearest(sparse, sparse, sparse_features);
   EXPECT_TRUE(at::allclose(on_top, sparse_features, 1e-4, 1e-5));
