@@ -6,7 +6,9 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <exception>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -102,6 +104,81 @@ TEST(CrashTrace, SwitchedOffLeavesTheDefault) {
   });
   EXPECT_TRUE(died_of(end, SIGSEGV)) << end.status;
   EXPECT_EQ(end.stderr_text, "");
+}
+
+// An exception that escapes a thread's function ends the process through
+// std::terminate: it is named with its type, message and the rank, then the
+// abort is traced as above.
+TEST(CrashTrace, AnUncaughtExceptionIsNamedWithTheRank) {
+  const ChildEnd end = run_in_child([] {
+    dtrain::util::set_crash_trace_rank(2, 0);
+    std::thread worker([] { throw std::invalid_argument("the library's own words"); });
+    worker.join();
+    return false;  // not reached: the child ends above
+  });
+  EXPECT_TRUE(died_of(end, SIGABRT)) << end.status;
+  expect_trace(end,
+               "[rank 2/local 0] terminate: uncaught std::invalid_argument: the library's own "
+               "words\n");
+  expect_trace(end, "[rank 2/local 0] fatal signal 6 (SIGABRT); native stack:\n");
+  // Not the C++ runtime's own report besides ours.
+  EXPECT_EQ(end.stderr_text.find("terminate called after throwing"), std::string::npos)
+      << end.stderr_text;
+}
+
+std::string explain_library_words(const std::string& what) {
+  return what.find("library's own") != std::string::npos ? "what that means for you" : "";
+}
+
+std::string explain_nothing(const std::string&) {
+  return "";
+}
+
+TEST(CrashTrace, ExplainersThatRecogniseTheMessageAddALine) {
+  const ChildEnd end = run_in_child([] {
+    dtrain::util::set_crash_trace_rank(0, 0);
+    dtrain::util::add_uncaught_explainer(explain_nothing);
+    dtrain::util::add_uncaught_explainer(explain_library_words);
+    dtrain::util::add_uncaught_explainer(explain_library_words);  // once is enough
+    std::thread worker([] { throw std::runtime_error("the library's own words"); });
+    worker.join();
+    return false;  // not reached: the child ends above
+  });
+  EXPECT_TRUE(died_of(end, SIGABRT)) << end.status;
+  const std::string named =
+      "[rank 0/local 0] terminate: uncaught std::runtime_error: the "
+      "library's own words\n[rank 0/local 0] what that means for you\n";
+  EXPECT_NE(end.stderr_text.find(named), std::string::npos) << end.stderr_text;
+  const std::string line = "what that means for you";
+  EXPECT_EQ(end.stderr_text.find(line, end.stderr_text.find(line) + 1), std::string::npos)
+      << end.stderr_text;
+}
+
+TEST(CrashTrace, TerminateWithoutAnExceptionIsNamed) {
+  const ChildEnd end = run_in_child([] {
+    dtrain::util::set_crash_trace_rank(1, 1);
+    std::terminate();
+    return false;  // not reached: the child ends above
+  });
+  EXPECT_TRUE(died_of(end, SIGABRT)) << end.status;
+  expect_trace(end, "[rank 1/local 1] terminate called without an active exception\n");
+}
+
+void own_terminate() {
+  constexpr char kText[] = "the program's own terminate handler\n";
+  (void)!write(STDERR_FILENO, kText, sizeof kText - 1);
+  _exit(9);
+}
+
+TEST(CrashTrace, AProgramsOwnTerminateHandlerStays) {
+  const ChildEnd end = run_in_child([] {
+    std::set_terminate(own_terminate);
+    dtrain::util::install_crash_trace();
+    std::terminate();
+    return false;  // not reached: the child ends above
+  });
+  EXPECT_TRUE(WIFEXITED(end.status) && WEXITSTATUS(end.status) == 9) << end.status;
+  EXPECT_EQ(end.stderr_text, "the program's own terminate handler\n");
 }
 
 void own_handler(int) {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <thread>
@@ -16,6 +17,7 @@
 
 #include "collective_args.h"
 #include "dtrain/dist/prefix_store.h"
+#include "dtrain/util/crash_trace.h"
 #include "gloo/gloo_api.h"
 #include "gloo/gloo_library.h"
 #include "interfaces.h"
@@ -65,6 +67,39 @@ gloo_api::Reduce to_gloo(ReduceOp op) {
       return gloo_api::Reduce::kMax;
   }
   throw Error("unknown ReduceOp");
+}
+
+// Note [A message larger than its receive]
+// libgloo checks on its network thread that each message fits the buffer
+// its receiver posted, and when one does not, it throws there, where no
+// caller can catch it, and the process ends: a recv whose tensor is smaller
+// than the sender's, or a collective whose tensors differ in size or dtype
+// across ranks (torch's Gloo backend ends the same way). The message's size
+// arrives too late to refuse it first (Note [A size beside every message]),
+// and asking the receiver's size before every send would add a round trip
+// to each one. So what the group can do is say in words what happened: the
+// terminate handler (dtrain/util/crash_trace.h) asks this explainer about
+// the uncaught exception and adds its line under libgloo's, with the rank.
+std::string explain_oversized_message(const std::string& what) {
+  // GLOO_ENFORCE_LE's words in libgloo's tcp/pair.cc: "<check>. 20 vs 16".
+  const std::string check = "op.preamble.length <= op.nbytes";
+  const std::size_t at = what.find(check);
+  if (at == std::string::npos) {
+    return "";
+  }
+  unsigned long long arrived = 0;
+  unsigned long long room = 0;
+  const bool sized =
+      std::sscanf(what.c_str() + at + check.size(), ". %llu vs %llu", &arrived, &room) == 2;
+  const std::string message =
+      sized ? dtrain::detail::concat("a Gloo message of ", arrived,
+                                     " bytes arrived where this rank had room for ", room)
+            : std::string("a Gloo message arrived that is larger than its receive");
+  return message +
+         ": a recv's tensor is smaller than the sender's, or this rank's tensor in a "
+         "collective is smaller than another rank's (a different size or dtype); libgloo "
+         "refuses it on its network thread, which ends the process. DTRAIN_DIST_DEBUG=1 "
+         "compares every collective's tensors across ranks before it runs.";
 }
 
 }  // namespace
@@ -121,6 +156,8 @@ ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int s
   DTRAIN_CHECK(store != nullptr, "ProcessGroupGloo '", this->name(), "': the store is null");
   impl_->options = options;
   impl_->group = this;
+  // Note [A message larger than its receive]
+  util::add_uncaught_explainer(explain_oversized_message);
   auto group_store = std::make_shared<PrefixStore>("gloo/" + this->name(), store);
   impl_->store = group_store;
   gloo_api::StoreCallbacks callbacks;

@@ -1,5 +1,6 @@
 #include "dtrain/util/crash_trace.h"
 
+#include <cxxabi.h>
 #include <execinfo.h>
 #include <signal.h>
 #include <unistd.h>
@@ -9,7 +10,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <mutex>
 #include <string>
+#include <typeinfo>
 
 namespace dtrain::util {
 
@@ -87,6 +91,65 @@ void on_fatal_signal(int signal) {
   ::raise(signal);
 }
 
+// The explainers asked about an uncaught exception: slots filled in order
+// under g_explainers_mutex, read without it (a slot is written once).
+constexpr int kMaxExplainers = 8;
+std::array<std::atomic<UncaughtExplainer>, kMaxExplainers> g_explainers{};
+std::mutex g_explainers_mutex;
+
+// The uncaught exception's type, demangled where the runtime can.
+std::string uncaught_type_name() {
+  const std::type_info* type = abi::__cxa_current_exception_type();
+  if (type == nullptr) {
+    return "exception";
+  }
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(type->name(), nullptr, nullptr, &status);
+  std::string name = (status == 0 && demangled != nullptr) ? demangled : type->name();
+  std::free(demangled);
+  return name;
+}
+
+void write_line(const std::string& text) {
+  write_text(g_prefix);
+  write_text(" ");
+  write_text(text.c_str());
+  write_text("\n");
+}
+
+// Names the exception nobody caught, with what the explainers make of it,
+// then aborts: the SIGABRT handler adds the stack. This replaces the C++
+// runtime's own handler, whose "terminate called after throwing..." names
+// no rank and explains nothing.
+[[noreturn]] void on_terminate() {
+  static std::atomic<bool> entered{false};
+  if (entered.exchange(true)) {
+    std::abort();  // terminate again from in here (or another thread): no second report
+  }
+  if (std::exception_ptr error = std::current_exception()) {
+    std::string what = "(not derived from std::exception)";
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    write_line("terminate: uncaught " + uncaught_type_name() + ": " + what);
+    for (const auto& slot : g_explainers) {
+      const UncaughtExplainer explainer = slot.load();
+      if (explainer == nullptr) {
+        break;
+      }
+      if (const std::string words = explainer(what); !words.empty()) {
+        write_line(words);
+      }
+    }
+  } else {
+    write_line("terminate called without an active exception");
+  }
+  std::abort();
+}
+
 bool crash_trace_wanted() {
   const char* setting = std::getenv("DTRAIN_CRASH_TRACE");
   return setting == nullptr || std::string(setting) != "0";
@@ -119,6 +182,23 @@ void install_crash_trace() {
     // ends the process at once rather than recursing.
     action.sa_flags = SA_ONSTACK;
     ::sigaction(signal, &action, nullptr);
+  }
+  if (std::get_terminate() == __gnu_cxx::__verbose_terminate_handler) {
+    std::set_terminate(on_terminate);  // a program's own handler stays
+  }
+}
+
+void add_uncaught_explainer(UncaughtExplainer explainer) {
+  std::lock_guard<std::mutex> lock(g_explainers_mutex);
+  for (auto& slot : g_explainers) {
+    const UncaughtExplainer present = slot.load();
+    if (present == explainer) {
+      return;
+    }
+    if (present == nullptr) {
+      slot.store(explainer);
+      return;
+    }
   }
 }
 

@@ -13,9 +13,23 @@
 // stay. DTRAIN_CRASH_TRACE=0 turns it off. Frames of executables show as
 // offsets unless they are linked with -rdynamic; addr2line -e <binary>
 // <offset> names them.
+//
+// An exception that nothing catches (one thrown on a thread of a library
+// the SDK calls, say) is named the same way before the process aborts:
+//
+//   [rank 1/local 1] terminate: uncaught gloo::EnforceNotMet: [enforce fail
+//   at .../pair.cc:...] op.preamble.length <= op.nbytes. 20 vs 16
+//   [rank 1/local 1] a Gloo message of 20 bytes arrived where this rank
+//   expected 16: ...
+//
+// the second line from an explainer that the part of the SDK which knows
+// the library registered (add_uncaught_explainer). Installed with the
+// signal handlers, only while the terminate handler is still the C++
+// runtime's own.
 #pragma once
 
 #include <optional>
+#include <string>
 
 namespace dtrain::util {
 
@@ -26,5 +40,15 @@ void install_crash_trace();
 
 // The rank and local rank the trace names (set_log_rank calls this).
 void set_crash_trace_rank(std::optional<int> rank, std::optional<int> local_rank);
+
+// Says in words what an uncaught exception whose what() is `what` means for
+// the user, or returns "" when it does not recognise it.
+using UncaughtExplainer = std::string (*)(const std::string& what);
+
+// Adds an explainer that the terminate handler asks, in the order added,
+// after naming an uncaught exception; adding one twice changes nothing. At
+// most 8 are kept (more are ignored): a few parts of the SDK each register
+// one for the library they wrap.
+void add_uncaught_explainer(UncaughtExplainer explainer);
 
 }  // namespace dtrain::util
