@@ -13,6 +13,10 @@
 
 namespace dtrain::testing {
 
+// The seed that every test of a program on LibTorch starts LibTorch's
+// default CPU generator at (seed_each_test.cpp).
+constexpr std::uint64_t kTestSeed = 20261204;
+
 // A fresh directory under the system temp dir, removed with its contents on destruction.
 class TempDir {
  public:
