@@ -10,6 +10,11 @@
 // (it sleeps 60 s without calling the step's all-reduce), so the others'
 // collective times out after --timeout-ms; with --hang-restart C, only in
 // the round whose TORCHELASTIC_RESTART_COUNT is C.
+//
+// --short-rank R: before the steps, rank 0 broadcasts 4 doubles and rank R
+// receives them into a tensor of 2, which libgloo refuses by ending rank R
+// (Note [A message larger than its receive]); the other ranks wait to be
+// stopped, so rank R's is the job's only failure.
 #include <unistd.h>
 
 #include <chrono>
@@ -47,6 +52,7 @@ int main(int argc, char** argv) {
   int hang_rank = -1;
   int hang_step = 0;
   int hang_restart = -1;  // any
+  int short_rank = -1;
   app.add_option("--steps", steps)->check(dtrain::util::positive());
   app.add_option("--step-ms", step_ms)->check(dtrain::util::non_negative());
   app.add_option("--out", out_dir)->required();
@@ -54,6 +60,7 @@ int main(int argc, char** argv) {
   app.add_option("--hang-rank", hang_rank);
   app.add_option("--hang-step", hang_step)->check(dtrain::util::non_negative());
   app.add_option("--hang-restart", hang_restart);
+  app.add_option("--short-rank", short_rank);
   return dtrain::util::run_cli_app(app, argc, argv, [&] {
     dist::InitOptions options;
     options.backend = "gloo";
@@ -67,6 +74,16 @@ int main(int argc, char** argv) {
                                           std::to_string(world) + " restart " + restarts + " pid " +
                                           std::to_string(::getpid()) + " master " +
                                           std::getenv("MASTER_ADDR"));
+    if (short_rank >= 0) {
+      at::Tensor values = at::zeros({rank == short_rank ? 2 : 4}, at::kDouble);
+      try {
+        dist::broadcast(values, 0);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "rank %d: %s\n", rank, e.what());  // rank R is gone
+      }
+      std::this_thread::sleep_for(std::chrono::seconds(60));
+      return 3;
+    }
     const double expected = world * (world + 1) / 2.0;
     double sum = 0;
     for (int step = 0; step < steps; ++step) {

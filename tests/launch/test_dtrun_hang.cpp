@@ -2,7 +2,8 @@
 // names the rank that never reached it (Note [Which rank a timeout waited
 // on]), and dtrun's summary names that rank as the likely cause, above the
 // first failure, which is only a victim, and quotes the hung rank's last
-// lines (allreduce_worker.cpp's --hang-rank).
+// lines (allreduce_worker.cpp's --hang-rank). And the summary of a rank
+// that crashed after an uncaught exception.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -47,6 +48,33 @@ TEST(DtrunHang, TheSummaryNamesTheRankThatNeverReachedTheCollective) {
   const auto quoted = out.find("  last lines of rank 2's output (a likely cause):\n", first);
   ASSERT_NE(quoted, std::string::npos) << out;
   EXPECT_NE(out.find("    | rank 2 stops at step 1 (--hang-rank)\n", quoted), std::string::npos)
+      << out;
+}
+
+// A rank that libgloo ends (a broadcast into a tensor smaller than the
+// root's) is quoted from the SDK's report of the uncaught exception, which
+// says why, not only from its stack (Note [A message larger than its
+// receive]).
+TEST(DtrunCrash, TheSummaryQuotesWhyLibglooEndedARank) {
+  TempDir dir;
+  BackgroundProcess dtrun({kDtrun, "--standalone", "--nproc-per-node", "2", "--max-restarts", "0",
+                           kWorker, "--out", dir.path().string(), "--short-rank", "1"},
+                          dir.file("dtrun.out"), {{"OMP_NUM_THREADS", "1"}});
+  EXPECT_EQ(dtrun.wait(60s), 1);
+  const std::string out = dtrun.output();
+  const auto first = out.find("  first failure: rank 1 (local rank 1 on node 0");
+  ASSERT_NE(first, std::string::npos) << out;
+  EXPECT_NE(out.find("ended with signal 6 (SIGABRT)", first), std::string::npos) << out;
+  const auto report =
+      out.find("    | [rank 1/local 1] terminate: uncaught gloo::EnforceNotMet: ", first);
+  ASSERT_NE(report, std::string::npos) << out;
+  EXPECT_NE(out.find("    | [rank 1/local 1] a Gloo message of 32 bytes arrived where this rank "
+                     "had room for 16: ",
+                     report),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("    | [rank 1/local 1] fatal signal 6 (SIGABRT); native stack:", report),
+            std::string::npos)
       << out;
 }
 

@@ -377,6 +377,42 @@ TEST(Failure, TailKeepsACrashTracesTop) {
             "x\n[rank 0/local 0] fatal signal 6 (SIGABRT); native stack:\nf");
 }
 
+// An abort after an uncaught exception is quoted from the exception's
+// report, which says what went wrong, down through the trace's top frames.
+TEST(Failure, TailKeepsTheUncaughtExceptionAboveACrashTrace) {
+  using dtrain::launch::failure_tail;
+  std::string trace =
+      "[rank 0/local 0] loss 0.5\n"
+      "[rank 1/local 1] step 3\n"
+      "[rank 1/local 1] terminate: uncaught gloo::EnforceNotMet: op.preamble.length <= "
+      "op.nbytes. 20 vs 16\n"
+      "[rank 1/local 1] a Gloo message of 20 bytes arrived where this rank had room for 16\n"
+      "[rank 1/local 1] fatal signal 6 (SIGABRT); native stack:\n";
+  for (int frame = 0; frame < 27; ++frame) {
+    trace += "frame " + std::to_string(frame) + "\n";
+  }
+  const std::string quoted = failure_tail(trace, 20, 40);
+  EXPECT_EQ(quoted.substr(0, quoted.find('\n')),
+            "[rank 1/local 1] terminate: uncaught gloo::EnforceNotMet: op.preamble.length <= "
+            "op.nbytes. 20 vs 16")
+      << quoted;
+  EXPECT_NE(quoted.find("\n[rank 1/local 1] a Gloo message of 20 bytes"), std::string::npos);
+  EXPECT_EQ(quoted.substr(quoted.rfind('\n') + 1), "frame 26");
+  // Another rank's "terminate" line, or one above an unrelated line, is not
+  // this trace's report.
+  const std::string other =
+      "[rank 0/local 0] terminate: uncaught std::runtime_error: x\n"
+      "[rank 1/local 1] fatal signal 6 (SIGABRT); native stack:\n" +
+      trace.substr(trace.find("frame 0"));
+  EXPECT_EQ(failure_tail(other, 20, 40).substr(0, 16), "[rank 1/local 1]");
+  const std::string apart =
+      "[rank 1/local 1] terminate: uncaught std::runtime_error: x\n"
+      "an unrelated line\n"
+      "[rank 1/local 1] fatal signal 6 (SIGABRT); native stack:\n" +
+      trace.substr(trace.find("frame 0"));
+  EXPECT_EQ(failure_tail(apart, 20, 40).substr(0, 30), "[rank 1/local 1] fatal signal ");
+}
+
 TEST(Failure, LastLines) {
   EXPECT_EQ(last_lines("a\nb\nc\n", 2), "b\nc");
   EXPECT_EQ(last_lines("a\nb", 5), "a\nb");

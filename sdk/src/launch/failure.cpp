@@ -194,14 +194,45 @@ std::string last_lines(const std::string& text, int lines) {
   return text.substr(start, end - start);
 }
 
+namespace {
+
+// Where the line holding text[at] starts.
+std::size_t line_start_of(const std::string& text, std::size_t at) {
+  const std::size_t newline = at == 0 ? std::string::npos : text.rfind('\n', at - 1);
+  return newline == std::string::npos ? 0 : newline + 1;
+}
+
+// Where a crash trace whose "fatal signal" header has its ']' at `header`
+// starts: at the header's line, or above it at the report of an uncaught
+// exception that caused the abort ("[rank 1/local 1] terminate: uncaught
+// ..." and its explainers' lines under the same prefix, util/crash_trace.h),
+// which says what went wrong where the frames only say where.
+std::size_t crash_trace_start(const std::string& text, std::size_t header) {
+  const std::size_t header_line = line_start_of(text, header);
+  const std::string prefix = text.substr(header_line, header - header_line + 1);
+  constexpr int kMostReportLines = 9;  // the report and at most 8 explainers
+  std::size_t line = header_line;
+  for (int back = 0; back < kMostReportLines && line > 0; ++back) {
+    line = line_start_of(text, line - 1);
+    if (text.compare(line, prefix.size(), prefix) != 0) {
+      break;
+    }
+    if (text.compare(line, prefix.size() + 10, prefix + " terminate") == 0) {
+      return line;
+    }
+  }
+  return header_line;
+}
+
+}  // namespace
+
 std::string failure_tail(const std::string& text, int lines, int trace_lines) {
   std::string tail = last_lines(text, lines);
   const std::size_t header = text.rfind("] fatal signal ");
   if (header == std::string::npos) {
     return tail;
   }
-  const std::size_t line_start = text.rfind('\n', header);
-  const std::string trace = text.substr(line_start == std::string::npos ? 0 : line_start + 1);
+  const std::string trace = text.substr(crash_trace_start(text, header));
   if (trace.size() <= tail.size()) {
     return tail;  // the last lines hold the whole trace already
   }

@@ -64,8 +64,9 @@ std::string last_lines(const std::string& text, int lines);
 // What a failed worker's summary quotes of its output: the last `lines`
 // lines; but when they hold only part of a crash trace (a "fatal signal"
 // header, util/crash_trace.h, followed by its frames), the trace from its
-// header on, at most `trace_lines` lines of it: the top frames say where it
-// crashed, the bottom ones only how main was reached.
+// header on (from the report of the uncaught exception above it, when an
+// abort came from one), at most `trace_lines` lines of it: the top frames
+// say where it crashed, the bottom ones only how main was reached.
 std::string failure_tail(const std::string& text, int lines, int trace_lines);
 
 }  // namespace dtrain::launch
