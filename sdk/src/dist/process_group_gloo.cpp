@@ -156,8 +156,9 @@ ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int s
   DTRAIN_CHECK(store != nullptr, "ProcessGroupGloo '", this->name(), "': the store is null");
   impl_->options = options;
   impl_->group = this;
-  // Note [A message larger than its receive]
-  util::add_uncaught_explainer(explain_oversized_message);
+  // Note [A message larger than its receive]: once per process, not per group.
+  static const bool explained = (util::add_uncaught_explainer(explain_oversized_message), true);
+  (void)explained;
   auto group_store = std::make_shared<PrefixStore>("gloo/" + this->name(), store);
   impl_->store = group_store;
   gloo_api::StoreCallbacks callbacks;

@@ -210,6 +210,7 @@ std::size_t line_start_of(const std::string& text, std::size_t at) {
 std::size_t crash_trace_start(const std::string& text, std::size_t header) {
   const std::size_t header_line = line_start_of(text, header);
   const std::string prefix = text.substr(header_line, header - header_line + 1);
+  const std::string report = prefix + " terminate";
   constexpr int kMostReportLines = 9;  // the report and at most 8 explainers
   std::size_t line = header_line;
   for (int back = 0; back < kMostReportLines && line > 0; ++back) {
@@ -217,7 +218,7 @@ std::size_t crash_trace_start(const std::string& text, std::size_t header) {
     if (text.compare(line, prefix.size(), prefix) != 0) {
       break;
     }
-    if (text.compare(line, prefix.size() + 10, prefix + " terminate") == 0) {
+    if (text.compare(line, report.size(), report) == 0) {
       return line;
     }
   }

@@ -20,7 +20,7 @@
 //   [rank 1/local 1] terminate: uncaught gloo::EnforceNotMet: [enforce fail
 //   at .../pair.cc:...] op.preamble.length <= op.nbytes. 20 vs 16
 //   [rank 1/local 1] a Gloo message of 20 bytes arrived where this rank
-//   expected 16: ...
+//   had room for 16: ...
 //
 // the second line from an explainer that the part of the SDK which knows
 // the library registered (add_uncaught_explainer). Installed with the
