@@ -65,17 +65,19 @@ TEST(PointNet2Cuda, FurthestPointSampleAgreesExactly) {
               "float16");
 }
 
-// Forces an FPS kernel (and the striped kernel's picks per round) for the
-// lifetime of the object.
+// Forces an FPS kernel (and the striped kernel's picks per round and blocks
+// per cloud) for the lifetime of the object.
 class ForcedFps {
  public:
-  ForcedFps(const char* path, const char* round) {
+  ForcedFps(const char* path, const char* round, const char* cluster = "") {
     setenv("DTRAIN_CUDA_FPS", path, 1);
     setenv("DTRAIN_CUDA_FPS_ROUND", round, 1);
+    setenv("DTRAIN_CUDA_FPS_CLUSTER", cluster, 1);
   }
   ~ForcedFps() {
     unsetenv("DTRAIN_CUDA_FPS");
     unsetenv("DTRAIN_CUDA_FPS_ROUND");
+    unsetenv("DTRAIN_CUDA_FPS_CLUSTER");
   }
   ForcedFps(const ForcedFps&) = delete;
   ForcedFps& operator=(const ForcedFps&) = delete;
@@ -255,6 +257,60 @@ TEST(PointNet2Cuda, FurthestPointSampleOnAClusterAgrees) {
                   c.name + " (round " + round + ")");
     }
   }
+}
+
+// A cloud the striped kernel could hold in fewer blocks, spread over a
+// cluster of 2, 4 or 8 on request (DTRAIN_CUDA_FPS_CLUSTER), so that a small
+// batch keeps more SMs busy: the goal size (32 clouds of 8192 points), a
+// cloud sampled to its last point, a grid of ties, NaN, and 10 points on 8
+// blocks (blocks holding no points at all).
+TEST(PointNet2Cuda, FurthestPointSampleOnARequestedClusterAgrees) {
+  SKIP_WITHOUT_CUDA();
+  if (!striped_takes_clusters()) {
+    GTEST_SKIP() << "thread-block clusters need sm_90";
+  }
+  at::manual_seed(36);
+  const at::Tensor cells = at::arange(4096, at::kInt);
+  struct Case {
+    std::string name;
+    at::Tensor xyz;
+    int64_t npoint;
+    int64_t start;
+  };
+  const std::vector<Case> cases = {
+      {"32 x 8192 uniform", at::rand({32, 8192, 3}), 1024, 0},
+      {"3 x 1000 Gaussian, every point", at::randn({3, 1000, 3}), 1000, 999},
+      {"16^3 grid",
+       at::stack({cells % 16, cells.div(16, "floor") % 16, cells.div(256, "floor")}, 1)
+           .to(at::kFloat)
+           .unsqueeze(0),
+       2048, 5},
+      {"3000 with NaN and infinity",
+       at::rand({1, 3000, 3}).index_put_({0, 2000, 0}, NAN).index_put_({0, 3, 2}, INFINITY), 300,
+       1},
+      {"10 points", at::rand({2, 10, 3}), 10, 9},
+  };
+  for (const Case& c : cases) {
+    const at::Tensor expected = k::furthest_point_sample(c.xyz, c.npoint, c.start);
+    for (const char* cluster : {"1", "2", "4", "8"}) {
+      for (const char* round : {"1", "2", "4"}) {
+        const ForcedFps forced("striped", round, cluster);
+        expect_same(k::furthest_point_sample(cuda(c.xyz), c.npoint, c.start), expected,
+                    c.name + " (cluster " + cluster + ", round " + round + ")");
+      }
+    }
+  }
+  auto expect_refusal = [](const char* cluster, int64_t n, const std::string& words) {
+    const ForcedFps forced("striped", "", cluster);
+    try {
+      k::furthest_point_sample(cuda(at::rand({1, n, 3})), 10);
+      ADD_FAILURE() << "cluster " << cluster << ", " << n << " points: no error";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  expect_refusal("1", 9000, "hold at most 8192 points, got 9000");  // 9000 need 2 blocks
+  expect_refusal("3", 100, "DTRAIN_CUDA_FPS_CLUSTER must be auto, 1, 2, 4 or 8, got '3'");
 }
 
 TEST(PointNet2Cuda, FurthestPointSampleMillionPoints) {

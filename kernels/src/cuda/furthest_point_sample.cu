@@ -156,6 +156,13 @@ int requested_round() {
   return kRounds[detail::env_choice("DTRAIN_CUDA_FPS_ROUND", {"4", "1", "2"})];
 }
 
+// DTRAIN_CUDA_FPS_CLUSTER: the striped kernel's blocks per cloud (0: the
+// fewest that hold the cloud).
+int requested_cluster() {
+  constexpr int kClusters[] = {0, 1, 2, 4, 8};
+  return kClusters[detail::env_choice("DTRAIN_CUDA_FPS_CLUSTER", {"auto", "1", "2", "4", "8"})];
+}
+
 void launch_one_block_per_cloud(bool shared, const float* xyz, std::int64_t batch, std::int64_t n,
                                 std::int64_t npoint, std::int64_t start, float* dist_scratch,
                                 std::int64_t* out, cudaStream_t stream) {
@@ -190,11 +197,10 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
       n <= kRegisterPoints && static_cast<std::int64_t>(fps_registers_shared_bytes(n)) <= limit;
   const std::int64_t striped_points =
       fps_striped_max_points(device_attribute(cudaDevAttrComputeCapabilityMajor));
-  const bool fits_striped =
-      n <= striped_points && static_cast<std::int64_t>(fps_striped_shared_bytes(n)) <= limit;
+  const int round = requested_round();  // checked on every call, as the path is
+  const int cluster = requested_cluster();
   const bool fits_chunks = static_cast<std::int64_t>(fps_chunks_shared_bytes(n)) <= limit;
   FpsPath path = requested_path();
-  const int round = requested_round();  // checked on every call, as the path is
   if (path == FpsPath::kAuto) {
     path =
         fits_registers ? FpsPath::kRegisters : (fits_chunks ? FpsPath::kChunks : FpsPath::kGlobal);
@@ -204,7 +210,11 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
                                 std::to_string(kRegisterPoints) +
                                 " points (and their shared memory), got " + std::to_string(n));
   }
-  if (path == FpsPath::kStriped && !fits_striped) {
+  // The striped kernel's shared memory, asked only when it is forced: its
+  // count throws for a cloud that the requested cluster cannot hold.
+  if (path == FpsPath::kStriped &&
+      (n > striped_points ||
+       static_cast<std::int64_t>(fps_striped_shared_bytes(n, cluster)) > limit)) {
     throw std::invalid_argument("DTRAIN_CUDA_FPS=striped: the striped kernel takes at most " +
                                 std::to_string(striped_points) +
                                 " points on this GPU (and their shared memory), got " +
@@ -223,7 +233,7 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
     case FpsPath::kRegisters:
       return {FpsKernel::kRegisters, 0};
     case FpsPath::kStriped:
-      return {FpsKernel::kStriped, 0, round};
+      return {FpsKernel::kStriped, 0, round, cluster};
     case FpsPath::kChunks:  // sorted (x, y, z, distance) and original index per point
       return {FpsKernel::kChunks, points * (sizeof(float) * 4 + sizeof(int))};
     case FpsPath::kShared:
@@ -243,7 +253,8 @@ void launch_furthest_point_sample(const FpsPlan& plan, const float* xyz, std::in
     case FpsKernel::kRegisters:
       return launch_fps_registers(xyz, batch, n, npoint, start, out, stream);
     case FpsKernel::kStriped:
-      return launch_fps_striped(plan.round, xyz, batch, n, npoint, start, out, stream);
+      return launch_fps_striped(plan.round, plan.cluster, xyz, batch, n, npoint, start, out,
+                                stream);
     case FpsKernel::kChunks:
       return launch_fps_chunks(xyz, batch, n, npoint, start, scratch, out, stream);
     case FpsKernel::kShared:

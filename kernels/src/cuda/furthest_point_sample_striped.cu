@@ -410,18 +410,37 @@ __global__ void __launch_bounds__(kThreads)
 
 // The blocks per cloud the striped kernel uses for n points: one up to
 // kOnChipPoints, else a cluster of 2, 4 or 8; 0 beyond 8 * kOnChipPoints.
-int blocks_per_cloud(std::int64_t n) {
+// `requested` (1, 2, 4 or 8; 0: none) raises that, so that a small batch
+// can spread each cloud over several SMs; fewer blocks than the cloud needs
+// is an error.
+int blocks_per_cloud(std::int64_t n, int requested) {
   int blocks = 1;
   while (blocks <= kMaxCluster && blocks * kOnChipPoints < n) {
     blocks *= 2;
   }
-  return blocks <= kMaxCluster ? blocks : 0;
+  if (blocks > kMaxCluster) {
+    throw std::invalid_argument("furthest_point_sample: the striped kernel takes at most " +
+                                std::to_string(kMaxCluster * kOnChipPoints) + " points, got " +
+                                std::to_string(n));
+  }
+  if (requested != 0 && requested != 1 && requested != 2 && requested != 4 &&
+      requested != kMaxCluster) {
+    throw std::invalid_argument(
+        "furthest_point_sample: the striped kernel runs 1, 2, 4 or 8 blocks per cloud, not " +
+        std::to_string(requested));
+  }
+  if (requested != 0 && requested < blocks) {
+    throw std::invalid_argument("furthest_point_sample: " + std::to_string(requested) +
+                                " block(s) of the striped kernel hold at most " +
+                                std::to_string(requested * kOnChipPoints) + " points, got " +
+                                std::to_string(n));
+  }
+  return requested > blocks ? requested : blocks;
 }
 
-template <int kRound, int kCluster>
+template <int kSlots, int kRound, int kCluster>
 void launch_cluster(const float* xyz, std::int64_t batch, std::int64_t n, std::int64_t npoint,
                     std::int64_t start, std::int64_t* out, cudaStream_t stream) {
-  constexpr int kSlots = kOnChipPoints / kThreads;  // share > kOnChipPoints / 2 points
   const auto kernel = fps_striped_kernel<kSlots, kRound, kCluster>;
   // The device may be sm_90 while this build holds only older code for it
   // (PTX of an earlier architecture compiled on the fly), in which the
@@ -463,10 +482,22 @@ void launch_cluster(const float* xyz, std::int64_t batch, std::int64_t n, std::i
                                        static_cast<int>(start), out));
 }
 
-template <int kRound>
-void launch_rounds(const float* xyz, std::int64_t batch, std::int64_t n, std::int64_t npoint,
+// A cluster of kCluster blocks per cloud, each with the points per thread
+// its share needs.
+template <int kRound, int kCluster>
+void launch_shares(const float* xyz, std::int64_t batch, std::int64_t n, std::int64_t npoint,
                    std::int64_t start, std::int64_t* out, cudaStream_t stream) {
-  switch (blocks_per_cloud(n)) {
+  with_points_per_thread<kThreads>((n + kCluster - 1) / kCluster, [&](auto per_thread) {
+    constexpr int kSlots = decltype(per_thread)::value;
+    launch_cluster<kSlots, kRound, kCluster>(xyz, batch, n, npoint, start, out, stream);
+  });
+}
+
+template <int kRound>
+void launch_rounds(int cluster, const float* xyz, std::int64_t batch, std::int64_t n,
+                   std::int64_t npoint, std::int64_t start, std::int64_t* out,
+                   cudaStream_t stream) {
+  switch (blocks_per_cloud(n, cluster)) {
     case 1:
       return with_points_per_thread<kThreads>(n, [&](auto per_thread) {
         constexpr int kSlots = decltype(per_thread)::value;
@@ -474,15 +505,11 @@ void launch_rounds(const float* xyz, std::int64_t batch, std::int64_t n, std::in
                                          npoint, start, out, stream);
       });
     case 2:
-      return launch_cluster<kRound, 2>(xyz, batch, n, npoint, start, out, stream);
+      return launch_shares<kRound, 2>(xyz, batch, n, npoint, start, out, stream);
     case 4:
-      return launch_cluster<kRound, 4>(xyz, batch, n, npoint, start, out, stream);
-    case 8:
-      return launch_cluster<kRound, 8>(xyz, batch, n, npoint, start, out, stream);
+      return launch_shares<kRound, 4>(xyz, batch, n, npoint, start, out, stream);
     default:
-      throw std::invalid_argument("furthest_point_sample: the striped kernel takes at most " +
-                                  std::to_string(kMaxCluster * kOnChipPoints) + " points, got " +
-                                  std::to_string(n));
+      return launch_shares<kRound, kMaxCluster>(xyz, batch, n, npoint, start, out, stream);
   }
 }
 
@@ -492,27 +519,27 @@ std::int64_t fps_striped_max_points(int compute_major) {
   return compute_major >= 9 ? kMaxCluster * kOnChipPoints : kOnChipPoints;
 }
 
-std::size_t fps_striped_shared_bytes(std::int64_t n) {
-  const int blocks = blocks_per_cloud(n);
-  const std::int64_t share = blocks > 0 ? (n + blocks - 1) / blocks : n;
+std::size_t fps_striped_shared_bytes(std::int64_t n, int cluster) {
+  const int blocks = blocks_per_cloud(n, cluster);
+  const std::int64_t share = (n + blocks - 1) / blocks;
   return with_points_per_thread<kThreads>(share, [&](auto per_thread) {
     return on_chip_shared_bytes<kThreads, decltype(per_thread)::value>(share);
   });
 }
 
-void launch_fps_striped(int round, const float* xyz, std::int64_t batch, std::int64_t n,
-                        std::int64_t npoint, std::int64_t start, std::int64_t* out,
+void launch_fps_striped(int round, int cluster, const float* xyz, std::int64_t batch,
+                        std::int64_t n, std::int64_t npoint, std::int64_t start, std::int64_t* out,
                         cudaStream_t stream) {
   if (batch == 0) {
     return;
   }
   switch (round) {
     case 1:
-      return launch_rounds<1>(xyz, batch, n, npoint, start, out, stream);
+      return launch_rounds<1>(cluster, xyz, batch, n, npoint, start, out, stream);
     case 2:
-      return launch_rounds<2>(xyz, batch, n, npoint, start, out, stream);
+      return launch_rounds<2>(cluster, xyz, batch, n, npoint, start, out, stream);
     case 4:
-      return launch_rounds<4>(xyz, batch, n, npoint, start, out, stream);
+      return launch_rounds<4>(cluster, xyz, batch, n, npoint, start, out, stream);
     default:
       throw std::invalid_argument(
           "furthest_point_sample: the striped kernel takes 1, 2 or 4 "

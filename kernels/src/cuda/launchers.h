@@ -30,13 +30,16 @@ void launch_count_correct(FloatType type, const void* logits, const std::int64_t
 // table) one block per batch element with the points in global memory.
 // DTRAIN_CUDA_FPS=registers, striped, chunks, shared or global forces a
 // kernel (tests and benchmarks); DTRAIN_CUDA_FPS_ROUND=1, 2 or 4 sets the
-// striped kernel's picks per round (default 4). A forced kernel that cannot
-// take the cloud, or an unknown value, throws std::invalid_argument.
+// striped kernel's picks per round (default 4), and DTRAIN_CUDA_FPS_CLUSTER=
+// 1, 2, 4 or 8 its blocks per cloud (default: the fewest that hold the
+// cloud). A forced kernel that cannot take the cloud, or an unknown value,
+// throws std::invalid_argument.
 enum class FpsKernel { kRegisters, kStriped, kChunks, kShared, kGlobal };
 struct FpsPlan {
   FpsKernel kernel;
   std::size_t scratch_bytes;  // device memory the launch needs (may be 0)
   int round = 1;              // the striped kernel's largest number of picks per round
+  int cluster = 0;            // the striped kernel's blocks per cloud; 0: the fewest that fit
 };
 FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n);
 void launch_furthest_point_sample(const FpsPlan& plan, const float* xyz, std::int64_t batch,
@@ -53,12 +56,15 @@ std::size_t fps_registers_shared_bytes(std::int64_t n);
 // skipping per chunk of 32 points, up to `round` (1, 2 or 4) picks per
 // barrier (Note [FPS on registers in striped chunks], Note [FPS in rounds of
 // independent picks]); one block per cloud up to 8192 points, a cluster of
-// blocks beyond (Note [FPS on a cluster of blocks]). Not chosen by the plan
-// until it has been measured faster on a GPU.
-void launch_fps_striped(int round, const float* xyz, std::int64_t batch, std::int64_t n,
-                        std::int64_t npoint, std::int64_t start, std::int64_t* out,
+// blocks beyond (Note [FPS on a cluster of blocks]). `cluster` (1, 2, 4 or
+// 8; 0: the fewest that hold the cloud) asks for more blocks per cloud than
+// the cloud needs, on sm_90 and later; fewer than it needs throws
+// std::invalid_argument. Not chosen by the plan until it has been measured
+// faster on a GPU.
+void launch_fps_striped(int round, int cluster, const float* xyz, std::int64_t batch,
+                        std::int64_t n, std::int64_t npoint, std::int64_t start, std::int64_t* out,
                         cudaStream_t stream);
-std::size_t fps_striped_shared_bytes(std::int64_t n);
+std::size_t fps_striped_shared_bytes(std::int64_t n, int cluster);
 // The largest cloud the striped kernel takes on a GPU of this compute
 // capability: 8192 points in one block; from sm_90 on, up to 65536 in a
 // cluster of 2, 4 or 8 blocks (Note [FPS on a cluster of blocks]).
