@@ -168,22 +168,30 @@ void run_size(const at::Device& device, int64_t n, int repeats, std::ostream& cs
     csv << name << ',' << device.str() << ',' << kBatch << ',' << n << ",dtrain," << ms << '\n';
     std::cout << name << " " << device.str() << " N=" << n << ": " << ms << " ms" << std::endl;
   }
-  // The striped FPS kernel, not yet the default (one block per cloud up to
-  // 8192 points, a cluster of blocks up to 65536 on sm_90), same picks.
+  // Each spatial FPS kernel beside the default the plan chose (the
+  // register kernel up to 8192 points, the striped kernel's clusters up to
+  // 65536 on sm_90, the chunk kernel beyond): impl "registers",
+  // "striped_round4" (one block per cloud up to 8192 points, a cluster of
+  // blocks up to 65536 on sm_90) and "chunks", same picks. A kernel that
+  // cannot take the cloud is named and left out.
   if (device.is_cuda()) {
-    setenv("DTRAIN_CUDA_FPS", "striped", 1);
-    try {
-      if (!at::equal(k::furthest_point_sample(xyz, npoint), centres_idx)) {
-        throw std::invalid_argument("its picks differ from the default kernel's");
+    for (const char* kernel : {"registers", "striped", "chunks"}) {
+      setenv("DTRAIN_CUDA_FPS", kernel, 1);
+      const std::string impl = std::string(kernel) == "striped" ? "striped_round4" : kernel;
+      try {
+        if (!at::equal(k::furthest_point_sample(xyz, npoint), centres_idx)) {
+          throw std::runtime_error("its picks differ from the default kernel's");
+        }
+        const double ms =
+            median_ms(device, repeats, [&] { k::furthest_point_sample(xyz, npoint); });
+        csv << "furthest_point_sample," << device.str() << ',' << kBatch << ',' << n << ',' << impl
+            << ',' << ms << '\n';
+        std::cout << "furthest_point_sample " << device.str() << " N=" << n << " (" << impl
+                  << "): " << ms << " ms" << std::endl;
+      } catch (const std::exception& e) {
+        std::cout << "furthest_point_sample N=" << n << ": no " << impl << " row (" << e.what()
+                  << ")" << std::endl;
       }
-      const double ms = median_ms(device, repeats, [&] { k::furthest_point_sample(xyz, npoint); });
-      csv << "furthest_point_sample," << device.str() << ',' << kBatch << ',' << n
-          << ",striped_round4," << ms << '\n';
-      std::cout << "furthest_point_sample " << device.str() << " N=" << n
-                << " (striped, rounds of 4): " << ms << " ms" << std::endl;
-    } catch (const std::invalid_argument& e) {
-      std::cout << "furthest_point_sample N=" << n << ": no striped row (" << e.what() << ")"
-                << std::endl;
     }
     unsetenv("DTRAIN_CUDA_FPS");
   }
@@ -218,8 +226,8 @@ void run_fps_goal(const at::Device& device, int repeats, std::ostream& csv) {
   };
   row("dtrain");
   if (device.is_cuda()) {
-    // The striped kernel, not yet the default (Note [FPS in rounds of
-    // independent picks], Note [FPS on a cluster of blocks]).
+    // The striped kernel (Note [FPS in rounds of independent picks], Note
+    // [FPS on a cluster of blocks]); the plan takes it beyond 8192 points.
     setenv("DTRAIN_CUDA_FPS", "striped", 1);
     for (const char* cluster : {"1", "2", "4", "8"}) {
       setenv("DTRAIN_CUDA_FPS_CLUSTER", cluster, 1);

@@ -354,5 +354,56 @@ else
   skip gloo_smoke "bench_allreduce not built"
 fi
 
+# ---- diagnostics -----------------------------------------------------------------
+# Where the FPS kernels' warps stall at the goal size (B = 32, N = 8192 ->
+# 1024): Nsight Compute profiles one launch of the register kernel and one
+# of the striped kernel (after two warm-ups each), and profile_fps.py prints
+# the details page and the SASS instructions with the most stall samples.
+profile_fps() {
+  local ncu_bin kernel
+  ncu_bin="$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)"
+  [[ -n $ncu_bin ]] || { echo "no ncu on this machine"; return 1; }
+  for kernel in registers striped; do
+    echo "--- fps_${kernel}_kernel"
+    DTRAIN_CUDA_FPS=$kernel "$ncu_bin" --kernel-name "regex:fps_${kernel}" --launch-skip 2 \
+      --launch-count 1 --set full --import-source yes -f -o "$build/fps_$kernel" \
+      "$py" "$repo/tests/gpu/profile_fps.py" --library "$build/kernels/libdtrain_kernels.so" || return 1
+    "$py" "$repo/tests/gpu/profile_fps.py" --report "$build/fps_$kernel.ncu-rep" --ncu "$ncu_bin" ||
+      return 1
+  done
+}
+export -f profile_fps
+if ((!gpu)); then
+  skip profile_fps "no CUDA device"
+elif [[ ! -f "$build/kernels/libdtrain_kernels.so" ]]; then
+  skip profile_fps "libdtrain_kernels.so not built"
+else
+  step profile_fps 120 "$bench_log" profile_fps
+fi
+
+# Where a Gloo rank crashes on this image, when gloo_smoke did: rank 0 under
+# cuda-gdb (which debugs host code too; the image has no gdb), rank 1 beside
+# it. Symbols are read only for dtrain's and Gloo's libraries (LibTorch's
+# would take most of the step).
+gloo_debug() {
+  local gdb_bin peer port
+  gdb_bin="$(command -v cuda-gdb || echo /usr/local/cuda/bin/cuda-gdb)"
+  port="$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  local args=(--backend gloo --world-size 2 --port "$port" --sizes 4096 --repeats 1 --big-repeats 1)
+  "$bin/bench_allreduce" "${args[@]}" --rank 1 &
+  peer=$!
+  "$gdb_bin" -batch -iex 'set auto-solib-add off' -ex run -ex 'info sharedlibrary' \
+    -ex 'sharedlibrary dtrain' -ex 'sharedlibrary gloo' -ex 'bt 30' -ex 'info registers rip rsp' \
+    -ex 'x/2gx $rsp' -ex 'info symbol *(void**)$rsp' -ex 'x/6i *(void**)$rsp - 16' \
+    --args "$bin/bench_allreduce" "${args[@]}" --rank 0
+  kill "$peer" 2>/dev/null
+  wait "$peer" 2>/dev/null
+  return 0
+}
+export -f gloo_debug
+if grep -q $'^gloo_smoke\tfailed' "$steps"; then
+  step gloo_debug 60 "$bench_log" gloo_debug
+fi
+
 summarize
 exit $?

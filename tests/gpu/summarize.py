@@ -92,14 +92,16 @@ def pointnet2_lines(out):
                 line += (f"; {what} {goal[impl]:.3f} ms, "
                          f"{goal[impl] / goal['dtrain']:.1f}x slower")
         lines.append(line)
-        by_size = {int(r["N"]): float(r["median_ms"]) for r in all_rows
-                   if r["B"] == "8" and r["op"] == "furthest_point_sample"
-                   and r["impl"] == "striped_round4"}
-        if by_size:
-            lines.append("  striped FPS, rounds of 4 (B=8, npoint=N/4; default in brackets): " +
-                         ", ".join(f"N={n} {ms:.3f} ms ({ms_default:.3f})"
-                                   for n, ms in sorted(by_size.items())
-                                   for ms_default in [ms_of(n)]))
+        # Each spatial kernel forced, beside the default (B=8, npoint=N/4).
+        forced = {}
+        for r in all_rows:
+            if (r["B"] == "8" and r["op"] == "furthest_point_sample"
+                    and r["impl"] in ("registers", "striped_round4", "chunks")):
+                forced.setdefault(r["impl"], {})[int(r["N"])] = float(r["median_ms"])
+        for impl, by_size in sorted(forced.items()):
+            lines.append(f"  FPS forced to {impl} (B=8, npoint=N/4; default in brackets): " +
+                         ", ".join(f"N={n} {ms:.3f} ms ({ms_of(n):.3f})"
+                                   for n, ms in sorted(by_size.items())))
         striped = sorted((impl, ms) for impl, ms in goal.items() if impl.startswith("striped"))
         if striped:
             best_impl, best_ms = min(striped, key=lambda item: item[1])

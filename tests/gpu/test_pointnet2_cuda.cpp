@@ -166,7 +166,8 @@ TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
     expect_same(k::furthest_point_sample(cuda(non_finite), 600, 1), expected_non_finite,
                 "NaN and infinite coordinates" + on);
   }
-  // Beyond 8192 points the chunk kernel is the default.
+  // Beyond 8192 points the default is the striped kernel on a cluster (sm_90
+  // on) or the chunk kernel.
   const at::Tensor big_clumps = clumps_of(2, 40000);
   expect_same(k::furthest_point_sample(cuda(big_clumps), 3000, 123),
               k::furthest_point_sample(big_clumps, 3000, 123), "40000 points in clumps");

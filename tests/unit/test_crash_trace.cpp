@@ -1,5 +1,6 @@
 // dtrain::util crash traces: a fatal signal writes the rank, the signal and
 // the native stack to stderr, then the process dies of that signal.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,6 +33,14 @@ void expect_trace(const ChildEnd& end, const std::string& header) {
   EXPECT_NE(end.stderr_text.find("[0x", at + header.size()), std::string::npos) << end.stderr_text;
 }
 
+// The file name of the object that holds this test's code, as dladdr gives it.
+std::string this_object() {
+  Dl_info info{};
+  EXPECT_NE(dladdr(reinterpret_cast<void*>(&died_of), &info), 0);
+  const std::string path = info.dli_fname != nullptr ? info.dli_fname : "";
+  return path.substr(path.rfind('/') + 1);
+}
+
 TEST(CrashTrace, SegfaultPrintsRankSignalAndStackThenDiesOfIt) {
   const ChildEnd end = run_in_child([] {
     dtrain::util::set_crash_trace_rank(3, 1);
@@ -42,6 +51,36 @@ TEST(CrashTrace, SegfaultPrintsRankSignalAndStackThenDiesOfIt) {
   });
   EXPECT_TRUE(died_of(end, SIGSEGV)) << end.status;
   expect_trace(end, "[rank 3/local 1] fatal signal 11 (SIGSEGV); native stack:\n");
+  // Note [Where a fault happened]: the address touched, and the faulting
+  // instruction's place in this program.
+  EXPECT_NE(end.stderr_text.find("[rank 3/local 1] fault at address 0x0, pc 0x"), std::string::npos)
+      << end.stderr_text;
+  EXPECT_NE(end.stderr_text.find(" (" + this_object() + "+0x"), std::string::npos)
+      << end.stderr_text;
+}
+
+// A call through a null function pointer jumps to an address in no object,
+// where the unwinder stops at the signal trampoline: the fault line names
+// the caller from the return address the call left.
+TEST(CrashTrace, ACallThroughANullPointerNamesItsCaller) {
+  const ChildEnd end = run_in_child([] {
+    dtrain::util::set_crash_trace_rank(1, 0);
+    using Function = void (*)();
+    Function volatile nowhere = reinterpret_cast<Function>(std::getenv("DTRAIN_NO_SUCH_VARIABLE"));
+    nowhere();
+    return false;  // not reached: the child ends above (and no tail call)
+  });
+  EXPECT_TRUE(died_of(end, SIGSEGV)) << end.status;
+  expect_trace(end, "[rank 1/local 0] fatal signal 11 (SIGSEGV); native stack:\n");
+  const std::string fault =
+      "[rank 1/local 0] fault at address 0x0, pc 0x0 in no loaded object (a call through a bad "
+      "pointer?), return address 0x";
+  const std::size_t at = end.stderr_text.find(fault);
+  ASSERT_NE(at, std::string::npos) << end.stderr_text;
+  const std::size_t line_end = end.stderr_text.find('\n', at);
+  EXPECT_NE(end.stderr_text.substr(at, line_end - at).find(" (" + this_object() + "+0x"),
+            std::string::npos)
+      << end.stderr_text;
 }
 
 TEST(CrashTrace, ACrashOnAnotherThreadIsTraced) {
@@ -92,6 +131,8 @@ TEST(CrashTrace, AbortIsTracedWithoutARank) {
   });
   EXPECT_TRUE(died_of(end, SIGABRT)) << end.status;
   expect_trace(end, "[rank -/local -] fatal signal 6 (SIGABRT); native stack:\n");
+  EXPECT_EQ(end.stderr_text.find("fault at"), std::string::npos)
+      << "an abort has no faulting instruction: " << end.stderr_text;
 }
 
 TEST(CrashTrace, SwitchedOffLeavesTheDefault) {

@@ -1,9 +1,20 @@
-// Furthest point sampling: the choice of kernel (the register kernel up to
-// 8192 points, Note [FPS on registers with spatial skipping]; the chunk
-// kernel beyond, Note [FPS in spatial chunks]; the striped kernel, Note [FPS
-// on registers in striped chunks], on request until measured), and the plain
-// one-block-per-cloud kernel, for a GPU whose shared memory is too small
-// for the chunk table, and as the benchmarks' baseline.
+// Furthest point sampling: the choice of kernel (Note [Which FPS kernel]),
+// and the plain one-block-per-cloud kernel, for a GPU whose shared memory is
+// too small for the chunk table, and as the benchmarks' baseline.
+//
+// Note [Which FPS kernel]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// Up to 8192 points, the register kernel (Note [FPS on registers with
+// spatial skipping]); from 8193 to 65536 on sm_90 and later, the striped
+// kernel on a cluster of 2, 4 or 8 blocks per cloud with rounds of up to 4
+// picks (Note [FPS on a cluster of blocks]); beyond, or before sm_90, the
+// chunk kernel (Note [FPS in spatial chunks]). Measured on an H200 (B = 8,
+// npoint = N / 4, tests/gpu/README.md): at N = 16384 the striped kernel took
+// 7.4 ms against the chunk kernel's 16.3, at N = 65536 24.7 against 81.5. Up
+// to 8192 points it is slower than the register kernel (B = 32, N = 8192 ->
+// 1024: 0.81 ms against 0.75 with one block per cloud, 1.3 to 7.3 ms on
+// clusters of 2 to 8 blocks, whose barriers cost more than their SMs give),
+// so the plan keeps the register kernel there.
 // One block per batch element loops over the npoint picks. Each pick, every
 // thread updates its strided share of dist[j] = min(dist[j], d(j, last
 // pick)) and keeps its own first maximum; warp shuffles then shared memory
@@ -202,8 +213,12 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
   const bool fits_chunks = static_cast<std::int64_t>(fps_chunks_shared_bytes(n)) <= limit;
   FpsPath path = requested_path();
   if (path == FpsPath::kAuto) {
-    path =
-        fits_registers ? FpsPath::kRegisters : (fits_chunks ? FpsPath::kChunks : FpsPath::kGlobal);
+    // Its shared memory asked only within its range (beyond, its count throws).
+    const bool fits_striped =
+        n <= striped_points && static_cast<std::int64_t>(fps_striped_shared_bytes(n, 0)) <= limit;
+    path = fits_registers ? FpsPath::kRegisters
+                          : (fits_striped ? FpsPath::kStriped
+                                          : (fits_chunks ? FpsPath::kChunks : FpsPath::kGlobal));
   }
   if (path == FpsPath::kRegisters && !fits_registers) {
     throw std::invalid_argument("DTRAIN_CUDA_FPS=registers: the register kernel takes at most " +
@@ -232,7 +247,7 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
   switch (path) {
     case FpsPath::kRegisters:
       return {FpsKernel::kRegisters, 0};
-    case FpsPath::kStriped:
+    case FpsPath::kStriped:  // by default rounds of 4, the fewest blocks that hold the cloud
       return {FpsKernel::kStriped, 0, round, cluster};
     case FpsPath::kChunks:  // sorted (x, y, z, distance) and original index per point
       return {FpsKernel::kChunks, points * (sizeof(float) * 4 + sizeof(int))};

@@ -24,10 +24,11 @@ void launch_count_correct(FloatType type, const void* logits, const std::int64_t
 
 // Furthest point sampling (src/cuda/furthest_point_sample.cu), in two
 // steps so that the caller allocates the scratch the chosen kernel needs.
-// The plan chooses the kernel: the register kernel up to 8192 points (Note
-// [FPS on registers with spatial skipping]), else the chunk kernel (Note
-// [FPS in spatial chunks]), else (shared memory too small for its chunk
-// table) one block per batch element with the points in global memory.
+// The plan chooses the kernel (Note [Which FPS kernel]): the register kernel
+// up to 8192 points, the striped kernel on a cluster of blocks up to 65536
+// (sm_90 and later), else the chunk kernel, else (shared memory too small
+// for its chunk table) one block per batch element with the points in
+// global memory.
 // DTRAIN_CUDA_FPS=registers, striped, chunks, shared or global forces a
 // kernel (tests and benchmarks); DTRAIN_CUDA_FPS_ROUND=1, 2 or 4 sets the
 // striped kernel's picks per round (default 4), and DTRAIN_CUDA_FPS_CLUSTER=
@@ -59,8 +60,7 @@ std::size_t fps_registers_shared_bytes(std::int64_t n);
 // blocks beyond (Note [FPS on a cluster of blocks]). `cluster` (1, 2, 4 or
 // 8; 0: the fewest that hold the cloud) asks for more blocks per cloud than
 // the cloud needs, on sm_90 and later; fewer than it needs throws
-// std::invalid_argument. Not chosen by the plan until it has been measured
-// faster on a GPU.
+// std::invalid_argument. The plan takes it from 8193 to 65536 points.
 void launch_fps_striped(int round, int cluster, const float* xyz, std::int64_t batch,
                         std::int64_t n, std::int64_t npoint, std::int64_t start, std::int64_t* out,
                         cudaStream_t stream);

@@ -1,12 +1,15 @@
 #include "dtrain/util/crash_trace.h"
 
 #include <cxxabi.h>
+#include <dlfcn.h>
 #include <execinfo.h>
 #include <signal.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <array>
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -52,12 +55,98 @@ const char* signal_name(int signal) {
   }
 }
 
+// `value` in hexadecimal ("0x1f"), without allocating: async-signal-safe.
+// buffer: at least 19 characters.
+const char* hex(std::uintptr_t value, char* buffer) {
+  char reversed[16];
+  int digits = 0;
+  do {
+    reversed[digits++] = "0123456789abcdef"[value % 16];
+    value /= 16;
+  } while (value != 0);
+  buffer[0] = '0';
+  buffer[1] = 'x';
+  for (int i = 0; i < digits; ++i) {
+    buffer[2 + i] = reversed[digits - 1 - i];
+  }
+  buffer[2 + digits] = '\0';
+  return buffer;
+}
+
+// " (libfoo.so.1+0x1234)" for an address inside a loaded object; false when
+// it lies in none. dladdr is not on POSIX's async-signal-safe list, but it
+// only reads the loader's tables (under a lock a crash rarely holds; the
+// handler's alarm ends a wait on it).
+bool write_object_of(std::uintptr_t address) {
+  Dl_info info{};
+  if (address == 0 || ::dladdr(reinterpret_cast<void*>(address), &info) == 0 ||
+      info.dli_fname == nullptr) {
+    return false;
+  }
+  const char* name = std::strrchr(info.dli_fname, '/');
+  char buffer[24];
+  write_text(" (");
+  write_text(name != nullptr ? name + 1 : info.dli_fname);
+  write_text("+");
+  write_text(hex(address - reinterpret_cast<std::uintptr_t>(info.dli_fbase), buffer));
+  write_text(")");
+  return true;
+}
+
+// Note [Where a fault happened]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The unwinder walks from the handler through the kernel's signal frame to
+// the faulting instruction, and stops there when that instruction lies in
+// no loaded object: a call through a null or stale function pointer (a
+// vtable that does not match, a symbol resolved to nothing), where the trace
+// would end at libc's signal trampoline and name nobody. So a fault the
+// processor raised (SIGSEGV, SIGBUS, SIGILL, SIGFPE) is described on its own
+// line first: the address it touched, the program counter and its object,
+// and, when the counter lies in no object, the return address the call left
+// (on the stack on x86-64, in the link register on AArch64), which names
+// the caller.
+void write_fault(int signal, const siginfo_t* info, const void* context) {
+  if (info == nullptr || info->si_code <= 0 || signal == SIGABRT) {
+    return;  // sent by a process (kill, raise, abort): no faulting instruction
+  }
+  std::uintptr_t pc = 0;
+  std::uintptr_t return_address = 0;
+  const auto* machine =
+      context != nullptr ? &static_cast<const ucontext_t*>(context)->uc_mcontext : nullptr;
+#if defined(__x86_64__)
+  if (machine != nullptr) {
+    pc = static_cast<std::uintptr_t>(machine->gregs[REG_RIP]);
+    const auto* stack = reinterpret_cast<const std::uintptr_t*>(machine->gregs[REG_RSP]);
+    return_address = stack != nullptr ? *stack : 0;
+  }
+#elif defined(__aarch64__)
+  if (machine != nullptr) {
+    pc = static_cast<std::uintptr_t>(machine->pc);
+    return_address = static_cast<std::uintptr_t>(machine->regs[30]);
+  }
+#endif
+  char buffer[24];
+  write_text(g_prefix);
+  write_text(" fault at address ");
+  write_text(hex(reinterpret_cast<std::uintptr_t>(info->si_addr), buffer));
+  write_text(", pc ");
+  write_text(hex(pc, buffer));
+  if (!write_object_of(pc)) {
+    write_text(" in no loaded object (a call through a bad pointer?), return address ");
+    write_text(hex(return_address, buffer));
+    if (!write_object_of(return_address)) {
+      write_text(" in no loaded object");
+    }
+  }
+  write_text("\n");
+}
+
 // Set by the first thread in the handler; the others wait for it to end
 // the process (OpenMP workers running the same bug fault together, and a
 // second fault would otherwise cut the first trace short).
 std::atomic<bool> g_claimed{false};
 
-void on_fatal_signal(int signal) {
+void on_fatal_signal(int signal, siginfo_t* info, void* context) {
   if (g_claimed.exchange(true)) {
     for (;;) {
       ::pause();
@@ -82,6 +171,7 @@ void on_fatal_signal(int signal) {
   write_text(" (");
   write_text(signal_name(signal));
   write_text("); native stack:\n");
+  write_fault(signal, info, context);
   void* frames[kMaxFrames];
   const int count = ::backtrace(frames, kMaxFrames);
   ::backtrace_symbols_fd(frames, count, STDERR_FILENO);
@@ -176,11 +266,11 @@ void install_crash_trace() {
       continue;  // someone else's handler, or already ours
     }
     struct sigaction action {};
-    action.sa_handler = on_fatal_signal;
+    action.sa_sigaction = on_fatal_signal;
     sigemptyset(&action.sa_mask);
     // No SA_NODEFER: a fault inside the handler, with the signal blocked,
     // ends the process at once rather than recursing.
-    action.sa_flags = SA_ONSTACK;
+    action.sa_flags = SA_ONSTACK | SA_SIGINFO;
     ::sigaction(signal, &action, nullptr);
   }
   if (std::get_terminate() == __gnu_cxx::__verbose_terminate_handler) {
