@@ -381,23 +381,45 @@ else
   step profile_fps 120 "$bench_log" profile_fps
 fi
 
-# Where a Gloo rank crashes on this image, when gloo_smoke did: rank 0 under
-# cuda-gdb (which debugs host code too; the image has no gdb), rank 1 beside
-# it. Symbols are read only for dtrain's and Gloo's libraries (LibTorch's
-# would take most of the step).
+# Where a Gloo rank crashes on this image, when gloo_smoke did (tests/gpu/
+# README.md, "Gloo on the image"): rank 0 under cuda-gdb (which debugs host
+# code too; the image has no gdb), then under the dynamic linker's binding
+# log: which object each of libgloo's and libdtrain_gloo's references to
+# std::call_once's state (__once_call, __once_callable, __once_proxy),
+# pthread_once and pthread_mutex_trylock went to. Symbols are read only for
+# dtrain's and Gloo's libraries (LibTorch's would take most of the step).
 gloo_debug() {
-  local gdb_bin peer port
+  local gdb_bin peer port log=/tmp/dtrain-gloo-bindings
   gdb_bin="$(command -v cuda-gdb || echo /usr/local/cuda/bin/cuda-gdb)"
-  port="$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-  local args=(--backend gloo --world-size 2 --port "$port" --sizes 4096 --repeats 1 --big-repeats 1)
-  "$bin/bench_allreduce" "${args[@]}" --rank 1 &
+  gloo_rank() { # gloo_rank RANK PORT [COMMAND PREFIX...]: one rank of a 2-rank all-reduce
+    local rank="$1" port="$2"
+    shift 2
+    "$@" "$bin/bench_allreduce" --backend gloo --world-size 2 --port "$port" --sizes 4096 \
+      --repeats 1 --big-repeats 1 --rank "$rank"
+  }
+  free_port() {
+    "$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  }
+  port="$(free_port)"
+  gloo_rank 1 "$port" exec timeout 40 &  # exec: $! is the rank (under timeout), which kill ends
   peer=$!
-  "$gdb_bin" -batch -iex 'set auto-solib-add off' -ex run -ex 'info sharedlibrary' \
-    -ex 'sharedlibrary dtrain' -ex 'sharedlibrary gloo' -ex 'bt 30' -ex 'info registers rip rsp' \
-    -ex 'x/2gx $rsp' -ex 'info symbol *(void**)$rsp' -ex 'x/6i *(void**)$rsp - 16' \
-    --args "$bin/bench_allreduce" "${args[@]}" --rank 0
+  gloo_rank 0 "$port" "$gdb_bin" -batch -iex 'set auto-solib-add off' -ex run \
+    -ex 'info sharedlibrary' -ex 'sharedlibrary dtrain' -ex 'sharedlibrary gloo' -ex 'bt 30' \
+    -ex 'info registers rip rsp' -ex 'x/2gx $rsp' --args
   kill "$peer" 2>/dev/null
   wait "$peer" 2>/dev/null
+  echo "--- bindings of rank 0 (LD_DEBUG=bindings)"
+  rm -f "$log".*
+  port="$(free_port)"
+  gloo_rank 1 "$port" exec timeout 40 &
+  peer=$!
+  LD_DEBUG=bindings LD_DEBUG_OUTPUT="$log" gloo_rank 0 "$port" env >/dev/null 2>&1
+  kill "$peer" 2>/dev/null
+  wait "$peer" 2>/dev/null
+  cat "$log".* 2>/dev/null | grep -E "binding file [^ ]*(libgloo|libdtrain_gloo|libstdc)" |
+    grep -E "once|pthread_once|pthread_mutex_trylock" | sed -e 's/^ *[0-9]*:[[:space:]]*//' \
+    -e "s|$repo/||g" | sort -u | head -n 40
+  rm -f "$log".*
   return 0
 }
 export -f gloo_debug
