@@ -1,5 +1,7 @@
 // Training step time of dtrain's PointNet++ classifier (dtrain::models::
-// PointNet2Cls on dtrain::kernels, all C++). benchmarks/peers/
+// PointNet2Cls on dtrain::kernels, all C++), or with --model partseg of its
+// part segmentation network (PointNet2PartSeg: 16 categories, 50 parts, a
+// part label per point). benchmarks/peers/
 // pointnet2_train_torch.py is the same model and step in Python PyTorch,
 // with pure-PyTorch point ops (what users write without a kernel package)
 // and with dtrain's ops loaded as torch.ops.dtrain.*;
@@ -9,12 +11,14 @@
 //   bench_pointnet2_train --preset ssg-lite --batch-size 16 --points 512 --csv out.csv
 //
 // --layout contiguous runs the set abstractions channel-major (the layout of
-// Python PointNet++ code) instead of channels-last; --norm-relu separate
+// Python PointNet++ code) instead of channels-last; for partseg,
+// --propagation-layout channel-major runs the feature propagations and the
+// head as Conv1d stacks over (B, C, N) instead of on rows; --norm-relu separate
 // runs LibTorch's batch norm and ReLU where the fused kernel would serve;
 // --device cuda times the step on the GPU; --amp bf16 runs the forward and
 // the loss under bf16 autocast (dtrain::amp::AutocastGuard). Each shows in
-// the row's impl: dtrain_cpp, then _cuda, _contiguous, _separate_norm_relu,
-// _bf16.
+// the row's impl: dtrain_cpp, then _partseg, _cuda, _contiguous,
+// _channel_major_propagation, _separate_norm_relu, _bf16.
 //
 // A step: zero_grad, forward + cross-entropy, backward, Adam step, on one
 // fixed batch of clouds uniform in [-1, 1]^3 (seeded, so every step and both
@@ -34,11 +38,15 @@
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/adam.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <optional>
 
 #include "dtrain/amp/autocast.h"
 #include "dtrain/models/pointnet2_cls.h"
+#include "dtrain/models/pointnet2_part_seg.h"
 #include "dtrain/train/csv_writer.h"
 #include "dtrain/util/cli_app.h"
 #include "dtrain/util/cli_checks.h"
@@ -49,6 +57,7 @@
 namespace {
 
 struct Options {
+  std::string model = "cls";
   std::string preset = "ssg-lite";
   int64_t batch_size = 16;
   int64_t points = 512;
@@ -57,21 +66,58 @@ struct Options {
   int steps = 10;
   int threads = 1;
   std::string layout = "channels-last";
+  std::string propagation_layout = "rows";
   std::string norm_relu = "fused";
   std::string device = "cpu";
   std::string amp = "off";
   std::string csv = "out/bench_pointnet2_train.csv";
 };
 
-// The preset with every set abstraction in `layout`.
-dtrain::models::PointNet2ClsOptions model_options(const Options& o) {
-  auto options = dtrain::models::pointnet2_cls_preset(o.preset, o.classes);
-  auto layers = options.layers();
+// Set abstraction layers in the options' layout and batch norm + ReLU.
+std::vector<dtrain::models::SetAbstractionOptions> in_layout(
+    std::vector<dtrain::models::SetAbstractionOptions> layers, const Options& o) {
   for (auto& layer : layers) {
     layer.channels_last(o.layout == "channels-last");
     layer.fused_norm_relu(o.norm_relu == "fused");
   }
-  return options.layers(layers);
+  return layers;
+}
+
+constexpr int64_t kParts = 50;       // ShapeNet-Part's
+constexpr int64_t kCategories = 16;  // ShapeNet-Part's
+
+// The network and one fixed batch for it: the step's loss from the model.
+struct Workload {
+  std::shared_ptr<torch::nn::Module> module;
+  std::function<at::Tensor()> loss;
+};
+
+Workload make_workload(const Options& o, const c10::Device& device) {
+  const at::Tensor points = (at::rand({o.batch_size, o.points, 3}) * 2 - 1).to(device);
+  if (o.model == "partseg") {
+    DTRAIN_CHECK(std::count(dtrain::models::pointnet2_part_seg_preset_names().begin(),
+                            dtrain::models::pointnet2_part_seg_preset_names().end(), o.preset),
+                 "--preset ", o.preset, " is no part segmentation preset");
+    auto options = dtrain::models::pointnet2_part_seg_preset(o.preset, kParts, kCategories);
+    options.layers(in_layout(options.layers(), o))
+        .channels_last(o.propagation_layout == "rows")
+        .fused_norm_relu(o.norm_relu == "fused");
+    dtrain::models::PointNet2PartSeg model(options);
+    model->to(device);
+    const at::Tensor categories = at::randint(0, kCategories, {o.batch_size}, at::kLong).to(device);
+    const at::Tensor labels =
+        at::randint(0, kParts, {o.batch_size, o.points}, at::kLong).to(device);
+    return {model.ptr(), [=]() mutable {
+              return torch::nn::functional::cross_entropy(model(points, categories), labels);
+            }};
+  }
+  auto options = dtrain::models::pointnet2_cls_preset(o.preset, o.classes);
+  options.layers(in_layout(options.layers(), o));
+  dtrain::models::PointNet2Cls model(options);
+  model->to(device);
+  const at::Tensor labels = at::randint(0, o.classes, {o.batch_size}, at::kLong).to(device);
+  return {model.ptr(),
+          [=]() mutable { return torch::nn::functional::cross_entropy(model(points), labels); }};
 }
 
 int run(const Options& o) {
@@ -84,15 +130,15 @@ int run(const Options& o) {
                                dtrain::train::CsvWriter::Mode::kAppend);
   const c10::Device device(o.device == "cuda" ? c10::kCUDA : c10::kCPU);
   DTRAIN_CHECK(!device.is_cuda() || at::hasCUDA(), "--device cuda: no CUDA device is visible");
-  dtrain::models::PointNet2Cls model(model_options(o));
-  model->to(device);
-  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-3));
-  const at::Tensor points = (at::rand({o.batch_size, o.points, 3}) * 2 - 1).to(device);
-  const at::Tensor labels = at::randint(0, o.classes, {o.batch_size}, at::kLong).to(device);
-  const std::string impl = std::string("dtrain_cpp") + (device.is_cuda() ? "_cuda" : "") +
-                           (o.layout == "contiguous" ? "_contiguous" : "") +
-                           (o.norm_relu == "separate" ? "_separate_norm_relu" : "") +
-                           (o.amp == "bf16" ? "_bf16" : "");
+  const Workload workload = make_workload(o, device);
+  torch::optim::Adam optimizer(workload.module->parameters(), torch::optim::AdamOptions(1e-3));
+  const std::string impl =
+      std::string("dtrain_cpp") + (o.model == "partseg" ? "_partseg" : "") +
+      (device.is_cuda() ? "_cuda" : "") + (o.layout == "contiguous" ? "_contiguous" : "") +
+      (o.model == "partseg" && o.propagation_layout == "channel-major"
+           ? "_channel_major_propagation"
+           : "") +
+      (o.norm_relu == "separate" ? "_separate_norm_relu" : "") + (o.amp == "bf16" ? "_bf16" : "");
 
   const double median = dtrain::bench::median_step_ms(o.warmup, o.steps, [&](int i) {
     optimizer.zero_grad();
@@ -102,7 +148,7 @@ int run(const Options& o) {
       if (o.amp == "bf16") {
         autocast.emplace(dtrain::amp::AutocastOptions(device.type()).dtype(at::kBFloat16));
       }
-      loss = torch::nn::functional::cross_entropy(model(points), labels);
+      loss = workload.loss();
     }
     loss.backward();
     optimizer.step();
@@ -112,10 +158,10 @@ int run(const Options& o) {
   const double samples_per_s = 1000.0 * static_cast<double>(o.batch_size) / median;
   const double peak_mb = static_cast<double>(dtrain::util::peak_rss_bytes()) / (1 << 20);
   spdlog::info(
-      "dtrain (C++) {} batch {} x {} points: {:.1f} ms/step, {:.1f} clouds/s ({}, {}, {} batch "
+      "dtrain (C++) {} {} batch {} x {} points: {:.1f} ms/step, {:.1f} clouds/s ({}, {}, {} batch "
       "norm + ReLU, amp {})",
-      o.preset, o.batch_size, o.points, median, samples_per_s, o.device, o.layout, o.norm_relu,
-      o.amp);
+      o.model, o.preset, o.batch_size, o.points, median, samples_per_s, o.device, o.layout,
+      o.norm_relu, o.amp);
   csv.write_row({impl, o.preset, o.batch_size, o.points, int64_t{o.threads}, int64_t{o.steps},
                  median, samples_per_s, peak_mb});
   return 0;
@@ -124,9 +170,12 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"PointNet++ classifier training step (dtrain, C++)", "bench_pointnet2_train"};
+  CLI::App app{"PointNet++ training step (dtrain, C++)", "bench_pointnet2_train"};
   Options o;
-  app.add_option("--preset", o.preset)
+  app.add_option("--model", o.model, "the classifier, or part segmentation")
+      ->check(CLI::IsMember({"cls", "partseg"}))
+      ->capture_default_str();
+  app.add_option("--preset", o.preset, "a preset of the model (partseg: ssg or ssg-lite)")
       ->check(CLI::IsMember(dtrain::models::pointnet2_cls_preset_names()))
       ->capture_default_str();
   app.add_option("--batch-size", o.batch_size)
@@ -138,6 +187,11 @@ int main(int argc, char** argv) {
   dtrain::bench::add_step_flags(app, o.warmup, o.steps, o.threads);
   app.add_option("--layout", o.layout, "the set abstractions' layout")
       ->check(CLI::IsMember({"channels-last", "contiguous"}))
+      ->capture_default_str();
+  app.add_option("--propagation-layout", o.propagation_layout,
+                 "partseg: the feature propagations and head on rows of channels, or as "
+                 "Conv1d stacks over (B, C, N)")
+      ->check(CLI::IsMember({"rows", "channel-major"}))
       ->capture_default_str();
   app.add_option("--norm-relu", o.norm_relu,
                  "the set abstractions' batch norm + ReLU: fused where the kernel takes it, "

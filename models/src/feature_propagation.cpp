@@ -6,6 +6,7 @@
 #include <torch/nn/modules/conv.h>
 
 #include "dtrain/kernels/pointnet2.h"
+#include "fused_norm_relu.h"
 #include "norm_relu_layers.h"
 
 namespace dtrain::models {
@@ -61,20 +62,36 @@ void FeaturePropagationImpl::reset() {
 at::Tensor FeaturePropagationImpl::forward(const at::Tensor& xyz1, const at::Tensor& xyz2,
                                            const at::Tensor& features1,
                                            const at::Tensor& features2) {
-  at::Tensor interpolated = interpolate_three_nearest(xyz1, xyz2, features2);
+  const at::Tensor interpolated = interpolate_three_nearest(xyz1, xyz2, features2);
+  // The MLP's input, channel-major (B, C, N) or as rows (B, N, C): the
+  // interpolated features, then the skip features in their dtype (bf16
+  // under autocast).
+  std::vector<at::Tensor> parts{interpolated};
   if (features1.defined()) {
     TORCH_CHECK(features1.dim() == 3 && features1.size(0) == xyz1.size(0) &&
                     features1.size(2) == xyz1.size(1),
                 "FeaturePropagation: features1 must have shape (B, C, N) = (", xyz1.size(0),
                 ", C, ", xyz1.size(1), "), got ", features1.sizes());
-    // Skip features in the interpolated features' dtype (bf16 under autocast).
-    interpolated = at::cat({interpolated, features1.to(interpolated.scalar_type())}, 1);
+    parts.push_back(features1.to(interpolated.scalar_type()));
   }
-  TORCH_CHECK(
-      interpolated.size(1) == options_.in_channels(), "FeaturePropagation: ", features2.size(1),
-      " sparse + ", features1.defined() ? features1.size(1) : 0,
-      " skip channels = ", interpolated.size(1), ", but in_channels is ", options_.in_channels());
-  return mlp_->forward(interpolated);
+  const int64_t channels = interpolated.size(1) + (features1.defined() ? features1.size(1) : 0);
+  TORCH_CHECK(channels == options_.in_channels(), "FeaturePropagation: ", features2.size(1),
+              " sparse + ", features1.defined() ? features1.size(1) : 0,
+              " skip channels = ", channels, ", but in_channels is ", options_.in_channels());
+  if (!options_.channels_last()) {
+    return mlp_->forward(at::cat(parts, 1));
+  }
+  // One copy into rows: the cat of the transposed parts is a new contiguous
+  // (B, N, C) tensor (a single part is made contiguous).
+  for (at::Tensor& part : parts) {
+    part = part.transpose(1, 2);
+  }
+  const at::Tensor joined = parts.size() == 1 ? parts[0].contiguous() : at::cat(parts, 2);
+  const int64_t batch = joined.size(0);
+  const int64_t n = joined.size(1);
+  const at::Tensor out = detail::forward_on_rows(mlp_, joined.reshape({batch * n, channels}),
+                                                 options_.fused_norm_relu());
+  return out.view({batch, n, out.size(1)}).transpose(1, 2);
 }
 
 }  // namespace dtrain::models

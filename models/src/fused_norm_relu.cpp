@@ -2,8 +2,10 @@
 
 #include <optional>
 
+#include <ATen/ops/linear.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/conv.h>
 
 #include "dtrain/kernels/batch_norm_relu.h"
 
@@ -58,22 +60,61 @@ std::optional<at::Tensor> fused_pair(torch::nn::Module& norm, torch::nn::Module&
   return std::nullopt;
 }
 
-}  // namespace
+// A 1x1 convolution over rows (R, C_in): at::linear with its weight
+// (C_out, C_in, 1) seen as (C_out, C_in). nullopt for any other module.
+std::optional<at::Tensor> conv1x1_on_rows(torch::nn::Module& layer, const at::Tensor& rows) {
+  auto* conv = layer.as<torch::nn::Conv1dImpl>();
+  if (conv == nullptr) {
+    return std::nullopt;
+  }
+  const auto& options = conv->options;
+  const auto* padding = std::get_if<torch::ExpandingArray<1>>(&options.padding());
+  const bool no_padding = padding != nullptr && (*padding)->at(0) == 0;
+  TORCH_CHECK(options.kernel_size()->at(0) == 1 && options.stride()->at(0) == 1 &&
+                  options.dilation()->at(0) == 1 && options.groups() == 1 && no_padding,
+              "forward_on_rows: only 1x1 convolutions run on rows, got kernel size ",
+              options.kernel_size()->at(0), ", stride ", options.stride()->at(0), ", dilation ",
+              options.dilation()->at(0), ", groups ", options.groups(),
+              no_padding ? ", no padding" : ", padding");
+  return at::linear(rows, conv->weight.squeeze(-1),
+                    conv->bias.defined() ? c10::optional<at::Tensor>(conv->bias) : c10::nullopt);
+}
 
-at::Tensor forward_fusing_norm_relu(torch::nn::Sequential& stack, at::Tensor x) {
+// Runs the stack, each batch norm + ReLU pair fused where it qualifies (when
+// `fuse`), each module `replace` answers for by its answer.
+template <typename Replace>
+at::Tensor run_stack(torch::nn::Sequential& stack, at::Tensor x, bool fuse, Replace replace) {
   const auto end = stack->end();
   for (auto module = stack->begin(); module != end; ++module) {
     const auto next = module + 1;
-    if (next != end) {
+    if (fuse && next != end) {
       if (auto y = fused_pair(*module->ptr(), *next->ptr(), x)) {
         x = std::move(*y);
         module = next;  // the ReLU ran inside
         continue;
       }
     }
+    if (auto y = replace(*module->ptr(), x)) {
+      x = std::move(*y);
+      continue;
+    }
     x = module->forward(x);
   }
   return x;
+}
+
+}  // namespace
+
+at::Tensor forward_fusing_norm_relu(torch::nn::Sequential& stack, at::Tensor x) {
+  return run_stack(stack, std::move(x), /*fuse=*/true,
+                   [](torch::nn::Module&, const at::Tensor&) -> std::optional<at::Tensor> {
+                     return std::nullopt;
+                   });
+}
+
+at::Tensor forward_on_rows(torch::nn::Sequential& stack, at::Tensor rows, bool fuse) {
+  TORCH_CHECK(rows.dim() == 2, "forward_on_rows: rows must be (R, C), got ", rows.sizes());
+  return run_stack(stack, std::move(rows), fuse, conv1x1_on_rows);
 }
 
 }  // namespace dtrain::models::detail

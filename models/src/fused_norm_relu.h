@@ -18,4 +18,13 @@ namespace dtrain::models::detail {
 
 at::Tensor forward_fusing_norm_relu(torch::nn::Sequential& stack, at::Tensor x);
 
+// The same stack of 1x1 Conv1d layers (shared_mlp_1d, the part segmentation
+// head) run on rows: `rows` is (R, C), one point's channels per row, and
+// each 1x1 convolution is the matrix product it amounts to (at::linear with
+// the layer's weight and bias), each batch norm a BatchNorm1d over the rows.
+// Returns (R, C_out). With `fuse`, batch norm + ReLU pairs run fused as
+// above. Any other convolution (kernel, stride, padding, dilation or groups
+// other than 1x1) throws: it is no product over rows.
+at::Tensor forward_on_rows(torch::nn::Sequential& stack, at::Tensor rows, bool fuse);
+
 }  // namespace dtrain::models::detail

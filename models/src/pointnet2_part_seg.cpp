@@ -8,6 +8,7 @@
 #include <torch/nn/modules/dropout.h>
 
 #include "dtrain/models/pointnet2_cls.h"
+#include "fused_norm_relu.h"
 #include "norm_relu_layers.h"
 
 namespace dtrain::models {
@@ -80,7 +81,9 @@ void PointNet2PartSegImpl::reset() {
         register_module("fp" + std::to_string(level + 1),
                         FeaturePropagation(FeaturePropagationOptions()
                                                .in_channels(sparse_channels + skip_channels)
-                                               .mlp(options_.propagations()[k]))));
+                                               .mlp(options_.propagations()[k])
+                                               .channels_last(options_.channels_last())
+                                               .fused_norm_relu(options_.fused_norm_relu()))));
     sparse_channels = options_.propagations()[k].back();
   }
   head_ = register_module("head", torch::nn::Sequential());
@@ -138,7 +141,15 @@ at::Tensor PointNet2PartSegImpl::forward(const at::Tensor& points, const at::Ten
     const size_t level = levels - 1 - k;
     up = up_[k](xyz[level], xyz[level + 1], level == 0 ? level0_link : features[level], up);
   }
-  return head_->forward(up);
+  if (!options_.channels_last()) {
+    return head_->forward(up);
+  }
+  // The last propagation's (B, C, N) is a view of rows (B, N, C): the head's
+  // 1x1 convolutions run on them too, and the logits come back as a
+  // (B, parts, N) view of rows.
+  const at::Tensor rows = up.transpose(1, 2).reshape({batch * n, up.size(1)});
+  const at::Tensor logits = detail::forward_on_rows(head_, rows, options_.fused_norm_relu());
+  return logits.view({batch, n, logits.size(1)}).transpose(1, 2);
 }
 
 }  // namespace dtrain::models

@@ -329,6 +329,13 @@ train_layouts() {
     "$bin/bench_pointnet2_train" --device "$device" --layout "$layout" "$@" \
       --csv "$build/pointnet2_train.csv" || return 1
   done
+  # Part segmentation's feature propagations and head on rows of channels
+  # (the default) or as channel-major Conv1d stacks, when the benchmark has it.
+  "$bin/bench_pointnet2_train" --help 2>&1 | grep -q -- '--propagation-layout' || return 0
+  for layout in rows channel-major; do
+    "$bin/bench_pointnet2_train" --device "$device" --model partseg --propagation-layout "$layout" \
+      "$@" --csv "$build/pointnet2_train.csv" || return 1
+  done
 }
 export device
 export -f train_layouts

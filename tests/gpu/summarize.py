@@ -180,7 +180,9 @@ def train_lines(path):
         return []
     body = [[r["impl"], r["preset"], f"{r['batch_size']} x {r['points']}",
              f"{float(r['step_ms_median']):.1f}", f"{float(r['samples_per_s']):.1f}"] for r in rows]
-    return ["PointNet++ classifier training step, the set abstraction in either layout"] + table(
+    return ["PointNet++ training steps: the classifier with its set abstractions in either "
+            "layout; part segmentation (_partseg) with its propagations and head on rows or "
+            "channel-major"] + table(
         ["impl", "preset", "batch x points", "step_ms", "clouds/s"], body)
 
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_set>
 #include <utility>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
@@ -16,11 +17,14 @@
 
 #include "dtrain/amp/autocast.h"
 #include "dtrain/ddp/sync_batch_norm.h"
+#include "dtrain/models/feature_propagation.h"
 #include "dtrain/models/set_abstraction.h"
 #include "fused_norm_relu.h"
 
 namespace {
 
+using dtrain::models::FeaturePropagation;
+using dtrain::models::FeaturePropagationOptions;
 using dtrain::models::GroupingScale;
 using dtrain::models::SetAbstraction;
 using dtrain::models::SetAbstractionOptions;
@@ -202,6 +206,81 @@ TEST(FusedNormRelu, RunningStatisticsFollowTheModuleOptions) {
   expect_stack_matches(torch::nn::BatchNormOptions(6).momentum(std::nullopt), true);
   expect_stack_matches(torch::nn::BatchNormOptions(6).track_running_stats(false), true);
   expect_stack_matches(torch::nn::BatchNormOptions(6).affine(false), false);
+}
+
+// Feature propagation's MLP on rows (one dense point's channels per row:
+// 1x1 convolutions as matrix products, batch norm + ReLU fused) against the
+// channel-major Conv1d stack it replaces, from the same state, over two
+// training steps: outputs, input and parameter gradients, running
+// statistics; and the output keeps each point's channels innermost.
+TEST(FusedNormRelu, FeaturePropagationOnRowsMatchesTheChannelMajorStack) {
+  torch::manual_seed(6);
+  const auto options = FeaturePropagationOptions().in_channels(5 + 4).mlp({7, 6});
+  FeaturePropagation rows(options);
+  FeaturePropagation channel_major(FeaturePropagationOptions(options).channels_last(false));
+  FeaturePropagation unfused(FeaturePropagationOptions(options).fused_norm_relu(false));
+  copy_state(*rows, *channel_major);
+  copy_state(*rows, *unfused);
+  const at::Tensor dense = at::rand({2, 30, 3});
+  const at::Tensor sparse = at::rand({2, 8, 3});
+  for (int step = 0; step < 2; ++step) {
+    const at::Tensor skip = at::randn({2, 4, 30});
+    const at::Tensor sparse_features = at::randn({2, 5, 8});
+    std::vector<at::Tensor> inputs, outputs;
+    for (FeaturePropagation* fp : {&rows, &channel_major, &unfused}) {
+      inputs.push_back(sparse_features.clone().requires_grad_());
+      outputs.push_back((*fp)(dense, sparse, skip, inputs.back()));
+    }
+    EXPECT_EQ(fused_nodes(outputs[0]), 2);
+    EXPECT_EQ(fused_nodes(outputs[1]), 0);
+    EXPECT_EQ(fused_nodes(outputs[2]), 0);
+    ASSERT_EQ(outputs[0].sizes(), (std::vector<int64_t>{2, 6, 30}));
+    EXPECT_EQ(outputs[0].stride(1), 1) << "channels innermost";
+    const at::Tensor probe = at::randn(outputs[0].sizes());
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      (outputs[i] * probe).sum().backward();
+    }
+    for (size_t i = 1; i < outputs.size(); ++i) {
+      SCOPED_TRACE(i);
+      EXPECT_TRUE(at::allclose(outputs[0], outputs[i], 1e-5, 1e-6));
+      EXPECT_TRUE(at::allclose(inputs[0].grad(), inputs[i].grad(), 1e-4, 1e-6));
+    }
+  }
+  for (FeaturePropagation* other : {&channel_major, &unfused}) {
+    auto params = (*other)->named_parameters();
+    for (const auto& item : rows->named_parameters()) {
+      SCOPED_TRACE(item.key());
+      EXPECT_TRUE(at::allclose(item.value().grad(), params[item.key()].grad(), 1e-4, 1e-5));
+    }
+    auto buffers = (*other)->named_buffers();
+    for (const auto& item : rows->named_buffers()) {
+      SCOPED_TRACE(item.key());
+      EXPECT_TRUE(at::allclose(item.value(), buffers[item.key()], 1e-5, 1e-6));
+    }
+  }
+  // Evaluation: the running statistics, the modules' own batch norms on rows.
+  rows->eval();
+  channel_major->eval();
+  const at::Tensor skip = at::randn({2, 4, 30});
+  const at::Tensor sparse_features = at::randn({2, 5, 8});
+  const at::Tensor evaluated = rows(dense, sparse, skip, sparse_features);
+  EXPECT_EQ(fused_nodes(evaluated), 0);
+  EXPECT_TRUE(
+      at::allclose(evaluated, channel_major(dense, sparse, skip, sparse_features), 1e-5, 1e-6));
+}
+
+// Rows take only what is a matrix product over rows.
+TEST(FusedNormRelu, RowsRefuseAConvolutionWiderThanOnePoint) {
+  torch::nn::Sequential wide(torch::nn::Conv1d(torch::nn::Conv1dOptions(3, 4, 3)));
+  try {
+    dtrain::models::detail::forward_on_rows(wide, at::randn({5, 3}), true);
+    ADD_FAILURE() << "no error";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "only 1x1 convolutions run on rows, got kernel size 3, stride 1"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

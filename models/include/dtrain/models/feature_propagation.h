@@ -24,6 +24,17 @@ struct FeaturePropagationOptions {
   // Channels into the MLP: the sparse features' plus the skip link's.
   TORCH_ARG(int64_t, in_channels) = 0;
   TORCH_ARG(std::vector<int64_t>, mlp);
+  // Run the shared MLP on rows, one dense point's channels per row: each 1x1
+  // convolution is then one matrix product, and each batch norm walks the
+  // channels innermost (docs/training.md, Models). The output is then a
+  // (B, C, N) view of (B, N, C) rows. false keeps the channel-major
+  // Conv1d layout of Python PointNet++ code. Parameters, checkpoints and
+  // values (up to float rounding) are the same either way.
+  TORCH_ARG(bool, channels_last) = true;
+  // With channels_last, run each batch norm + ReLU as one fused op where it
+  // can (CPU, float32 or bfloat16, batch statistics), as
+  // SetAbstractionOptions::fused_norm_relu does.
+  TORCH_ARG(bool, fused_norm_relu) = true;
 };
 
 // Conv1x1 -> BatchNorm -> ReLU for each width, over (B, C, N) inputs.
@@ -41,7 +52,8 @@ class FeaturePropagationImpl : public torch::nn::Cloneable<FeaturePropagationImp
   // features1: (B, C1, N) skip features or undefined; features2: (B, C2, M).
   // With M = 1 (the output of a layer that grouped everything) every dense
   // point takes that one feature vector. C1 + C2 must be in_channels.
-  // Returns (B, mlp.back(), N). Throws c10::Error naming the argument.
+  // Returns (B, mlp.back(), N), with channels innermost in memory when
+  // options().channels_last(). Throws c10::Error naming the argument.
   at::Tensor forward(const at::Tensor& xyz1, const at::Tensor& xyz2, const at::Tensor& features1,
                      const at::Tensor& features2);
 

@@ -49,6 +49,12 @@ struct PointNet2PartSegOptions {
   // before the last conv to num_parts.
   TORCH_ARG(std::vector<int64_t>, head) = {128};
   TORCH_ARG(double, dropout) = 0.5;
+  // The feature propagations and the head run on rows of channels, their
+  // batch norm + ReLU pairs fused where the kernel takes them
+  // (FeaturePropagationOptions::channels_last, ::fused_norm_relu); the set
+  // abstractions follow their own options in `layers`.
+  TORCH_ARG(bool, channels_last) = true;
+  TORCH_ARG(bool, fused_norm_relu) = true;
 };
 
 const std::vector<std::string>& pointnet2_part_seg_preset_names();
