@@ -213,9 +213,11 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
   const bool fits_chunks = static_cast<std::int64_t>(fps_chunks_shared_bytes(n)) <= limit;
   FpsPath path = requested_path();
   if (path == FpsPath::kAuto) {
-    // Its shared memory asked only within its range (beyond, its count throws).
-    const bool fits_striped =
-        n <= striped_points && static_cast<std::int64_t>(fps_striped_shared_bytes(n, 0)) <= limit;
+    // Asked only within its range (beyond, its count throws); a GPU that
+    // cannot hold its cluster (a small MIG slice) keeps the chunk kernel.
+    const bool fits_striped = n <= striped_points &&
+                              static_cast<std::int64_t>(fps_striped_shared_bytes(n, 0)) <= limit &&
+                              fps_striped_runs_here(n, round, 0);
     path = fits_registers ? FpsPath::kRegisters
                           : (fits_striped ? FpsPath::kStriped
                                           : (fits_chunks ? FpsPath::kChunks : FpsPath::kGlobal));

@@ -83,6 +83,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "cuda_check.cuh"
 #include "fps_common.cuh"
@@ -438,9 +439,12 @@ int blocks_per_cloud(std::int64_t n, int requested) {
   return requested > blocks ? requested : blocks;
 }
 
+// Fills `config` (and the `cluster` attribute it points to) to launch the
+// kernel for `batch` clouds of n points on clusters of kCluster blocks, and
+// says what stops this GPU from running it: empty when nothing does.
 template <int kSlots, int kRound, int kCluster>
-void launch_cluster(const float* xyz, std::int64_t batch, std::int64_t n, std::int64_t npoint,
-                    std::int64_t start, std::int64_t* out, cudaStream_t stream) {
+std::string prepare_cluster(std::int64_t batch, std::int64_t n, cudaStream_t stream,
+                            cudaLaunchConfig_t& config, cudaLaunchAttribute& cluster) {
   const auto kernel = fps_striped_kernel<kSlots, kRound, kCluster>;
   // The device may be sm_90 while this build holds only older code for it
   // (PTX of an earlier architecture compiled on the fly), in which the
@@ -448,69 +452,107 @@ void launch_cluster(const float* xyz, std::int64_t batch, std::int64_t n, std::i
   cudaFuncAttributes attributes{};
   DTRAIN_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
   if (attributes.ptxVersion < 90) {
-    throw std::runtime_error(
-        "furthest_point_sample: the striped kernel for more than " + std::to_string(kOnChipPoints) +
-        " points needs thread-block clusters, code for compute_90 or later, and this build "
-        "runs code for compute_" +
-        std::to_string(attributes.ptxVersion) + " here (see DTRAIN_CUDA_ARCHITECTURES)");
+    return "furthest_point_sample: the striped kernel for more than " +
+           std::to_string(kOnChipPoints) +
+           " points needs thread-block clusters, code for compute_90 or later, and this build "
+           "runs code for compute_" +
+           std::to_string(attributes.ptxVersion) + " here (see DTRAIN_CUDA_ARCHITECTURES)";
   }
-  check_grid_size(batch * kCluster);
   const std::int64_t share = (n + kCluster - 1) / kCluster;
   const std::size_t bytes = on_chip_shared_bytes<kThreads, kSlots>(share);
   DTRAIN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(bytes)));
-  cudaLaunchConfig_t config{};
+  config = cudaLaunchConfig_t{};
   config.gridDim = dim3(static_cast<unsigned int>(batch * kCluster));
   config.blockDim = dim3(kThreads);
   config.dynamicSmemBytes = bytes;
   config.stream = stream;
-  cudaLaunchAttribute cluster{};
+  cluster = cudaLaunchAttribute{};
   cluster.id = cudaLaunchAttributeClusterDimension;
   cluster.val.clusterDim.x = kCluster;
   cluster.val.clusterDim.y = 1;
   cluster.val.clusterDim.z = 1;
   config.attrs = &cluster;
   config.numAttrs = 1;
+  // A GPU partition with few SMs (MIG) may hold no cluster of this size.
   int clusters = 0;
   DTRAIN_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
   if (clusters < 1) {
-    throw std::runtime_error("furthest_point_sample: this GPU cannot run a cluster of " +
-                             std::to_string(kCluster) + " blocks of " + std::to_string(bytes) +
-                             " bytes of shared memory");
+    return "furthest_point_sample: this GPU cannot run a cluster of " + std::to_string(kCluster) +
+           " blocks of " + std::to_string(bytes) + " bytes of shared memory";
   }
-  DTRAIN_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, xyz, static_cast<int>(n), npoint,
-                                       static_cast<int>(start), out));
+  return "";
 }
 
-// A cluster of kCluster blocks per cloud, each with the points per thread
-// its share needs.
-template <int kRound, int kCluster>
-void launch_shares(const float* xyz, std::int64_t batch, std::int64_t n, std::int64_t npoint,
-                   std::int64_t start, std::int64_t* out, cudaStream_t stream) {
-  with_points_per_thread<kThreads>((n + kCluster - 1) / kCluster, [&](auto per_thread) {
-    constexpr int kSlots = decltype(per_thread)::value;
-    launch_cluster<kSlots, kRound, kCluster>(xyz, batch, n, npoint, start, out, stream);
-  });
+template <int kSlots, int kRound, int kCluster>
+void launch_cluster(const float* xyz, std::int64_t batch, std::int64_t n, std::int64_t npoint,
+                    std::int64_t start, std::int64_t* out, cudaStream_t stream) {
+  check_grid_size(batch * kCluster);
+  cudaLaunchConfig_t config{};
+  cudaLaunchAttribute cluster{};
+  const std::string problem =
+      prepare_cluster<kSlots, kRound, kCluster>(batch, n, stream, config, cluster);
+  if (!problem.empty()) {
+    throw std::runtime_error(problem);
+  }
+  DTRAIN_CUDA_CHECK(cudaLaunchKernelEx(&config, fps_striped_kernel<kSlots, kRound, kCluster>, xyz,
+                                       static_cast<int>(n), npoint, static_cast<int>(start), out));
+}
+
+// Calls visit(slots, cluster) with the points per thread and the blocks per
+// cloud (as integral constants) of clouds of n points on `blocks` blocks
+// (2, 4 or 8: blocks_per_cloud above one).
+template <typename Visit>
+decltype(auto) with_cluster(int blocks, std::int64_t n, Visit&& visit) {
+  auto on_shares = [&](auto cluster) -> decltype(auto) {
+    constexpr int kCluster = decltype(cluster)::value;
+    return with_points_per_thread<kThreads>(
+        (n + kCluster - 1) / kCluster,
+        [&](auto slots) -> decltype(auto) { return visit(slots, cluster); });
+  };
+  switch (blocks) {
+    case 2:
+      return on_shares(std::integral_constant<int, 2>{});
+    case 4:
+      return on_shares(std::integral_constant<int, 4>{});
+    default:
+      return on_shares(std::integral_constant<int, kMaxCluster>{});
+  }
 }
 
 template <int kRound>
 void launch_rounds(int cluster, const float* xyz, std::int64_t batch, std::int64_t n,
                    std::int64_t npoint, std::int64_t start, std::int64_t* out,
                    cudaStream_t stream) {
-  switch (blocks_per_cloud(n, cluster)) {
-    case 1:
-      return with_points_per_thread<kThreads>(n, [&](auto per_thread) {
-        constexpr int kSlots = decltype(per_thread)::value;
-        launch_on_chip<kThreads, kSlots>(fps_striped_kernel<kSlots, kRound, 1>, xyz, batch, n,
-                                         npoint, start, out, stream);
-      });
-    case 2:
-      return launch_shares<kRound, 2>(xyz, batch, n, npoint, start, out, stream);
-    case 4:
-      return launch_shares<kRound, 4>(xyz, batch, n, npoint, start, out, stream);
-    default:
-      return launch_shares<kRound, kMaxCluster>(xyz, batch, n, npoint, start, out, stream);
+  const int blocks = blocks_per_cloud(n, cluster);
+  if (blocks == 1) {
+    return with_points_per_thread<kThreads>(n, [&](auto per_thread) {
+      constexpr int kSlots = decltype(per_thread)::value;
+      launch_on_chip<kThreads, kSlots>(fps_striped_kernel<kSlots, kRound, 1>, xyz, batch, n, npoint,
+                                       start, out, stream);
+    });
   }
+  with_cluster(blocks, n, [&](auto slots, auto cluster_size) {
+    launch_cluster<decltype(slots)::value, kRound, decltype(cluster_size)::value>(
+        xyz, batch, n, npoint, start, out, stream);
+  });
+}
+
+// Whether this GPU runs the kernel for clouds of n points (one block always
+// does, given its shared memory; a cluster needs sm_90 code and room).
+template <int kRound>
+bool rounds_run_here(int cluster, std::int64_t n) {
+  const int blocks = blocks_per_cloud(n, cluster);
+  if (blocks == 1) {
+    return true;
+  }
+  return with_cluster(blocks, n, [&](auto slots, auto cluster_size) {
+    cudaLaunchConfig_t config{};
+    cudaLaunchAttribute attribute{};
+    return prepare_cluster<decltype(slots)::value, kRound, decltype(cluster_size)::value>(
+               1, n, nullptr, config, attribute)
+        .empty();
+  });
 }
 
 }  // namespace
@@ -525,6 +567,17 @@ std::size_t fps_striped_shared_bytes(std::int64_t n, int cluster) {
   return with_points_per_thread<kThreads>(share, [&](auto per_thread) {
     return on_chip_shared_bytes<kThreads, decltype(per_thread)::value>(share);
   });
+}
+
+bool fps_striped_runs_here(std::int64_t n, int round, int cluster) {
+  switch (round) {
+    case 1:
+      return rounds_run_here<1>(cluster, n);
+    case 2:
+      return rounds_run_here<2>(cluster, n);
+    default:
+      return rounds_run_here<4>(cluster, n);
+  }
 }
 
 void launch_fps_striped(int round, int cluster, const float* xyz, std::int64_t batch,
