@@ -14,7 +14,9 @@
 // to 8192 points it is slower than the register kernel (B = 32, N = 8192 ->
 // 1024: 0.81 ms against 0.75 with one block per cloud, 1.3 to 7.3 ms on
 // clusters of 2 to 8 blocks, whose barriers cost more than their SMs give),
-// so the plan keeps the register kernel there.
+// so the plan keeps the register kernel there. The plan takes the clusters
+// only where this GPU can run one (fps_striped_runs_here: a small MIG slice
+// may hold none), else the chunk kernel.
 // One block per batch element loops over the npoint picks. Each pick, every
 // thread updates its strided share of dist[j] = min(dist[j], d(j, last
 // pick)) and keeps its own first maximum; warp shuffles then shared memory
