@@ -21,6 +21,9 @@
 #   DTRAIN_GPU_RESERVE_S   seconds kept for tests and benchmarks after the
 #                          build (default: 150)
 #   DTRAIN_GPU_CMAKE_ARGS  extra arguments for dtrain's configure
+#   DTRAIN_GPU_FOCUS       "kernels": build and run only what the PointNet++
+#                          kernels need (their GPU tests, bench_pointnet2_ops,
+#                          profile_fps), for quick rounds on a kernel
 set -uo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -30,6 +33,11 @@ build="${DTRAIN_GPU_BUILD_DIR:-$repo/build-gpu}"
 jobs="${DTRAIN_GPU_JOBS:-$(nproc)}"
 test_jobs="${DTRAIN_GPU_TEST_JOBS:-4}"
 budget="${DTRAIN_GPU_BUDGET_S:-450}"
+focus="${DTRAIN_GPU_FOCUS:-all}"
+[[ $focus == all || $focus == kernels ]] || {
+  echo "DTRAIN_GPU_FOCUS must be all or kernels, got '$focus'" >&2
+  exit 1
+}
 out="${1:-${OUT:-$build/results}}"
 mkdir -p "$out" "$build"
 export PYTHONUNBUFFERED=1 # a Python step stopped by its timeout still leaves its output
@@ -53,6 +61,11 @@ say() { printf '[gpu-checks %3ds] %s\n' $((SECONDS - t0)) "$*"; }
 step() {
   local name="$1" cap="$2" log="$3"
   shift 3
+  if [[ $focus == kernels ]] && ! focused "$name"; then
+    say "$name: skipped (DTRAIN_GPU_FOCUS=kernels)"
+    printf '%s\tskipped\t0\tDTRAIN_GPU_FOCUS=kernels\n' "$name" >>"$steps"
+    return 0
+  fi
   local limit=$(($(left) - 15))
   ((cap < limit)) && limit=$cap
   if ((limit < 5)); then
@@ -82,9 +95,19 @@ step() {
   return $rc
 }
 
+# The steps DTRAIN_GPU_FOCUS=kernels keeps.
+focused() {
+  case "$1" in
+    googletest | configure | build | bench_pointnet2_ops | tests | profile_fps) return 0 ;;
+    *) return 1 ;;
+  esac
+}
+
 skip() { # skip NAME REASON
-  say "$1: skipped ($2)"
-  printf '%s\tskipped\t0\t%s\n' "$1" "$2" >>"$steps"
+  local reason="$2"
+  [[ $focus == kernels ]] && ! focused "$1" && reason="DTRAIN_GPU_FOCUS=kernels"
+  say "$1: skipped ($reason)"
+  printf '%s\tskipped\t0\t%s\n' "$1" "$reason" >>"$steps"
 }
 
 # Prints the report; its status is the run's: 0 all well, 3 a step failed.
@@ -220,6 +243,11 @@ found_paths | tee -a "$build_log" | sed 's/^/    /'
 
 gpu_targets=(dtrain_gpu_tests dtrain_data_parallel_gpu_tests dtrain_train_apps_gpu_tests
   bench_pointnet2_ops bench_allreduce bench_amp_toycnn bench_pointnet2_train)
+test_filter=()
+if [[ $focus == kernels ]]; then
+  gpu_targets=(dtrain_gpu_tests bench_pointnet2_ops)
+  test_filter=(-R 'PointNet2|CountCorrect')
+fi
 # The tests and benchmarks need some 150 s after the build (less when the
 # benchmarks may be cut short). A build cut short is carried on by the next
 # run (the build folder stays).
@@ -254,7 +282,7 @@ fi
 tests_cap=$(($(left) - 90))
 ((tests_cap < 120)) && tests_cap=120
 ((tests_cap > 240)) && tests_cap=240
-step tests "$tests_cap" "$tests_log" ctest --test-dir "$build" -L gpu -j "$test_jobs" \
+step tests "$tests_cap" "$tests_log" ctest --test-dir "$build" -L gpu "${test_filter[@]}" -j "$test_jobs" \
   --output-on-failure --no-tests=error --timeout 150
 
 if [[ -f "$build/kernels/libdtrain_kernels.so" ]]; then
