@@ -59,6 +59,32 @@ TEST(CrashTrace, SegfaultPrintsRankSignalAndStackThenDiesOfIt) {
       << end.stderr_text;
 }
 
+// Recurses until the stack runs out (the depth is never reached: the
+// variable is unset), each frame kept alive by the sum after the call.
+int recurse(int depth) {
+  volatile char frame[1024];
+  frame[0] = static_cast<char>(depth);
+  const char* limit = std::getenv("DTRAIN_NO_SUCH_VARIABLE");
+  if (limit != nullptr && depth > std::atoi(limit)) {
+    return frame[0];
+  }
+  return recurse(depth + 1) + frame[0];
+}
+
+// A stack overflow faults with the stack pointer at the guard page: the
+// handler runs on its alternate stack and must not read the exhausted one,
+// so the whole trace is still written.
+TEST(CrashTrace, AStackOverflowIsTraced) {
+  const ChildEnd end = run_in_child([] {
+    dtrain::util::set_crash_trace_rank(2, 1);
+    return recurse(0) == 0;  // not reached: the child ends inside
+  });
+  EXPECT_TRUE(died_of(end, SIGSEGV)) << end.status;
+  expect_trace(end, "[rank 2/local 1] fatal signal 11 (SIGSEGV); native stack:\n");
+  EXPECT_NE(end.stderr_text.find("[rank 2/local 1] fault at address 0x"), std::string::npos)
+      << end.stderr_text;
+}
+
 // A call through a null function pointer jumps to an address in no object,
 // where the unwinder stops at the signal trampoline: the fault line names
 // the caller from the return address the call left.

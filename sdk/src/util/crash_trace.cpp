@@ -110,31 +110,42 @@ void write_fault(int signal, const siginfo_t* info, const void* context) {
     return;  // sent by a process (kill, raise, abort): no faulting instruction
   }
   std::uintptr_t pc = 0;
-  std::uintptr_t return_address = 0;
+  std::uintptr_t stack_pointer = 0;
+  std::uintptr_t link = 0;  // the return address the faulting call left
   const auto* machine =
       context != nullptr ? &static_cast<const ucontext_t*>(context)->uc_mcontext : nullptr;
 #if defined(__x86_64__)
   if (machine != nullptr) {
     pc = static_cast<std::uintptr_t>(machine->gregs[REG_RIP]);
-    const auto* stack = reinterpret_cast<const std::uintptr_t*>(machine->gregs[REG_RSP]);
-    return_address = stack != nullptr ? *stack : 0;
+    stack_pointer = static_cast<std::uintptr_t>(machine->gregs[REG_RSP]);
   }
 #elif defined(__aarch64__)
   if (machine != nullptr) {
     pc = static_cast<std::uintptr_t>(machine->pc);
-    return_address = static_cast<std::uintptr_t>(machine->regs[30]);
+    link = static_cast<std::uintptr_t>(machine->regs[30]);
   }
 #endif
+  const auto address = reinterpret_cast<std::uintptr_t>(info->si_addr);
   char buffer[24];
   write_text(g_prefix);
   write_text(" fault at address ");
-  write_text(hex(reinterpret_cast<std::uintptr_t>(info->si_addr), buffer));
+  write_text(hex(address, buffer));
   write_text(", pc ");
   write_text(hex(pc, buffer));
   if (!write_object_of(pc)) {
+#if defined(__x86_64__)
+    // The call left its return address on top of the stack. Read it only
+    // where the stack is not what faulted (an overflow faults at the stack
+    // pointer, and a fault in here would end the process untraced).
+    constexpr std::uintptr_t kNearStack = 64 * 1024;
+    const bool stack_faulted = address - stack_pointer + kNearStack < 2 * kNearStack;
+    if (stack_pointer != 0 && !stack_faulted) {
+      link = *reinterpret_cast<const std::uintptr_t*>(stack_pointer);
+    }
+#endif
     write_text(" in no loaded object (a call through a bad pointer?), return address ");
-    write_text(hex(return_address, buffer));
-    if (!write_object_of(return_address)) {
+    write_text(hex(link, buffer));
+    if (!write_object_of(link)) {
       write_text(" in no loaded object");
     }
   }
