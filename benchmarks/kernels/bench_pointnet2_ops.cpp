@@ -120,6 +120,36 @@ void check(bool ok, const std::string& what) {
   }
 }
 
+// One FPS row for the kernel the environment forces (DTRAIN_CUDA_FPS and
+// its settings) on clouds `xyz` (B, N, 3): its picks must equal `expected`,
+// the default kernel's; then its median time, as impl `impl`. Throws when
+// the picks differ or the kernel cannot take the clouds.
+void fps_row(const at::Device& device, int repeats, std::ostream& csv, const at::Tensor& xyz,
+             int64_t npoint, const at::Tensor& expected, const std::string& impl) {
+  if (!at::equal(k::furthest_point_sample(xyz, npoint), expected)) {
+    throw std::runtime_error("its picks differ from the default kernel's");
+  }
+  const double ms = median_ms(device, repeats, [&] { k::furthest_point_sample(xyz, npoint); });
+  csv << "furthest_point_sample," << device.str() << ',' << xyz.size(0) << ',' << xyz.size(1) << ','
+      << impl << ',' << ms << '\n';
+  std::cout << "furthest_point_sample " << device.str() << " B=" << xyz.size(0)
+            << " N=" << xyz.size(1) << " -> " << npoint << " (" << impl << "): " << ms << " ms"
+            << std::endl;
+}
+
+// fps_row where a setting this GPU refuses, or picks that differ (which the
+// GPU tests report too), cost that row, named, not the rest of the benchmark.
+void fps_row_if_it_runs(const at::Device& device, int repeats, std::ostream& csv,
+                        const at::Tensor& xyz, int64_t npoint, const at::Tensor& expected,
+                        const std::string& impl) {
+  try {
+    fps_row(device, repeats, csv, xyz, npoint, expected, impl);
+  } catch (const std::exception& e) {
+    std::cout << "furthest_point_sample B=" << xyz.size(0) << " N=" << xyz.size(1) << ": no "
+              << impl << " row (" << e.what() << ")" << std::endl;
+  }
+}
+
 void run_size(const at::Device& device, int64_t n, int repeats, std::ostream& csv) {
   constexpr int64_t kBatch = 8;
   constexpr int64_t kChannels = 32;
@@ -177,21 +207,8 @@ void run_size(const at::Device& device, int64_t n, int repeats, std::ostream& cs
   if (device.is_cuda()) {
     for (const char* kernel : {"registers", "striped", "chunks"}) {
       setenv("DTRAIN_CUDA_FPS", kernel, 1);
-      const std::string impl = std::string(kernel) == "striped" ? "striped_round4" : kernel;
-      try {
-        if (!at::equal(k::furthest_point_sample(xyz, npoint), centres_idx)) {
-          throw std::runtime_error("its picks differ from the default kernel's");
-        }
-        const double ms =
-            median_ms(device, repeats, [&] { k::furthest_point_sample(xyz, npoint); });
-        csv << "furthest_point_sample," << device.str() << ',' << kBatch << ',' << n << ',' << impl
-            << ',' << ms << '\n';
-        std::cout << "furthest_point_sample " << device.str() << " N=" << n << " (" << impl
-                  << "): " << ms << " ms" << std::endl;
-      } catch (const std::exception& e) {
-        std::cout << "furthest_point_sample N=" << n << ": no " << impl << " row (" << e.what()
-                  << ")" << std::endl;
-      }
+      fps_row_if_it_runs(device, repeats, csv, xyz, npoint, centres_idx,
+                         std::string(kernel) == "striped" ? "striped_round4" : kernel);
     }
     unsetenv("DTRAIN_CUDA_FPS");
   }
@@ -214,15 +231,7 @@ void run_fps_goal(const at::Device& device, int repeats, std::ostream& csv) {
   const at::Tensor xyz = at::rand({kBatch, kPoints, 3}, at::TensorOptions().device(device));
   const at::Tensor expected = k::furthest_point_sample(xyz, kPicks);
   auto row = [&](const std::string& impl) {
-    if (!at::equal(k::furthest_point_sample(xyz, kPicks), expected)) {
-      throw std::runtime_error("furthest_point_sample (" + impl +
-                               "): its picks differ from the default kernel's");
-    }
-    const double ms = median_ms(device, repeats, [&] { k::furthest_point_sample(xyz, kPicks); });
-    csv << "furthest_point_sample," << device.str() << ',' << kBatch << ',' << kPoints << ','
-        << impl << ',' << ms << '\n';
-    std::cout << "furthest_point_sample " << device.str() << " B=32 N=8192 -> 1024 (" << impl
-              << "): " << ms << " ms" << std::endl;
+    fps_row(device, repeats, csv, xyz, kPicks, expected, impl);
   };
   row("dtrain");
   if (device.is_cuda()) {
@@ -233,15 +242,8 @@ void run_fps_goal(const at::Device& device, int repeats, std::ostream& csv) {
       setenv("DTRAIN_CUDA_FPS_CLUSTER", cluster, 1);
       for (const char* round : {"1", "2", "4"}) {
         setenv("DTRAIN_CUDA_FPS_ROUND", round, 1);
-        const std::string impl = std::string("striped_round") + round + "_cluster" + cluster;
-        // A setting this GPU refuses, or picks that differ (which the GPU
-        // tests report too), costs its row, not the rest of the benchmark.
-        try {
-          row(impl);
-        } catch (const std::exception& e) {
-          std::cout << "furthest_point_sample: no " << impl << " row (" << e.what() << ")"
-                    << std::endl;
-        }
+        fps_row_if_it_runs(device, repeats, csv, xyz, kPicks, expected,
+                           std::string("striped_round") + round + "_cluster" + cluster);
       }
     }
     unsetenv("DTRAIN_CUDA_FPS_CLUSTER");

@@ -38,7 +38,6 @@
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/adam.h>
 
-#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -95,9 +94,7 @@ struct Workload {
 Workload make_workload(const Options& o, const c10::Device& device) {
   const at::Tensor points = (at::rand({o.batch_size, o.points, 3}) * 2 - 1).to(device);
   if (o.model == "partseg") {
-    DTRAIN_CHECK(std::count(dtrain::models::pointnet2_part_seg_preset_names().begin(),
-                            dtrain::models::pointnet2_part_seg_preset_names().end(), o.preset),
-                 "--preset ", o.preset, " is no part segmentation preset");
+    // An unknown preset is named by pointnet2_part_seg_preset, with the known ones.
     auto options = dtrain::models::pointnet2_part_seg_preset(o.preset, kParts, kCategories);
     options.layers(in_layout(options.layers(), o))
         .channels_last(o.propagation_layout == "rows")

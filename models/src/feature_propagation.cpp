@@ -82,16 +82,12 @@ at::Tensor FeaturePropagationImpl::forward(const at::Tensor& xyz1, const at::Ten
     return mlp_->forward(at::cat(parts, 1));
   }
   // One copy into rows: the cat of the transposed parts is a new contiguous
-  // (B, N, C) tensor (a single part is made contiguous).
+  // (B, N, C) tensor (a single part is copied by the reshape into rows).
   for (at::Tensor& part : parts) {
     part = part.transpose(1, 2);
   }
-  const at::Tensor joined = parts.size() == 1 ? parts[0].contiguous() : at::cat(parts, 2);
-  const int64_t batch = joined.size(0);
-  const int64_t n = joined.size(1);
-  const at::Tensor out = detail::forward_on_rows(mlp_, joined.reshape({batch * n, channels}),
-                                                 options_.fused_norm_relu());
-  return out.view({batch, n, out.size(1)}).transpose(1, 2);
+  const at::Tensor joined = parts.size() == 1 ? parts[0] : at::cat(parts, 2);
+  return detail::forward_points_on_rows(mlp_, joined, options_.fused_norm_relu());
 }
 
 }  // namespace dtrain::models

@@ -117,4 +117,14 @@ at::Tensor forward_on_rows(torch::nn::Sequential& stack, at::Tensor rows, bool f
   return run_stack(stack, std::move(rows), fuse, conv1x1_on_rows);
 }
 
+at::Tensor forward_points_on_rows(torch::nn::Sequential& stack, const at::Tensor& points,
+                                  bool fuse) {
+  TORCH_CHECK(points.dim() == 3, "forward_points_on_rows: points must be (B, N, C), got ",
+              points.sizes());
+  const int64_t batch = points.size(0);
+  const int64_t n = points.size(1);
+  const at::Tensor out = forward_on_rows(stack, points.reshape({batch * n, points.size(2)}), fuse);
+  return out.view({batch, n, out.size(1)}).transpose(1, 2);
+}
+
 }  // namespace dtrain::models::detail

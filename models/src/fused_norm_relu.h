@@ -27,4 +27,11 @@ at::Tensor forward_fusing_norm_relu(torch::nn::Sequential& stack, at::Tensor x);
 // other than 1x1) throws: it is no product over rows.
 at::Tensor forward_on_rows(torch::nn::Sequential& stack, at::Tensor rows, bool fuse);
 
+// forward_on_rows over clouds: `points` is (B, N, C), one point's channels
+// per row (copied into contiguous rows where its strides need it). Returns
+// the (B, C_out, N) view of the (B, N, C_out) rows the stack gives: the
+// channel-major shape, channels innermost in memory.
+at::Tensor forward_points_on_rows(torch::nn::Sequential& stack, const at::Tensor& points,
+                                  bool fuse);
+
 }  // namespace dtrain::models::detail

@@ -147,9 +147,7 @@ at::Tensor PointNet2PartSegImpl::forward(const at::Tensor& points, const at::Ten
   // The last propagation's (B, C, N) is a view of rows (B, N, C): the head's
   // 1x1 convolutions run on them too, and the logits come back as a
   // (B, parts, N) view of rows.
-  const at::Tensor rows = up.transpose(1, 2).reshape({batch * n, up.size(1)});
-  const at::Tensor logits = detail::forward_on_rows(head_, rows, options_.fused_norm_relu());
-  return logits.view({batch, n, logits.size(1)}).transpose(1, 2);
+  return detail::forward_points_on_rows(head_, up.transpose(1, 2), options_.fused_norm_relu());
 }
 
 }  // namespace dtrain::models

@@ -14,6 +14,7 @@
 
 #include "dtrain/config.h"
 #include "dtrain/kernels/pointnet2.h"
+#include "expect_error.h"
 #include "test_pointnet2_reference.h"
 
 namespace {
@@ -64,6 +65,23 @@ TEST(PointNet2Cuda, FurthestPointSampleAgreesExactly) {
   expect_same(k::furthest_point_sample(cuda(half), 100), k::furthest_point_sample(half, 100),
               "float16");
 }
+
+// One cloud of `points` points on a 16 x 16 x ... grid, filled layer by
+// layer (equal distances everywhere: ties on every path).
+at::Tensor grid_cloud(int64_t points) {
+  const at::Tensor cells = at::arange(points, at::kInt);
+  return at::stack({cells % 16, cells.div(16, "floor") % 16, cells.div(256, "floor")}, 1)
+      .to(at::kFloat)
+      .unsqueeze(0);
+}
+
+// An FPS case: clouds, picks and start, and a name for failures.
+struct FpsCase {
+  std::string name;
+  at::Tensor xyz;
+  int64_t npoint;
+  int64_t start;
+};
 
 // Forces an FPS kernel (and the striped kernel's picks per round and blocks
 // per cloud) for the lifetime of the object.
@@ -121,11 +139,7 @@ TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
   // the last point; 8 distinct points repeated; 8 tight far-apart clumps; a
   // cloud of 33 points (most warps padding only); Gaussian points, whose
   // picks are far apart (many picks per round). Each on every spatial kernel.
-  const at::Tensor cells = at::arange(4096, at::kInt);
-  const at::Tensor grid =
-      at::stack({cells % 16, cells.div(16, "floor") % 16, cells.div(256, "floor")}, 1)
-          .to(at::kFloat)
-          .unsqueeze(0);
+  const at::Tensor grid = grid_cloud(4096);
   const at::Tensor repeated = at::rand({2, 8, 3}).repeat({1, 1000, 1});
   auto clumps_of = [](int64_t batch, int64_t n) {
     return (at::rand({batch, n, 3}) * 0.01 +
@@ -221,21 +235,10 @@ TEST(PointNet2Cuda, FurthestPointSampleOnAClusterAgrees) {
     GTEST_SKIP() << "thread-block clusters need sm_90";
   }
   at::manual_seed(35);
-  const at::Tensor cells = at::arange(16384, at::kInt);
-  struct Case {
-    std::string name;
-    at::Tensor xyz;
-    int64_t npoint;
-    int64_t start;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<FpsCase> cases = {
       {"9000 uniform (2 blocks)", at::rand({3, 9000, 3}), 2000, 8999},
       {"20000 Gaussian (4 blocks)", at::randn({2, 20000, 3}), 3000, 4},
-      {"16^3 x 4 grid (2 blocks)",
-       at::stack({cells % 16, cells.div(16, "floor") % 16, cells.div(256, "floor")}, 1)
-           .to(at::kFloat)
-           .unsqueeze(0),
-       4096, 1},
+      {"16^3 x 4 grid (2 blocks)", grid_cloud(16384), 4096, 1},
       {"40000 in 8 clumps (8 blocks)",
        (at::rand({2, 40000, 3}) * 0.01 +
         at::arange(40000).div(5000, "floor").to(at::kFloat).view({1, -1, 1}) * 3)
@@ -250,7 +253,7 @@ TEST(PointNet2Cuda, FurthestPointSampleOnAClusterAgrees) {
            .index_put_({0, 8192, 1}, NAN),
        500, 0},
   };
-  for (const Case& c : cases) {
+  for (const FpsCase& c : cases) {
     const at::Tensor expected = k::furthest_point_sample(c.xyz, c.npoint, c.start);
     for (const char* round : {"1", "2", "4"}) {
       const ForcedFps forced("striped", round);
@@ -271,27 +274,16 @@ TEST(PointNet2Cuda, FurthestPointSampleOnARequestedClusterAgrees) {
     GTEST_SKIP() << "thread-block clusters need sm_90";
   }
   at::manual_seed(36);
-  const at::Tensor cells = at::arange(4096, at::kInt);
-  struct Case {
-    std::string name;
-    at::Tensor xyz;
-    int64_t npoint;
-    int64_t start;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<FpsCase> cases = {
       {"32 x 8192 uniform", at::rand({32, 8192, 3}), 1024, 0},
       {"3 x 1000 Gaussian, every point", at::randn({3, 1000, 3}), 1000, 999},
-      {"16^3 grid",
-       at::stack({cells % 16, cells.div(16, "floor") % 16, cells.div(256, "floor")}, 1)
-           .to(at::kFloat)
-           .unsqueeze(0),
-       2048, 5},
+      {"16^3 grid", grid_cloud(4096), 2048, 5},
       {"3000 with NaN and infinity",
        at::rand({1, 3000, 3}).index_put_({0, 2000, 0}, NAN).index_put_({0, 3, 2}, INFINITY), 300,
        1},
       {"10 points", at::rand({2, 10, 3}), 10, 9},
   };
-  for (const Case& c : cases) {
+  for (const FpsCase& c : cases) {
     const at::Tensor expected = k::furthest_point_sample(c.xyz, c.npoint, c.start);
     for (const char* cluster : {"1", "2", "4", "8"}) {
       for (const char* round : {"1", "2", "4"}) {
@@ -303,12 +295,11 @@ TEST(PointNet2Cuda, FurthestPointSampleOnARequestedClusterAgrees) {
   }
   auto expect_refusal = [](const char* cluster, int64_t n, const std::string& words) {
     const ForcedFps forced("striped", "", cluster);
-    try {
-      k::furthest_point_sample(cuda(at::rand({1, n, 3})), 10);
-      ADD_FAILURE() << "cluster " << cluster << ", " << n << " points: no error";
-    } catch (const std::exception& e) {
-      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
-    }
+    dtrain::testing::expect_error<std::exception>(
+        [&] {
+          k::furthest_point_sample(cuda(at::rand({1, n, 3})), 10);
+        },
+        words);
   };
   expect_refusal("1", 9000, "hold at most 8192 points, got 9000");  // 9000 need 2 blocks
   expect_refusal("3", 100, "DTRAIN_CUDA_FPS_CLUSTER must be auto, 1, 2, 4 or 8, got '3'");

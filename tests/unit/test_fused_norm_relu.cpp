@@ -19,6 +19,7 @@
 #include "dtrain/ddp/sync_batch_norm.h"
 #include "dtrain/models/feature_propagation.h"
 #include "dtrain/models/set_abstraction.h"
+#include "expect_error.h"
 #include "fused_norm_relu.h"
 
 namespace {
@@ -272,15 +273,11 @@ TEST(FusedNormRelu, FeaturePropagationOnRowsMatchesTheChannelMajorStack) {
 // Rows take only what is a matrix product over rows.
 TEST(FusedNormRelu, RowsRefuseAConvolutionWiderThanOnePoint) {
   torch::nn::Sequential wide(torch::nn::Conv1d(torch::nn::Conv1dOptions(3, 4, 3)));
-  try {
-    dtrain::models::detail::forward_on_rows(wide, at::randn({5, 3}), true);
-    ADD_FAILURE() << "no error";
-  } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what()).find(
-                  "only 1x1 convolutions run on rows, got kernel size 3, stride 1"),
-              std::string::npos)
-        << e.what();
-  }
+  dtrain::testing::expect_error<c10::Error>(
+      [&] {
+        dtrain::models::detail::forward_on_rows(wide, at::randn({5, 3}), true);
+      },
+      "only 1x1 convolutions run on rows, got kernel size 3, stride 1");
 }
 
 }  // namespace

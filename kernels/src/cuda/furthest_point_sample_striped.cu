@@ -81,8 +81,11 @@
 
 #include <cooperative_groups.h>
 
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
 
 #include "cuda_check.cuh"
@@ -570,14 +573,35 @@ std::size_t fps_striped_shared_bytes(std::int64_t n, int cluster) {
 }
 
 bool fps_striped_runs_here(std::int64_t n, int round, int cluster) {
+  // Asked by the plan on every call with a cloud in the clusters' range:
+  // the answer (three runtime queries) is kept per device and setting, as a
+  // model samples a few cloud sizes over and over.
+  int device = 0;
+  DTRAIN_CUDA_CHECK(cudaGetDevice(&device));
+  static std::mutex mutex;
+  static std::map<std::tuple<int, int, int, std::int64_t>, bool> answers;
+  const auto key = std::make_tuple(device, round, cluster, n);
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (const auto found = answers.find(key); found != answers.end()) {
+      return found->second;
+    }
+  }
+  bool runs = false;
   switch (round) {
     case 1:
-      return rounds_run_here<1>(cluster, n);
+      runs = rounds_run_here<1>(cluster, n);
+      break;
     case 2:
-      return rounds_run_here<2>(cluster, n);
+      runs = rounds_run_here<2>(cluster, n);
+      break;
     default:
-      return rounds_run_here<4>(cluster, n);
+      runs = rounds_run_here<4>(cluster, n);
+      break;
   }
+  const std::lock_guard<std::mutex> lock(mutex);
+  answers.emplace(key, runs);
+  return runs;
 }
 
 void launch_fps_striped(int round, int cluster, const float* xyz, std::int64_t batch,

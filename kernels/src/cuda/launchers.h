@@ -69,7 +69,7 @@ std::size_t fps_striped_shared_bytes(std::int64_t n, int cluster);
 // `round` picks per round on `cluster` blocks per cloud (0: the fewest): one
 // block always can (given fps_striped_shared_bytes); a cluster needs code for
 // compute_90 or later and an SM set that holds one (a small MIG slice may
-// not). The plan asks before choosing it.
+// not). The plan asks before choosing it; answers are kept per device.
 bool fps_striped_runs_here(std::int64_t n, int round, int cluster);
 // The largest cloud the striped kernel takes on a GPU of this compute
 // capability: 8192 points in one block; from sm_90 on, up to 65536 in a
