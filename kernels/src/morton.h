@@ -4,11 +4,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define DTRAIN_HOST_DEVICE __host__ __device__
-#else
-#define DTRAIN_HOST_DEVICE
-#endif
+#include "host_device.h"
 
 namespace dtrain::kernels::detail {
 

@@ -96,12 +96,19 @@ def pointnet2_lines(out):
         forced = {}
         for r in all_rows:
             if (r["B"] == "8" and r["op"] == "furthest_point_sample"
-                    and r["impl"] in ("registers", "striped_round4", "chunks")):
+                    and r["impl"] in ("registers", "registers_lane_tree", "striped_round4",
+                                      "chunks")):
                 forced.setdefault(r["impl"], {})[int(r["N"])] = float(r["median_ms"])
         for impl, by_size in sorted(forced.items()):
             lines.append(f"  FPS forced to {impl} (B=8, npoint=N/4; default in brackets): " +
                          ", ".join(f"N={n} {ms:.3f} ms ({ms_of(n):.3f})"
                                    for n, ms in sorted(by_size.items())))
+        if "registers_lane_tree" in goal:
+            tree_ms = goal["registers_lane_tree"]
+            lines.append(f"  register kernel, a thread's furthest point by a tree "
+                         f"(DTRAIN_CUDA_FPS_LANE=tree): {tree_ms:.3f} ms, "
+                         f"{goal['dtrain'] / tree_ms:.2f}x the default "
+                         f"(goal {'met' if tree_ms < 0.5 else 'NOT met'})")
         striped = sorted((impl, ms) for impl, ms in goal.items() if impl.startswith("striped"))
         if striped:
             best_impl, best_ms = min(striped, key=lambda item: item[1])

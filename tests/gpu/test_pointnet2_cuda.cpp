@@ -84,36 +84,42 @@ struct FpsCase {
 };
 
 // Forces an FPS kernel (and the striped kernel's picks per round and blocks
-// per cloud) for the lifetime of the object.
+// per cloud, the register kernel's furthest point of a thread) for the
+// lifetime of the object.
 class ForcedFps {
  public:
-  ForcedFps(const char* path, const char* round, const char* cluster = "") {
+  ForcedFps(const char* path, const char* round, const char* cluster = "", const char* lane = "") {
     setenv("DTRAIN_CUDA_FPS", path, 1);
     setenv("DTRAIN_CUDA_FPS_ROUND", round, 1);
     setenv("DTRAIN_CUDA_FPS_CLUSTER", cluster, 1);
+    setenv("DTRAIN_CUDA_FPS_LANE", lane, 1);
   }
   ~ForcedFps() {
     unsetenv("DTRAIN_CUDA_FPS");
     unsetenv("DTRAIN_CUDA_FPS_ROUND");
     unsetenv("DTRAIN_CUDA_FPS_CLUSTER");
+    unsetenv("DTRAIN_CUDA_FPS_LANE");
   }
   ForcedFps(const ForcedFps&) = delete;
   ForcedFps& operator=(const ForcedFps&) = delete;
 };
 
 // The spatial kernels on a setting: the default (the register kernel up to
-// 8192 points), the chunk kernel, and the striped kernel with 1, 2 and 4
-// picks per round.
+// 8192 points), the register kernel finding a thread's furthest point by a
+// tree, the chunk kernel, and the striped kernel with 1, 2 and 4 picks per
+// round.
 struct FpsSetting {
   const char* path;
   const char* round;
+  const char* lane = "";
 };
-constexpr FpsSetting kSpatialSettings[] = {
-    {"auto", ""}, {"chunks", ""}, {"striped", "1"}, {"striped", "2"}, {"striped", "4"}};
+constexpr FpsSetting kSpatialSettings[] = {{"auto", ""},     {"registers", "", "tree"},
+                                           {"chunks", ""},   {"striped", "1"},
+                                           {"striped", "2"}, {"striped", "4"}};
 
 std::string describe(const FpsSetting& setting) {
   return std::string(" (") + setting.path + (*setting.round ? std::string(" round ") : "") +
-         setting.round + ")";
+         setting.round + (*setting.lane ? std::string(" lane ") : "") + setting.lane + ")";
 }
 
 // Every FPS path agrees with the CPU: the register kernel (Morton order and
@@ -126,13 +132,17 @@ TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
   SKIP_WITHOUT_CUDA();
   at::manual_seed(34);
   for (int64_t batch : {2, 32, 200}) {
-    for (int64_t n : {1000, 8192}) {
+    for (int64_t n : {1000, 2000, 8192}) {  // 2, 4 and 16 points a thread
       const at::Tensor xyz = at::rand({batch, n, 3});
       const at::Tensor expected = k::furthest_point_sample(xyz, 512, 7);
       const std::string what = "batch " + std::to_string(batch) + ", n " + std::to_string(n);
       expect_same(k::furthest_point_sample(cuda(xyz), 512, 7), expected, what);
-      const ForcedFps striped("striped", "4");
-      expect_same(k::furthest_point_sample(cuda(xyz), 512, 7), expected, what + " (striped)");
+      {
+        const ForcedFps striped("striped", "4");
+        expect_same(k::furthest_point_sample(cuda(xyz), 512, 7), expected, what + " (striped)");
+      }
+      const ForcedFps tree("registers", "", "", "tree");
+      expect_same(k::furthest_point_sample(cuda(xyz), 512, 7), expected, what + " (lane tree)");
     }
   }
   // A 16^3 grid cut to 4096 points (equal distances everywhere), sampled to
@@ -166,7 +176,7 @@ TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
   const at::Tensor expected_one = k::furthest_point_sample(small, 1, 20);
   const at::Tensor expected_non_finite = k::furthest_point_sample(non_finite, 600, 1);
   for (const FpsSetting& setting : kSpatialSettings) {
-    const ForcedFps forced(setting.path, setting.round);
+    const ForcedFps forced(setting.path, setting.round, "", setting.lane);
     const std::string on = describe(setting);
     expect_same(k::furthest_point_sample(cuda(grid), 4096, 5), expected_grid, "grid" + on);
     expect_same(k::furthest_point_sample(cuda(repeated), 8000), expected_repeated,
@@ -207,6 +217,12 @@ TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
   {
     const ForcedFps forced("striped", "3");
     EXPECT_THROW(k::furthest_point_sample(cuda(xyz), 10), std::exception);
+  }
+  {
+    const ForcedFps forced("registers", "", "", "scan");
+    dtrain::testing::expect_error<std::exception>(
+        [&] { k::furthest_point_sample(cuda(xyz), 10); },
+        "DTRAIN_CUDA_FPS_LANE must be pass or tree, got 'scan'");
   }
 }
 

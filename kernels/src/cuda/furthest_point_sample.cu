@@ -163,6 +163,12 @@ FpsPath requested_path() {
       "DTRAIN_CUDA_FPS", {"auto", "registers", "striped", "chunks", "shared", "global"}));
 }
 
+// DTRAIN_CUDA_FPS_LANE: how the register kernel's threads find their
+// furthest point.
+FpsLane requested_lane() {
+  return static_cast<FpsLane>(detail::env_choice("DTRAIN_CUDA_FPS_LANE", {"pass", "tree"}));
+}
+
 // DTRAIN_CUDA_FPS_ROUND: the striped kernel's picks per round.
 int requested_round() {
   constexpr int kRounds[] = {4, 1, 2};
@@ -212,6 +218,7 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
       fps_striped_max_points(device_attribute(cudaDevAttrComputeCapabilityMajor));
   const int round = requested_round();  // checked on every call, as the path is
   const int cluster = requested_cluster();
+  const FpsLane lane = requested_lane();
   const bool fits_chunks = static_cast<std::int64_t>(fps_chunks_shared_bytes(n)) <= limit;
   FpsPath path = requested_path();
   if (path == FpsPath::kAuto) {
@@ -250,7 +257,7 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
   const auto points = static_cast<std::size_t>(batch * n);
   switch (path) {
     case FpsPath::kRegisters:
-      return {FpsKernel::kRegisters, 0};
+      return {FpsKernel::kRegisters, 0, 1, 0, lane};
     case FpsPath::kStriped:  // by default rounds of 4, the fewest blocks that hold the cloud
       return {FpsKernel::kStriped, 0, round, cluster};
     case FpsPath::kChunks:  // sorted (x, y, z, distance) and original index per point
@@ -270,7 +277,7 @@ void launch_furthest_point_sample(const FpsPlan& plan, const float* xyz, std::in
   }
   switch (plan.kernel) {
     case FpsKernel::kRegisters:
-      return launch_fps_registers(xyz, batch, n, npoint, start, out, stream);
+      return launch_fps_registers(plan.lane, xyz, batch, n, npoint, start, out, stream);
     case FpsKernel::kStriped:
       return launch_fps_striped(plan.round, plan.cluster, xyz, batch, n, npoint, start, out,
                                 stream);

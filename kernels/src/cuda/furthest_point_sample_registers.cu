@@ -41,6 +41,7 @@
 // SM), fewer warps each walking several chunks (0.84-1.1 ms: the per-chunk
 // tests cost more than they save).
 
+#include "../furthest_in_lane.h"
 #include "cuda_check.cuh"
 #include "fps_common.cuh"
 #include "fps_on_chip.cuh"
@@ -56,7 +57,34 @@ using namespace fps;  // fps_common.cuh, fps_on_chip.cuh
 constexpr unsigned int kThreads = 512;
 constexpr unsigned int kWarps = kThreads / kWarp;
 
-template <int kPerThread>
+// The largest running distance among a thread's points and the lowest
+// index holding it: kLaneTree, by a tree over indices sorted in the thread
+// (Note [A lane's furthest point by a tree]); else by a pass for the largest
+// and a second for its lowest index.
+template <int kPerThread, bool kLaneTree>
+__device__ inline void lane_furthest(const float (&dist)[kPerThread], const int (&idx)[kPerThread],
+                                     float& furthest, unsigned int& index) {
+  if constexpr (kLaneTree) {
+    int at = 0;
+    detail::furthest_in_registers(dist, idx, furthest, at);
+    index = static_cast<unsigned int>(at);
+  } else {
+    furthest = -3.0f;
+#pragma unroll
+    for (int s = 0; s < kPerThread; ++s) {
+      furthest = fmaxf(furthest, dist[s]);
+    }
+    index = kNoIndex;
+#pragma unroll
+    for (int s = 0; s < kPerThread; ++s) {
+      if (dist[s] == furthest) {
+        index = min(index, static_cast<unsigned int>(idx[s]));
+      }
+    }
+  }
+}
+
+template <int kPerThread, bool kLaneTree>
 __global__ void __launch_bounds__(kThreads)
     fps_registers_kernel(const float* __restrict__ xyz, int n, std::int64_t npoint, int start,
                          std::int64_t* __restrict__ out) {
@@ -69,6 +97,9 @@ __global__ void __launch_bounds__(kThreads)
   int idx[kPerThread];
   const Cloud cloud = deal_cloud<kThreads, kPerThread, false>(
       xyz + static_cast<std::int64_t>(blockIdx.x) * n * 3, n, shared, scratch, idx);
+  if constexpr (kLaneTree) {
+    detail::sort_in_registers(idx);  // the thread's points, still the same set
+  }
   float px[kPerThread], py[kPerThread], pz[kPerThread], dist[kPerThread];
   point_registers(cloud, n, start, idx, px, py, pz, dist);
   float box_low[3] = {INFINITY, INFINITY, INFINITY};
@@ -93,21 +124,14 @@ __global__ void __launch_bounds__(kThreads)
   bool stale = true;         // the warp's candidate was picked: recompute
   for (std::int64_t i = 1; i < npoint; ++i) {
     if (stale || !(box_squared_distance(cx, cy, cz, box_low, box_high) >= largest)) {
-      float best = -3.0f;
 #pragma unroll
       for (int s = 0; s < kPerThread; ++s) {
         const float d = squared_distance(cx, cy, cz, px[s], py[s], pz[s]);
-        const float current = d < dist[s] ? d : dist[s];
-        dist[s] = current;
-        best = fmaxf(best, current);
+        dist[s] = d < dist[s] ? d : dist[s];
       }
+      float best = 0.0f;
       unsigned int candidate = kNoIndex;
-#pragma unroll
-      for (int s = 0; s < kPerThread; ++s) {
-        if (dist[s] == best) {
-          candidate = min(candidate, static_cast<unsigned int>(idx[s]));
-        }
-      }
+      lane_furthest<kPerThread, kLaneTree>(dist, idx, best, candidate);
       const unsigned int key = distance_key(best);
       mine.key = __reduce_max_sync(kFullMask, key);
       mine.index = __reduce_min_sync(kFullMask, key == mine.key ? candidate : kNoIndex);
@@ -143,15 +167,17 @@ std::size_t fps_registers_shared_bytes(std::int64_t n) {
   });
 }
 
-void launch_fps_registers(const float* xyz, std::int64_t batch, std::int64_t n, std::int64_t npoint,
-                          std::int64_t start, std::int64_t* out, cudaStream_t stream) {
+void launch_fps_registers(FpsLane lane, const float* xyz, std::int64_t batch, std::int64_t n,
+                          std::int64_t npoint, std::int64_t start, std::int64_t* out,
+                          cudaStream_t stream) {
   if (batch == 0) {
     return;
   }
   with_points_per_thread<kThreads>(n, [&](auto per_thread) {
     constexpr int kPerThread = decltype(per_thread)::value;
-    launch_on_chip<kThreads, kPerThread>(fps_registers_kernel<kPerThread>, xyz, batch, n, npoint,
-                                         start, out, stream);
+    const auto kernel = lane == FpsLane::kTree ? fps_registers_kernel<kPerThread, true>
+                                               : fps_registers_kernel<kPerThread, false>;
+    launch_on_chip<kThreads, kPerThread>(kernel, xyz, batch, n, npoint, start, out, stream);
   });
 }
 

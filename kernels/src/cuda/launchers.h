@@ -30,17 +30,24 @@ void launch_count_correct(FloatType type, const void* logits, const std::int64_t
 // for its chunk table) one block per batch element with the points in
 // global memory.
 // DTRAIN_CUDA_FPS=registers, striped, chunks, shared or global forces a
-// kernel (tests and benchmarks); DTRAIN_CUDA_FPS_ROUND=1, 2 or 4 sets the
-// striped kernel's picks per round (default 4), and DTRAIN_CUDA_FPS_CLUSTER=
-// 1, 2, 4 or 8 its blocks per cloud (default: the fewest that hold the
-// cloud). A forced kernel that cannot take the cloud, or an unknown value,
-// throws std::invalid_argument.
+// kernel (tests and benchmarks); DTRAIN_CUDA_FPS_LANE=pass or tree sets how
+// the register kernel's threads find their furthest point (default pass);
+// DTRAIN_CUDA_FPS_ROUND=1, 2 or 4 sets the striped kernel's picks per round
+// (default 4), and DTRAIN_CUDA_FPS_CLUSTER=1, 2, 4 or 8 its blocks per cloud
+// (default: the fewest that hold the cloud). A forced kernel that cannot
+// take the cloud, or an unknown value, throws std::invalid_argument.
 enum class FpsKernel { kRegisters, kStriped, kChunks, kShared, kGlobal };
+// How a thread of the register kernel finds the furthest of its points: a
+// pass for the largest distance and another for its lowest index, or a tree
+// over indices sorted in the thread (Note [A lane's furthest point by a
+// tree] in src/furthest_in_lane.h). The same picks either way.
+enum class FpsLane { kPass, kTree };
 struct FpsPlan {
   FpsKernel kernel;
-  std::size_t scratch_bytes;  // device memory the launch needs (may be 0)
-  int round = 1;              // the striped kernel's largest number of picks per round
-  int cluster = 0;            // the striped kernel's blocks per cloud; 0: the fewest that fit
+  std::size_t scratch_bytes;      // device memory the launch needs (may be 0)
+  int round = 1;                  // the striped kernel's largest number of picks per round
+  int cluster = 0;                // the striped kernel's blocks per cloud; 0: the fewest that fit
+  FpsLane lane = FpsLane::kPass;  // the register kernel's furthest point of a thread
 };
 FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n);
 void launch_furthest_point_sample(const FpsPlan& plan, const float* xyz, std::int64_t batch,
@@ -49,8 +56,9 @@ void launch_furthest_point_sample(const FpsPlan& plan, const float* xyz, std::in
 
 // The register kernel (furthest_point_sample_registers.cu): n <= 8192, and
 // fps_registers_shared_bytes(n) of shared memory per block.
-void launch_fps_registers(const float* xyz, std::int64_t batch, std::int64_t n, std::int64_t npoint,
-                          std::int64_t start, std::int64_t* out, cudaStream_t stream);
+void launch_fps_registers(FpsLane lane, const float* xyz, std::int64_t batch, std::int64_t n,
+                          std::int64_t npoint, std::int64_t start, std::int64_t* out,
+                          cudaStream_t stream);
 std::size_t fps_registers_shared_bytes(std::int64_t n);
 
 // The striped kernel (furthest_point_sample_striped.cu): points on chip,
