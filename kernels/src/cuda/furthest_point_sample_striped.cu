@@ -558,6 +558,24 @@ bool rounds_run_here(int cluster, std::int64_t n) {
   });
 }
 
+// Calls visit(std::integral_constant<int, round>{}) for a round of 1, 2 or
+// 4 picks; any other throws std::invalid_argument.
+template <typename Visit>
+decltype(auto) with_round(int round, Visit&& visit) {
+  switch (round) {
+    case 1:
+      return visit(std::integral_constant<int, 1>{});
+    case 2:
+      return visit(std::integral_constant<int, 2>{});
+    case 4:
+      return visit(std::integral_constant<int, 4>{});
+    default:
+      throw std::invalid_argument(
+          "furthest_point_sample: the striped kernel takes 1, 2 or 4 picks per round, not " +
+          std::to_string(round));
+  }
+}
+
 }  // namespace
 
 std::int64_t fps_striped_max_points(int compute_major) {
@@ -587,18 +605,8 @@ bool fps_striped_runs_here(std::int64_t n, int round, int cluster) {
       return found->second;
     }
   }
-  bool runs = false;
-  switch (round) {
-    case 1:
-      runs = rounds_run_here<1>(cluster, n);
-      break;
-    case 2:
-      runs = rounds_run_here<2>(cluster, n);
-      break;
-    default:
-      runs = rounds_run_here<4>(cluster, n);
-      break;
-  }
+  const bool runs = with_round(
+      round, [&](auto picks) { return rounds_run_here<decltype(picks)::value>(cluster, n); });
   const std::lock_guard<std::mutex> lock(mutex);
   answers.emplace(key, runs);
   return runs;
@@ -610,19 +618,9 @@ void launch_fps_striped(int round, int cluster, const float* xyz, std::int64_t b
   if (batch == 0) {
     return;
   }
-  switch (round) {
-    case 1:
-      return launch_rounds<1>(cluster, xyz, batch, n, npoint, start, out, stream);
-    case 2:
-      return launch_rounds<2>(cluster, xyz, batch, n, npoint, start, out, stream);
-    case 4:
-      return launch_rounds<4>(cluster, xyz, batch, n, npoint, start, out, stream);
-    default:
-      throw std::invalid_argument(
-          "furthest_point_sample: the striped kernel takes 1, 2 or 4 "
-          "picks per round, not " +
-          std::to_string(round));
-  }
+  with_round(round, [&](auto picks) {
+    launch_rounds<decltype(picks)::value>(cluster, xyz, batch, n, npoint, start, out, stream);
+  });
 }
 
 }  // namespace dtrain::kernels::cuda
