@@ -25,7 +25,8 @@ warps near the centre is the part the barrier waits for.
     python3 benchmarks/kernels/fps_sass_paths.py build/kernels/libdtrain_kernels.so \
         [--csv out.csv]
 
-cuobjdump: the CUDA toolkit's, or PyPI's nvidia-cuda-cuobjdump (on PATH).
+cuobjdump and the nvdisasm it runs: the CUDA toolkit's, or from PyPI's
+nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm wheels (their bin/ on PATH).
 """
 
 import argparse
@@ -51,7 +52,7 @@ def cuobjdump_binary():
     if os.path.exists(toolkit):
         return toolkit
     sys.exit("fps_sass_paths: no cuobjdump on PATH or in the CUDA toolkit "
-             "(pip install nvidia-cuda-cuobjdump puts one in the wheel's bin/)")
+             "(the wheels nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm carry both in bin/)")
 
 
 def functions(sass):

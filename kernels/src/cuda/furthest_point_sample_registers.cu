@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(kThreads)
       largest = key_distance(mine.key);
       stale = false;
     }
-    const unsigned int pick = block_pick<kWarps>(slots[i & 1], mine);
+    const unsigned int pick = block_pick<kWarps>(slots, i & 1, mine);
     // An index lives in one warp only; a warp with nothing left to pick
     // holds key 0 and an index already sampled, never the pick.
     if (pick == mine.index) {
