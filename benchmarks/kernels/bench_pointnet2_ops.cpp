@@ -150,6 +150,39 @@ void fps_row_if_it_runs(const at::Device& device, int repeats, std::ostream& csv
   }
 }
 
+// The register kernel's settings the benchmark times beside the default:
+// how a thread finds its furthest point (Note [A lane's furthest point by a
+// tree]) and the picks per barrier (Note [FPS on registers in rounds of
+// two]), each forced with DTRAIN_CUDA_FPS=registers.
+struct RegisterVariant {
+  const char* lane;   // DTRAIN_CUDA_FPS_LANE
+  const char* round;  // DTRAIN_CUDA_FPS_ROUND
+  const char* impl;   // the CSV's impl column
+};
+constexpr RegisterVariant kRegisterVariants[] = {
+    {"pass", "1", "registers"},
+    {"tree", "1", "registers_lane_tree"},
+    {"pass", "2", "registers_round2"},
+    {"tree", "2", "registers_round2_lane_tree"},
+};
+
+// Forces the register kernel with a variant's settings for its lifetime.
+class ForcedRegisters {
+ public:
+  explicit ForcedRegisters(const RegisterVariant& variant) {
+    setenv("DTRAIN_CUDA_FPS", "registers", 1);
+    setenv("DTRAIN_CUDA_FPS_LANE", variant.lane, 1);
+    setenv("DTRAIN_CUDA_FPS_ROUND", variant.round, 1);
+  }
+  ~ForcedRegisters() {
+    unsetenv("DTRAIN_CUDA_FPS");
+    unsetenv("DTRAIN_CUDA_FPS_LANE");
+    unsetenv("DTRAIN_CUDA_FPS_ROUND");
+  }
+  ForcedRegisters(const ForcedRegisters&) = delete;
+  ForcedRegisters& operator=(const ForcedRegisters&) = delete;
+};
+
 void run_size(const at::Device& device, int64_t n, int repeats, std::ostream& csv) {
   constexpr int64_t kBatch = 8;
   constexpr int64_t kChannels = 32;
@@ -200,33 +233,27 @@ void run_size(const at::Device& device, int64_t n, int repeats, std::ostream& cs
   }
   // Each spatial FPS kernel beside the default the plan chose (the
   // register kernel up to 8192 points, the striped kernel's clusters up to
-  // 65536 on sm_90, the chunk kernel beyond): impl "registers",
-  // "registers_lane_tree" (DTRAIN_CUDA_FPS_LANE=tree), "striped_round4" (one
-  // block per cloud up to 8192 points, a cluster of blocks up to 65536 on
-  // sm_90) and "chunks", same picks. A kernel that cannot take the cloud is
-  // named and left out.
+  // 65536 on sm_90, the chunk kernel beyond): the register kernel's
+  // variants (kRegisterVariants), "striped_round4" (one block per cloud up
+  // to 8192 points, a cluster of blocks up to 65536 on sm_90) and "chunks",
+  // same picks. A kernel that cannot take the cloud is named and left out.
   if (device.is_cuda()) {
-    struct Forced {
-      const char* kernel;
-      const char* lane;
-      const char* impl;
-    };
-    for (const Forced& forced :
-         {Forced{"registers", "pass", "registers"},
-          Forced{"registers", "tree", "registers_lane_tree"},
-          Forced{"striped", "", "striped_round4"}, Forced{"chunks", "", "chunks"}}) {
-      setenv("DTRAIN_CUDA_FPS", forced.kernel, 1);
-      setenv("DTRAIN_CUDA_FPS_LANE", forced.lane, 1);
-      fps_row_if_it_runs(device, repeats, csv, xyz, npoint, centres_idx, forced.impl);
+    for (const RegisterVariant& variant : kRegisterVariants) {
+      const ForcedRegisters forced(variant);
+      fps_row_if_it_runs(device, repeats, csv, xyz, npoint, centres_idx, variant.impl);
+    }
+    for (const auto& [kernel, impl] :
+         {std::pair{"striped", "striped_round4"}, std::pair{"chunks", "chunks"}}) {
+      setenv("DTRAIN_CUDA_FPS", kernel, 1);
+      fps_row_if_it_runs(device, repeats, csv, xyz, npoint, centres_idx, impl);
     }
     unsetenv("DTRAIN_CUDA_FPS");
-    unsetenv("DTRAIN_CUDA_FPS_LANE");
   }
 }
 
 // The CUDA goal of the kernels issue: B = 32 clouds of 8192 points -> 1024
-// picks in under 0.5 ms, beside the register kernel with a tree for each
-// thread's furthest point (impl "registers_lane_tree"), the striped kernel
+// picks in under 0.5 ms, beside the register kernel's variants
+// (kRegisterVariants), the striped kernel
 // with 1, 2 and 4 picks per
 // round on 1, 2, 4 and 8 blocks per cloud (impl "striped_round<R>_cluster<C>",
 // DTRAIN_CUDA_FPS=striped, DTRAIN_CUDA_FPS_ROUND, DTRAIN_CUDA_FPS_CLUSTER;
@@ -247,12 +274,10 @@ void run_fps_goal(const at::Device& device, int repeats, std::ostream& csv) {
   };
   row("dtrain");
   if (device.is_cuda()) {
-    // The register kernel with a tree for each thread's furthest point
-    // (Note [A lane's furthest point by a tree]).
-    setenv("DTRAIN_CUDA_FPS", "registers", 1);
-    setenv("DTRAIN_CUDA_FPS_LANE", "tree", 1);
-    fps_row_if_it_runs(device, repeats, csv, xyz, kPicks, expected, "registers_lane_tree");
-    unsetenv("DTRAIN_CUDA_FPS_LANE");
+    for (const RegisterVariant& variant : kRegisterVariants) {
+      const ForcedRegisters forced(variant);
+      fps_row_if_it_runs(device, repeats, csv, xyz, kPicks, expected, variant.impl);
+    }
     // The striped kernel (Note [FPS in rounds of independent picks], Note
     // [FPS on a cluster of blocks]); the plan takes it beyond 8192 points.
     setenv("DTRAIN_CUDA_FPS", "striped", 1);

@@ -11,7 +11,7 @@ largest key among its points besides its candidate, and one barrier takes
 the two best candidates of different warps when the second cannot be
 disturbed by the first (Note [FPS in rounds of independent picks] in
 furthest_point_sample_striped.cu, with the register kernel's warps as the
-units). This script replays that rule in float32 with the kernels' rounded
+units, and one pick where two warps tie for the largest key). This script replays that rule in float32 with the kernels' rounded
 arithmetic and reports for each cloud:
   - whether the picks equal sequential FPS (the rule is exact, so they must),
   - the picks per round (how often one barrier decides two),
@@ -73,6 +73,9 @@ def register_rounds(points, npoint, start, round_size):
         running[picks] = -1
         units = warp_units(running, members)
         new = take_round(units, points, len(picks), npoint, round_size)
+        top = max(u[0] for u in units)
+        if sum(u[0] == top for u in units) > 1:
+            new = new[:1]  # two warps tie for the largest key: the kernel takes one pick
         owners = {w for w, u in enumerate(units) if u[1] in new}
         picks += new
         centres = new

@@ -106,8 +106,13 @@ def in_order_cycles(path):
 
 def pick_paths(code):
     """The pick loop's parts: (loop, update branch, after the barrier)."""
-    backward = [(a, i) for a, i in code if "BRA" in i and branch_target(i) < a]
-    end, jump = backward[-1]
+    # The pick loop: the outermost backward branch around the last barrier
+    # (not, say, the jump back from the fallback of a warp reduction that the
+    # compiler could not prove convergent, which lands inside the loop).
+    last_barrier = [a for a, i in code if "BAR.SYNC" in i][-1]
+    backward = [(a, i) for a, i in code if "BRA" in i
+                and branch_target(i) <= last_barrier < a]
+    end, jump = min(backward, key=lambda branch: branch_target(branch[1]))
     loop = [(a, i) for a, i in code if branch_target(jump) <= a <= end]
     barrier = next(a for a, i in loop if "BAR.SYNC" in i)
     reductions = [a for a, i in loop if "REDUX" in i and a < barrier]
@@ -131,13 +136,14 @@ def main():
                           check=True, capture_output=True, text=True).stdout
     rows = []
     for name, code in functions(sass).items():
-        variant = re.search(r"fps_registers_kernelILi16ELb([01])E", name)
+        variant = re.search(r"fps_registers_kernelILi16ELb([01])ELi([12])E", name)
         if not variant:
             continue
         loop, update, after = pick_paths(code)
         rows.append({
             "kernel": "registers",
             "lane": "tree" if variant.group(1) == "1" else "pass",
+            "round": int(variant.group(2)),
             "loop_instructions": len(loop),
             "update_instructions": len(update),
             "rest_instructions": len(loop) - len(update),
@@ -145,11 +151,12 @@ def main():
             "after_barrier_cycles_estimate": in_order_cycles(after),
         })
     if not rows:
-        sys.exit("fps_sass_paths: no fps_registers_kernel<16, lane> with sm_90 code in "
+        sys.exit("fps_sass_paths: no fps_registers_kernel<16, lane, round> with sm_90 code in "
                  + args.library)
-    rows.sort(key=lambda row: row["lane"])
+    rows.sort(key=lambda row: (row["round"], row["lane"]))
     for row in rows:
-        print(f"register kernel, lane {row['lane']}: loop {row['loop_instructions']} "
+        print(f"register kernel, lane {row['lane']}, rounds of {row['round']}: loop "
+              f"{row['loop_instructions']} "
               f"instructions; update branch {row['update_instructions']} "
               f"(~{row['update_cycles_estimate']} cycles in order); the rest "
               f"{row['rest_instructions']}; after the barrier "

@@ -49,6 +49,10 @@ DTRAIN_HOST_DEVICE inline void sort_in_registers(int (&v)[kSize]) {
   }
 }
 
+// Below every running distance (sampled points hold -1, padding -2): what a
+// thread's "other" points give when there are none.
+constexpr float kBelowEveryDistance = -3.0f;
+
 // The largest of dist and, among the positions holding it, the lowest
 // index (idx[s] is position s's index). Requires idx ascending (see
 // sort_in_registers) and no NaN in dist (running distances never are: an
@@ -77,6 +81,60 @@ DTRAIN_HOST_DEVICE inline void furthest_in_registers(const float (&dist)[kSize],
   }
   furthest = top[0];
   index = at[0];
+}
+
+// As furthest_in_registers (idx ascending), and also `second`: the largest
+// distance at the other positions (equal to `furthest` where two positions hold it;
+// kBelowEveryDistance for one position). Rounds of two picks need it for a
+// warp's rest (Note [FPS on registers in rounds of two] in
+// cuda/furthest_point_sample_registers.cu). Each merge keeps the larger of
+// the loser's furthest and the winner's second, the same tree one deeper in
+// work, not in depth.
+template <int kSize>
+DTRAIN_HOST_DEVICE inline void furthest_two_in_registers(const float (&dist)[kSize],
+                                                         const int (&idx)[kSize], float& furthest,
+                                                         int& index, float& second) {
+  static_assert(kSize > 0 && (kSize & (kSize - 1)) == 0, "a tree of pairs merges 2^k values");
+  float top[kSize];
+  float next[kSize];
+  int at[kSize];
+  DTRAIN_UNROLL
+  for (int s = 0; s < kSize; ++s) {
+    top[s] = dist[s];
+    next[s] = kBelowEveryDistance;
+    at[s] = idx[s];
+  }
+  DTRAIN_UNROLL
+  for (int width = 1; width < kSize; width *= 2) {
+    DTRAIN_UNROLL
+    for (int s = 0; s + width < kSize; s += 2 * width) {
+      const bool right = top[s + width] > top[s];  // as in furthest_in_registers
+      const float loser = right ? top[s] : top[s + width];
+      const float runner_up = right ? next[s + width] : next[s];
+      next[s] = loser > runner_up ? loser : runner_up;
+      top[s] = right ? top[s + width] : top[s];
+      at[s] = right ? at[s + width] : at[s];
+    }
+  }
+  furthest = top[0];
+  index = at[0];
+  second = next[0];
+}
+
+// The largest distance at a position whose index is not `index`
+// (kBelowEveryDistance if none): a thread's second by a pass, given the
+// index of its furthest point. Any order of idx.
+template <int kSize>
+DTRAIN_HOST_DEVICE inline float largest_besides(const float (&dist)[kSize], const int (&idx)[kSize],
+                                                int index) {
+  float largest = kBelowEveryDistance;
+  DTRAIN_UNROLL
+  for (int s = 0; s < kSize; ++s) {
+    if (idx[s] != index && dist[s] > largest) {
+      largest = dist[s];
+    }
+  }
+  return largest;
 }
 
 }  // namespace dtrain::kernels::detail

@@ -392,22 +392,24 @@ fi
 # ---- diagnostics -----------------------------------------------------------------
 # Where the FPS kernels' warps stall at the goal size (B = 32, N = 8192 ->
 # 1024): Nsight Compute profiles one launch of the register kernel (each
-# thread's furthest point by a pass, then by a tree: DTRAIN_CUDA_FPS_LANE)
-# and one of the striped kernel (after two warm-ups each), and
-# profile_fps.py prints the details page and the SASS instructions with the
-# most stall samples.
+# thread's furthest point by a pass, then by a tree: DTRAIN_CUDA_FPS_LANE;
+# then the tree with rounds of two picks: DTRAIN_CUDA_FPS_ROUND) and one of
+# the striped kernel (after two warm-ups each), and profile_fps.py prints
+# the details page and the SASS instructions with the most stall samples.
 profile_fps() {
-  local ncu_bin setting kernel lane
+  local ncu_bin setting kernel lane round rest
   ncu_bin="$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)"
   [[ -n $ncu_bin ]] || { echo "no ncu on this machine"; return 1; }
-  for setting in registers:pass registers:tree striped:; do
-    kernel=${setting%%:*} lane=${setting#*:}
-    echo "--- fps_${kernel}_kernel${lane:+ (DTRAIN_CUDA_FPS_LANE=$lane)}"
-    DTRAIN_CUDA_FPS=$kernel DTRAIN_CUDA_FPS_LANE=$lane "$ncu_bin" --kernel-name "regex:fps_${kernel}" \
+  for setting in registers:pass:1 registers:tree:1 registers:tree:2 striped::; do
+    kernel=${setting%%:*} rest=${setting#*:}
+    lane=${rest%%:*} round=${rest#*:}
+    echo "--- fps_${kernel}_kernel${lane:+ (DTRAIN_CUDA_FPS_LANE=$lane)}${round:+ (DTRAIN_CUDA_FPS_ROUND=$round)}"
+    DTRAIN_CUDA_FPS=$kernel DTRAIN_CUDA_FPS_LANE=$lane DTRAIN_CUDA_FPS_ROUND=$round \
+      "$ncu_bin" --kernel-name "regex:fps_${kernel}" \
       --launch-skip 2 --launch-count 1 --set full --import-source yes -f \
-      -o "$build/fps_$kernel$lane" \
+      -o "$build/fps_$kernel$lane$round" \
       "$py" "$repo/tests/gpu/profile_fps.py" --library "$build/kernels/libdtrain_kernels.so" || return 1
-    "$py" "$repo/tests/gpu/profile_fps.py" --report "$build/fps_$kernel$lane.ncu-rep" \
+    "$py" "$repo/tests/gpu/profile_fps.py" --report "$build/fps_$kernel$lane$round.ncu-rep" \
       --ncu "$ncu_bin" || return 1
   done
 }
@@ -417,7 +419,7 @@ if ((!gpu)); then
 elif [[ ! -f "$build/kernels/libdtrain_kernels.so" ]]; then
   skip profile_fps "libdtrain_kernels.so not built"
 else
-  step profile_fps 120 "$bench_log" profile_fps
+  step profile_fps 160 "$bench_log" profile_fps
 fi
 
 # Where a Gloo rank crashes on this image, when gloo_smoke did (tests/gpu/

@@ -106,16 +106,21 @@ class ForcedFps {
 
 // The spatial kernels on a setting: the default (the register kernel up to
 // 8192 points), the register kernel finding a thread's furthest point by a
-// tree, the chunk kernel, and the striped kernel with 1, 2 and 4 picks per
-// round.
+// tree and taking rounds of two picks (with either lane), the chunk kernel,
+// and the striped kernel with 1, 2 and 4 picks per round.
 struct FpsSetting {
   const char* path;
   const char* round;
   const char* lane = "";
 };
-constexpr FpsSetting kSpatialSettings[] = {{"auto", ""},     {"registers", "", "tree"},
-                                           {"chunks", ""},   {"striped", "1"},
-                                           {"striped", "2"}, {"striped", "4"}};
+constexpr FpsSetting kSpatialSettings[] = {{"auto", ""},
+                                           {"registers", "", "tree"},
+                                           {"registers", "2", "pass"},
+                                           {"registers", "2", "tree"},
+                                           {"chunks", ""},
+                                           {"striped", "1"},
+                                           {"striped", "2"},
+                                           {"striped", "4"}};
 
 std::string describe(const FpsSetting& setting) {
   return std::string(" (") + setting.path + (*setting.round ? std::string(" round ") : "") +
@@ -141,8 +146,13 @@ TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
         const ForcedFps striped("striped", "4");
         expect_same(k::furthest_point_sample(cuda(xyz), 512, 7), expected, what + " (striped)");
       }
-      const ForcedFps tree("registers", "", "", "tree");
-      expect_same(k::furthest_point_sample(cuda(xyz), 512, 7), expected, what + " (lane tree)");
+      for (const FpsSetting& registers :
+           {FpsSetting{"registers", "", "tree"}, FpsSetting{"registers", "2", "pass"},
+            FpsSetting{"registers", "2", "tree"}}) {
+        const ForcedFps forced(registers.path, registers.round, "", registers.lane);
+        expect_same(k::furthest_point_sample(cuda(xyz), 512, 7), expected,
+                    what + describe(registers));
+      }
     }
   }
   // A 16^3 grid cut to 4096 points (equal distances everywhere), sampled to
@@ -217,6 +227,11 @@ TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
   {
     const ForcedFps forced("striped", "3");
     EXPECT_THROW(k::furthest_point_sample(cuda(xyz), 10), std::exception);
+  }
+  {
+    // Rounds of at most 4 picks: the register kernel takes 2.
+    const ForcedFps forced("registers", "4");
+    expect_same(k::furthest_point_sample(cuda(xyz), 300), expected, "registers, round 4");
   }
   {
     const ForcedFps forced("registers", "", "", "scan");

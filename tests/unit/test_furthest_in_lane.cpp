@@ -14,6 +14,9 @@
 namespace {
 
 using dtrain::kernels::detail::furthest_in_registers;
+using dtrain::kernels::detail::furthest_two_in_registers;
+using dtrain::kernels::detail::kBelowEveryDistance;
+using dtrain::kernels::detail::largest_besides;
 using dtrain::kernels::detail::sort_in_registers;
 
 template <int kSize>
@@ -78,6 +81,97 @@ void expect_furthest(std::mt19937& random, const std::vector<float>& values) {
         std::vector<float>(dist, dist + kSize), std::vector<int>(idx, idx + kSize));
     ASSERT_EQ(furthest, expected_distance) << kSize << " points, trial " << trial;
     ASSERT_EQ(at, expected_index) << kSize << " points, trial " << trial;
+  }
+}
+
+// The largest distance at every position but the furthest point's (the
+// lowest index holding the largest), counting repeats of the largest.
+float second_by_scan(const std::vector<float>& dist, const std::vector<int>& idx, int furthest_at) {
+  float second = kBelowEveryDistance;
+  for (size_t s = 0; s < dist.size(); ++s) {
+    if (idx[s] != furthest_at) {
+      second = std::max(second, dist[s]);
+    }
+  }
+  return second;
+}
+
+template <int kSize>
+void expect_furthest_two(std::mt19937& random, const std::vector<float>& values) {
+  std::uniform_int_distribution<size_t> pick(0, values.size() - 1);
+  std::uniform_int_distribution<int> index(0, 8191);
+  for (int trial = 0; trial < 500; ++trial) {
+    float dist[kSize];
+    int idx[kSize];
+    for (int s = 0; s < kSize; ++s) {
+      dist[s] = values[pick(random)];
+      idx[s] = index(random);
+    }
+    // Distinct indices, as a thread's real points have (padding repeats n,
+    // but padding never holds a furthest point above a real one).
+    std::vector<int> distinct(idx, idx + kSize);
+    std::sort(distinct.begin(), distinct.end());
+    if (std::adjacent_find(distinct.begin(), distinct.end()) != distinct.end()) {
+      continue;
+    }
+    sort_in_registers(idx);
+    const std::vector<float> dists(dist, dist + kSize);
+    const std::vector<int> idxs(idx, idx + kSize);
+    const auto [expected_distance, expected_index] = furthest_by_scan(dists, idxs);
+    const float expected_second = second_by_scan(dists, idxs, expected_index);
+    float furthest = 0.0f;
+    float second = 0.0f;
+    int at = -1;
+    furthest_two_in_registers(dist, idx, furthest, at, second);
+    ASSERT_EQ(furthest, expected_distance) << kSize << " points, trial " << trial;
+    ASSERT_EQ(at, expected_index) << kSize << " points, trial " << trial;
+    ASSERT_EQ(second, expected_second) << kSize << " points, trial " << trial;
+    ASSERT_EQ(largest_besides(dist, idx, expected_index), expected_second)
+        << kSize << " points, trial " << trial;
+  }
+}
+
+// A round of two picks needs each thread's runner-up (Note [FPS on registers
+// in rounds of two]): by the tree and by a pass, with the same ties as the
+// furthest point's, and repeats of the largest value counted.
+TEST(FurthestInLane, TheRunnerUpIsTheLargestAtTheOtherPositions) {
+  std::mt19937 random(5);
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> ties = {-2.0f, -1.0f, 0.0f, 0.25f, 0.25f, 1.0f, inf};
+  std::vector<float> spread;
+  std::uniform_real_distribution<float> value(0.0f, 4.0f);
+  for (int v = 0; v < 64; ++v) {
+    spread.push_back(value(random));
+  }
+  for (const auto& values : {ties, spread}) {
+    expect_furthest_two<1>(random, values);
+    expect_furthest_two<2>(random, values);
+    expect_furthest_two<4>(random, values);
+    expect_furthest_two<8>(random, values);
+    expect_furthest_two<16>(random, values);
+  }
+}
+
+// Two positions hold the largest: the runner-up equals it, whichever side
+// of the tree each lies on.
+TEST(FurthestInLane, ARepeatedLargestIsItsOwnRunnerUp) {
+  for (int first = 0; first < 16; ++first) {
+    for (int other = first + 1; other < 16; ++other) {
+      float dist[16];
+      int idx[16];
+      for (int s = 0; s < 16; ++s) {
+        dist[s] = 1.0f;
+        idx[s] = 3 * s;
+      }
+      dist[first] = dist[other] = 2.0f;
+      float furthest = 0.0f;
+      float second = 0.0f;
+      int at = -1;
+      furthest_two_in_registers(dist, idx, furthest, at, second);
+      EXPECT_EQ(at, 3 * first);
+      EXPECT_EQ(second, 2.0f) << "the largest at " << first << " and " << other;
+      EXPECT_EQ(largest_besides(dist, idx, at), 2.0f);
+    }
   }
 }
 

@@ -28,6 +28,7 @@
 //   kShared: shared memory holds x[n] y[n] z[n] dist[n] (16 bytes a point)
 //   else:    dist lives in dist_scratch[b][n] (global), points read from xyz
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -169,11 +170,18 @@ FpsLane requested_lane() {
   return static_cast<FpsLane>(detail::env_choice("DTRAIN_CUDA_FPS_LANE", {"pass", "tree"}));
 }
 
-// DTRAIN_CUDA_FPS_ROUND: the striped kernel's picks per round.
+// DTRAIN_CUDA_FPS_ROUND: the largest number of picks per round (0: each
+// kernel's default).
 int requested_round() {
-  constexpr int kRounds[] = {4, 1, 2};
-  return kRounds[detail::env_choice("DTRAIN_CUDA_FPS_ROUND", {"4", "1", "2"})];
+  constexpr int kRounds[] = {0, 1, 2, 4};
+  return kRounds[detail::env_choice("DTRAIN_CUDA_FPS_ROUND", {"auto", "1", "2", "4"})];
 }
+
+// Picks per round by default: the striped kernel's rounds of 4 measured
+// fastest on it (Note [Which FPS kernel]); the register kernel's rounds of
+// 2 have not run on a GPU yet.
+constexpr int kStripedRound = 4;
+constexpr int kRegistersRound = 1;
 
 // DTRAIN_CUDA_FPS_CLUSTER: the striped kernel's blocks per cloud (0: the
 // fewest that hold the cloud).
@@ -216,7 +224,7 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
       n <= kRegisterPoints && static_cast<std::int64_t>(fps_registers_shared_bytes(n)) <= limit;
   const std::int64_t striped_points =
       fps_striped_max_points(device_attribute(cudaDevAttrComputeCapabilityMajor));
-  const int round = requested_round();  // checked on every call, as the path is
+  const int requested = requested_round();  // checked on every call, as the path is
   const int cluster = requested_cluster();
   const FpsLane lane = requested_lane();
   const bool fits_chunks = static_cast<std::int64_t>(fps_chunks_shared_bytes(n)) <= limit;
@@ -224,9 +232,9 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
   if (path == FpsPath::kAuto) {
     // Asked only within its range (beyond, its count throws); a GPU that
     // cannot hold its cluster (a small MIG slice) keeps the chunk kernel.
-    const bool fits_striped = n <= striped_points &&
-                              static_cast<std::int64_t>(fps_striped_shared_bytes(n, 0)) <= limit &&
-                              fps_striped_runs_here(n, round, 0);
+    const bool fits_striped =
+        n <= striped_points && static_cast<std::int64_t>(fps_striped_shared_bytes(n, 0)) <= limit &&
+        fps_striped_runs_here(n, requested == 0 ? kStripedRound : requested, 0);
     path = fits_registers ? FpsPath::kRegisters
                           : (fits_striped ? FpsPath::kStriped
                                           : (fits_chunks ? FpsPath::kChunks : FpsPath::kGlobal));
@@ -257,9 +265,11 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
   const auto points = static_cast<std::size_t>(batch * n);
   switch (path) {
     case FpsPath::kRegisters:
-      return {FpsKernel::kRegisters, 0, 1, 0, lane};
+      // Rounds of at most 2 (a request of 4 is a largest number).
+      return {FpsKernel::kRegisters, 0, requested == 0 ? kRegistersRound : std::min(requested, 2),
+              0, lane};
     case FpsPath::kStriped:  // by default rounds of 4, the fewest blocks that hold the cloud
-      return {FpsKernel::kStriped, 0, round, cluster};
+      return {FpsKernel::kStriped, 0, requested == 0 ? kStripedRound : requested, cluster};
     case FpsPath::kChunks:  // sorted (x, y, z, distance) and original index per point
       return {FpsKernel::kChunks, points * (sizeof(float) * 4 + sizeof(int))};
     case FpsPath::kShared:
@@ -277,7 +287,7 @@ void launch_furthest_point_sample(const FpsPlan& plan, const float* xyz, std::in
   }
   switch (plan.kernel) {
     case FpsKernel::kRegisters:
-      return launch_fps_registers(plan.lane, xyz, batch, n, npoint, start, out, stream);
+      return launch_fps_registers(plan.lane, plan.round, xyz, batch, n, npoint, start, out, stream);
     case FpsKernel::kStriped:
       return launch_fps_striped(plan.round, plan.cluster, xyz, batch, n, npoint, start, out,
                                 stream);

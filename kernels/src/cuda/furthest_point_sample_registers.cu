@@ -41,6 +41,34 @@
 // SM), fewer warps each walking several chunks (0.84-1.1 ms: the per-chunk
 // tests cost more than they save).
 
+// Note [FPS on registers in rounds of two]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// With DTRAIN_CUDA_FPS_ROUND=2 one barrier may decide two picks, by the
+// exact rule of Note [FPS in rounds of independent picks]
+// (furthest_point_sample_striped.cu) with this kernel's warps as the units.
+// Each warp also publishes `rest`, the largest key among its points besides
+// its candidate (its threads' runners-up: furthest_two_in_registers or
+// largest_besides in furthest_in_lane.h). After the barrier every warp takes
+// the block's best candidate c1 and the best c2 of the other warps, and
+// accepts c2 too when its key is above the rest of c1's warp and c1 does not
+// come closer to c2 than c2's running distance: then c2 is the furthest point
+// once c1 is sampled, as sequential FPS would pick it. Where two warps tie
+// for c1's key the round takes c1 alone, which keeps every reduction after
+// the largest key independent of c1. The update that
+// follows applies both centres (a warp updates with each centre its box
+// is near). A model of the rule on the register kernel's warps
+// (benchmarks/kernels/fps_register_rounds_model.py: picks equal sequential
+// FPS on every cloud) takes 1.87 picks a round on 8192 uniform points ->
+// 1024, 1.89 on Gaussian ones, ~1 on grids (the strict rule rejects ties),
+// and updates fewer warps per pick than rounds of one (7.2 a round against
+// 4.5 a pick; on the busiest of the SM's four schedulers, 2.6 against 1.8).
+// What it costs: the lane's runner-up, one more reduction and a ballot in a
+// warp that updates, and after the barrier two more reductions.
+
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
 #include "../furthest_in_lane.h"
 #include "cuda_check.cuh"
 #include "fps_common.cuh"
@@ -60,13 +88,19 @@ constexpr unsigned int kWarps = kThreads / kWarp;
 // The largest running distance among a thread's points and the lowest
 // index holding it: kLaneTree, by a tree over indices sorted in the thread
 // (Note [A lane's furthest point by a tree]); else by a pass for the largest
-// and a second for its lowest index.
-template <int kPerThread, bool kLaneTree>
+// and a second for its lowest index. kRunnerUp: also `second`, the largest
+// distance among the thread's other points (Note [FPS on registers in rounds
+// of two]).
+template <int kPerThread, bool kLaneTree, bool kRunnerUp>
 __device__ inline void lane_furthest(const float (&dist)[kPerThread], const int (&idx)[kPerThread],
-                                     float& furthest, unsigned int& index) {
+                                     float& furthest, unsigned int& index, float& second) {
   if constexpr (kLaneTree) {
     int at = 0;
-    detail::furthest_in_registers(dist, idx, furthest, at);
+    if constexpr (kRunnerUp) {
+      detail::furthest_two_in_registers(dist, idx, furthest, at, second);
+    } else {
+      detail::furthest_in_registers(dist, idx, furthest, at);
+    }
     index = static_cast<unsigned int>(at);
   } else {
     furthest = -3.0f;
@@ -81,17 +115,92 @@ __device__ inline void lane_furthest(const float (&dist)[kPerThread], const int 
         index = min(index, static_cast<unsigned int>(idx[s]));
       }
     }
+    if constexpr (kRunnerUp) {
+      second = detail::largest_besides(dist, idx, static_cast<int>(index));
+    }
   }
 }
 
-template <int kPerThread, bool kLaneTree>
+// dist = min(dist, distance from the centre) for a thread's points, in the
+// rounded arithmetic of Note [FPS distance].
+template <int kPerThread>
+__device__ inline void update_distances(float cx, float cy, float cz, const float (&px)[kPerThread],
+                                        const float (&py)[kPerThread],
+                                        const float (&pz)[kPerThread], float (&dist)[kPerThread]) {
+#pragma unroll
+  for (int s = 0; s < kPerThread; ++s) {
+    const float d = squared_distance(cx, cy, cz, px[s], py[s], pz[s]);
+    dist[s] = d < dist[s] ? d : dist[s];
+  }
+}
+
+// A warp's entry for a round of two: its candidate and its rest (16 bytes,
+// one shared-memory load).
+struct alignas(16) RoundSlot {
+  unsigned int key;
+  unsigned int index;
+  unsigned int rest;  // the largest key among the warp's other points
+  unsigned int unused;
+};
+
+// What one barrier of a round of two decides: the block's best candidate,
+// the rest of its warp, and the best candidate of the other warps.
+struct RoundOfTwo {
+  unsigned int first;
+  unsigned int first_rest;
+  unsigned int second;      // kNoIndex, or an index already sampled, if none
+  unsigned int second_key;  // 0 if none, or if two warps tie for the first
+};
+
+// The round's candidates from every warp's slot (Note [FPS on registers in
+// rounds of two]); slots alternate as in block_pick. Where two warps tie for
+// the largest key the round takes one pick: then the second and the first's
+// rest, like the first, each take one reduction after the largest key, in
+// parallel, rather than waiting for the first.
+__device__ inline RoundOfTwo round_of_two(RoundSlot (&slots)[2][kWarps], unsigned int parity,
+                                          const RoundSlot& mine) {
+  constexpr unsigned int kSlotLanes = (1u << kWarps) - 1u;  // lanes reading distinct slots
+  static_assert(kWarps < kWarp, "one lane per slot, the rest duplicates");
+  const unsigned int lane = threadIdx.x % kWarp;
+  slots[parity][threadIdx.x / kWarp] = mine;
+  __syncthreads();
+  const RoundSlot slot = slots[parity][lane % kWarps];
+  RoundOfTwo round;
+  const unsigned int key = __reduce_max_sync(kFullMask, slot.key);
+  const bool top = slot.key == key;
+  round.first = __reduce_min_sync(kFullMask, top ? slot.index : kNoIndex);
+  round.first_rest = __reduce_max_sync(kFullMask, top ? slot.rest : 0u);
+  const unsigned int below = __reduce_max_sync(kFullMask, top ? 0u : slot.key);
+  round.second = __reduce_min_sync(kFullMask, !top && slot.key == below ? slot.index : kNoIndex);
+  const bool alone = __popc(__ballot_sync(kFullMask, top) & kSlotLanes) == 1;
+  round.second_key = alone ? below : 0u;
+  return round;
+}
+
+// The point `pick`, if this thread holds it, is sampled now: its running
+// distance becomes -1, below every point still to pick.
+template <int kPerThread>
+__device__ inline void mark_sampled(const int (&idx)[kPerThread], unsigned int pick,
+                                    float (&dist)[kPerThread]) {
+#pragma unroll
+  for (int s = 0; s < kPerThread; ++s) {
+    if (idx[s] == static_cast<int>(pick)) {
+      dist[s] = -1.0f;
+    }
+  }
+}
+
+template <int kPerThread, bool kLaneTree, int kRound>
 __global__ void __launch_bounds__(kThreads)
-    fps_registers_kernel(const float* __restrict__ xyz, int n, std::int64_t npoint, int start,
+    fps_registers_kernel(const float* __restrict__ xyz, int n, std::int64_t npoint_wide, int start,
                          std::int64_t* __restrict__ out) {
+  static_assert(kRound == 1 || kRound == 2, "rounds of one or two picks");
+  const int npoint = static_cast<int>(npoint_wide);  // at most n, at most 8192
+  using Slot = std::conditional_t<kRound == 1, WarpCandidate, RoundSlot>;
   extern __shared__ __align__(16) unsigned char shared[];
-  __shared__ WarpCandidate slots[2][kWarps];
+  __shared__ Slot slots[2][kWarps];
   __shared__ float scratch[kWarps];
-  std::int64_t* picks = out + static_cast<std::int64_t>(blockIdx.x) * npoint;
+  std::int64_t* picks = out + static_cast<std::int64_t>(blockIdx.x) * npoint_wide;
   // Thread t holds the kPerThread consecutive codes from t * kPerThread on,
   // so warp w holds one compact stretch of the curve.
   int idx[kPerThread];
@@ -116,46 +225,95 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) {
     picks[0] = start;
   }
-  float cx = cloud.xs[start];
-  float cy = cloud.ys[start];
-  float cz = cloud.zs[start];
+  // The centres of the last round: its first pick, and its second if taken.
+  float cx[kRound] = {}, cy[kRound] = {}, cz[kRound] = {};
+  cx[0] = cloud.xs[start];
+  cy[0] = cloud.ys[start];
+  cz[0] = cloud.zs[start];
+  int centres = 1;
   WarpCandidate mine{0u, kNoIndex};
+  unsigned int rest = 0;     // kRound 2: the largest key among the warp's other points
   float largest = INFINITY;  // the warp's largest running distance
   bool stale = true;         // the warp's candidate was picked: recompute
-  for (std::int64_t i = 1; i < npoint; ++i) {
-    if (stale || !(box_squared_distance(cx, cy, cz, box_low, box_high) >= largest)) {
+  unsigned int parity = 0;
+  for (int picked = 1; picked < npoint; parity ^= 1u) {
+    bool near[kRound];
+    bool update = stale;
 #pragma unroll
-      for (int s = 0; s < kPerThread; ++s) {
-        const float d = squared_distance(cx, cy, cz, px[s], py[s], pz[s]);
-        dist[s] = d < dist[s] ? d : dist[s];
+    for (int m = 0; m < kRound; ++m) {
+      near[m] =
+          m < centres && !(box_squared_distance(cx[m], cy[m], cz[m], box_low, box_high) >= largest);
+      update = update || near[m];
+    }
+    if (update) {
+      // One centre: no branch (a stale warp far from it updates to no
+      // effect). Two: each centre this warp's box is near.
+#pragma unroll
+      for (int m = 0; m < kRound; ++m) {
+        if (kRound == 1 || near[m]) {
+          update_distances(cx[m], cy[m], cz[m], px, py, pz, dist);
+        }
       }
       float best = 0.0f;
+      float second = 0.0f;
       unsigned int candidate = kNoIndex;
-      lane_furthest<kPerThread, kLaneTree>(dist, idx, best, candidate);
+      lane_furthest<kPerThread, kLaneTree, (kRound > 1)>(dist, idx, best, candidate, second);
       const unsigned int key = distance_key(best);
       mine.key = __reduce_max_sync(kFullMask, key);
       mine.index = __reduce_min_sync(kFullMask, key == mine.key ? candidate : kNoIndex);
+      if constexpr (kRound > 1) {
+        // The rest: the candidate's thread gives its runner-up, the others
+        // their best; a second thread reaching the key means a repeat.
+        const bool reaches = key == mine.key;
+        const unsigned int others =
+            __reduce_max_sync(kFullMask, reaches ? distance_key(second) : key);
+        rest = __popc(__ballot_sync(kFullMask, reaches)) > 1 ? mine.key : others;
+      }
       largest = key_distance(mine.key);
       stale = false;
     }
-    const unsigned int pick = block_pick<kWarps>(slots, i & 1, mine);
     // An index lives in one warp only; a warp with nothing left to pick
-    // holds key 0 and an index already sampled, never the pick.
-    if (pick == mine.index) {
-#pragma unroll
-      for (int s = 0; s < kPerThread; ++s) {
-        if (idx[s] == static_cast<int>(pick)) {
-          dist[s] = -1.0f;
+    // holds key 0 and an index already sampled, never a pick.
+    if constexpr (kRound == 1) {
+      const unsigned int pick = block_pick<kWarps>(slots, parity, mine);
+      if (pick == mine.index) {
+        mark_sampled(idx, pick, dist);
+        stale = true;
+      }
+      if (threadIdx.x == 0) {
+        picks[picked] = pick;
+      }
+      cx[0] = cloud.xs[pick];
+      cy[0] = cloud.ys[pick];
+      cz[0] = cloud.zs[pick];
+    } else {
+      const RoundOfTwo round = round_of_two(slots, parity, {mine.key, mine.index, rest, 0u});
+      const unsigned int second_at =
+          round.second < static_cast<unsigned int>(n) ? round.second : 0u;
+      cx[0] = cloud.xs[round.first];
+      cy[0] = cloud.ys[round.first];
+      cz[0] = cloud.zs[round.first];
+      cx[1] = cloud.xs[second_at];
+      cy[1] = cloud.ys[second_at];
+      cz[1] = cloud.zs[second_at];
+      // Round.second keeps its running distance under the first pick, and
+      // outranks every point left in the first pick's warp.
+      const bool both = picked + 1 < npoint && round.second_key > round.first_rest &&
+                        !(squared_distance(cx[0], cy[0], cz[0], cx[1], cy[1], cz[1]) <
+                          key_distance(round.second_key));
+      if (mine.index == round.first || (both && mine.index == round.second)) {
+        mark_sampled(idx, mine.index, dist);
+        stale = true;
+      }
+      if (threadIdx.x == 0) {
+        picks[picked] = round.first;
+        if (both) {
+          picks[picked + 1] = round.second;
         }
       }
-      stale = true;
+      centres = both ? 2 : 1;
     }
-    if (threadIdx.x == 0) {
-      picks[i] = pick;
-    }
-    cx = cloud.xs[pick];
-    cy = cloud.ys[pick];
-    cz = cloud.zs[pick];
+    picked += centres;
   }
 }
 
@@ -167,16 +325,24 @@ std::size_t fps_registers_shared_bytes(std::int64_t n) {
   });
 }
 
-void launch_fps_registers(FpsLane lane, const float* xyz, std::int64_t batch, std::int64_t n,
-                          std::int64_t npoint, std::int64_t start, std::int64_t* out,
-                          cudaStream_t stream) {
+void launch_fps_registers(FpsLane lane, int round, const float* xyz, std::int64_t batch,
+                          std::int64_t n, std::int64_t npoint, std::int64_t start,
+                          std::int64_t* out, cudaStream_t stream) {
   if (batch == 0) {
     return;
   }
+  if (round != 1 && round != 2) {
+    throw std::invalid_argument(
+        "furthest_point_sample: the register kernel takes rounds of 1 or 2 picks, got " +
+        std::to_string(round));
+  }
   with_points_per_thread<kThreads>(n, [&](auto per_thread) {
     constexpr int kPerThread = decltype(per_thread)::value;
-    const auto kernel = lane == FpsLane::kTree ? fps_registers_kernel<kPerThread, true>
-                                               : fps_registers_kernel<kPerThread, false>;
+    const bool tree = lane == FpsLane::kTree;
+    const auto kernel = round == 2 ? (tree ? fps_registers_kernel<kPerThread, true, 2>
+                                           : fps_registers_kernel<kPerThread, false, 2>)
+                                   : (tree ? fps_registers_kernel<kPerThread, true, 1>
+                                           : fps_registers_kernel<kPerThread, false, 1>);
     launch_on_chip<kThreads, kPerThread>(kernel, xyz, batch, n, npoint, start, out, stream);
   });
 }

@@ -32,8 +32,10 @@ void launch_count_correct(FloatType type, const void* logits, const std::int64_t
 // DTRAIN_CUDA_FPS=registers, striped, chunks, shared or global forces a
 // kernel (tests and benchmarks); DTRAIN_CUDA_FPS_LANE=pass or tree sets how
 // the register kernel's threads find their furthest point (default pass);
-// DTRAIN_CUDA_FPS_ROUND=1, 2 or 4 sets the striped kernel's picks per round
-// (default 4), and DTRAIN_CUDA_FPS_CLUSTER=1, 2, 4 or 8 its blocks per cloud
+// DTRAIN_CUDA_FPS_ROUND=1, 2 or 4 sets the largest number of picks per
+// round (barrier): the register kernel takes at most 2 (default 1), the
+// striped kernel 1, 2 or 4 (default 4); DTRAIN_CUDA_FPS_CLUSTER=1, 2, 4 or 8 sets the
+// striped kernel's blocks per cloud
 // (default: the fewest that hold the cloud). A forced kernel that cannot
 // take the cloud, or an unknown value, throws std::invalid_argument.
 enum class FpsKernel { kRegisters, kStriped, kChunks, kShared, kGlobal };
@@ -45,7 +47,7 @@ enum class FpsLane { kPass, kTree };
 struct FpsPlan {
   FpsKernel kernel;
   std::size_t scratch_bytes;      // device memory the launch needs (may be 0)
-  int round = 1;                  // the striped kernel's largest number of picks per round
+  int round = 1;                  // the largest number of picks per round (barrier)
   int cluster = 0;                // the striped kernel's blocks per cloud; 0: the fewest that fit
   FpsLane lane = FpsLane::kPass;  // the register kernel's furthest point of a thread
 };
@@ -55,10 +57,11 @@ void launch_furthest_point_sample(const FpsPlan& plan, const float* xyz, std::in
                                   void* scratch, std::int64_t* out, cudaStream_t stream);
 
 // The register kernel (furthest_point_sample_registers.cu): n <= 8192, and
-// fps_registers_shared_bytes(n) of shared memory per block.
-void launch_fps_registers(FpsLane lane, const float* xyz, std::int64_t batch, std::int64_t n,
-                          std::int64_t npoint, std::int64_t start, std::int64_t* out,
-                          cudaStream_t stream);
+// fps_registers_shared_bytes(n) of shared memory per block; `round` (1 or 2)
+// picks per barrier at most (Note [FPS on registers in rounds of two]).
+void launch_fps_registers(FpsLane lane, int round, const float* xyz, std::int64_t batch,
+                          std::int64_t n, std::int64_t npoint, std::int64_t start,
+                          std::int64_t* out, cudaStream_t stream);
 std::size_t fps_registers_shared_bytes(std::int64_t n);
 
 // The striped kernel (furthest_point_sample_striped.cu): points on chip,
