@@ -9,14 +9,18 @@ barrier, and the branch that skips the update of a warp whose box the new
 centre cannot reach, and prints:
 
   - the instructions of the whole loop, of the update branch (a warp near
-    the new centre: update, its thread's furthest point, the two warp
-    reductions) and of the rest (every warp's path, with the branches of the
-    pick's owner and of thread 0);
+    the new centre: update, its thread's furthest point, the warp
+    reductions; in rounds of two, with both centres' passes, and apart from
+    that as a warp near one centre runs it) and of the rest (every warp's
+    path, with the branches of the pick's owner and of thread 0);
   - a latency estimate of the update branch and of the path after the
     barrier: the instructions issued in order, each waiting for its operands,
     with rough Hopper latencies (ALU 5 cycles, shared memory and warp
     reductions 30, shuffles 25). It leaves out the other warps on the same
     scheduler, so it is a lower bound to compare variants by, not a time.
+
+Each instantiation is read: both lanes (DTRAIN_CUDA_FPS_LANE) and rounds of
+one or two picks (DTRAIN_CUDA_FPS_ROUND).
 
 On the H200 the register kernel takes ~1,430 cycles a pick
 (benchmarks/results/gpu_fps_profile.txt), of which the update branch of the
@@ -127,6 +131,18 @@ def pick_paths(code):
     return loop, update, after
 
 
+def near_one_centre(update, rounds):
+    """The update branch of a warp near one centre only: in rounds of two,
+    without the second centre's pass (the last forward branch inside the
+    branch skips it)."""
+    if rounds == 1:
+        return update
+    first, last = update[0][0], update[-1][0]
+    skip, target = [(a, branch_target(i)) for a, i in update
+                    if "BRA" in i and first < branch_target(i) <= last][-1]
+    return [(a, i) for a, i in update if not skip < a < target]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("library", help="libdtrain_kernels.so (built with sm_90 code)")
@@ -140,6 +156,7 @@ def main():
         if not variant:
             continue
         loop, update, after = pick_paths(code)
+        one_centre = near_one_centre(update, int(variant.group(2)))
         rows.append({
             "kernel": "registers",
             "lane": "tree" if variant.group(1) == "1" else "pass",
@@ -148,6 +165,8 @@ def main():
             "update_instructions": len(update),
             "rest_instructions": len(loop) - len(update),
             "update_cycles_estimate": in_order_cycles(update),
+            "update_near_one_centre_instructions": len(one_centre),
+            "update_near_one_centre_cycles_estimate": in_order_cycles(one_centre),
             "after_barrier_cycles_estimate": in_order_cycles(after),
         })
     if not rows:
@@ -158,7 +177,9 @@ def main():
         print(f"register kernel, lane {row['lane']}, rounds of {row['round']}: loop "
               f"{row['loop_instructions']} "
               f"instructions; update branch {row['update_instructions']} "
-              f"(~{row['update_cycles_estimate']} cycles in order); the rest "
+              f"(~{row['update_cycles_estimate']} cycles in order; near one centre "
+              f"{row['update_near_one_centre_instructions']}, "
+              f"~{row['update_near_one_centre_cycles_estimate']}); the rest "
               f"{row['rest_instructions']}; after the barrier "
               f"~{row['after_barrier_cycles_estimate']} cycles")
     if args.csv:

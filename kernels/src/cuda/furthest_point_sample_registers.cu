@@ -122,15 +122,17 @@ __device__ inline void lane_furthest(const float (&dist)[kPerThread], const int 
 }
 
 // dist = min(dist, distance from the centre) for a thread's points, in the
-// rounded arithmetic of Note [FPS distance].
+// rounded arithmetic of Note [FPS distance]. fminf is one instruction where
+// the CPU's `d < dist ? d : dist` is two, and the same here: they differ
+// only when dist is NaN, and a running distance never is (+inf, a distance,
+// -1 or -2); a NaN d keeps dist in both.
 template <int kPerThread>
 __device__ inline void update_distances(float cx, float cy, float cz, const float (&px)[kPerThread],
                                         const float (&py)[kPerThread],
                                         const float (&pz)[kPerThread], float (&dist)[kPerThread]) {
 #pragma unroll
   for (int s = 0; s < kPerThread; ++s) {
-    const float d = squared_distance(cx, cy, cz, px[s], py[s], pz[s]);
-    dist[s] = d < dist[s] ? d : dist[s];
+    dist[s] = fminf(squared_distance(cx, cy, cz, px[s], py[s], pz[s]), dist[s]);
   }
 }
 
