@@ -27,7 +27,8 @@ import sys
 import numpy as np
 
 from fps_striped_model import (F32, THREADS, WARPS, box_distance, distance_key, morton_order,
-                               sequential_fps, squared_distance, take_round)
+                               one_block_clouds, sequential_fps, squared_distance,
+                               take_round)
 
 SCHEDULERS = 4
 
@@ -84,21 +85,7 @@ def register_rounds(points, npoint, start, round_size):
 
 def main():
     quick = "--quick" in sys.argv
-    rng = np.random.default_rng(0)
-    cells = np.arange(4096)
-    clouds = [  # name, points, npoint, start
-        ("uniform", rng.random((8192, 3), dtype=F32), 1024, 7),
-        ("gaussian", rng.standard_normal((8192, 3)).astype(F32), 1024, 0),
-        ("uniform", rng.random((4096, 3), dtype=F32), 1024, 0),
-        ("uniform", rng.random((1024, 3), dtype=F32), 256, 0),
-        ("grid 16^3 (all ties)", np.stack([cells % 16, cells // 16 % 16, cells // 256], 1)
-         .astype(F32), 1024, 5),
-        ("8 points repeated", np.tile(rng.random((8, 3), dtype=F32), (250, 1)), 2000, 0),
-        ("8 clumps", (rng.random((3000, 3)) * 0.01 + (np.arange(3000) // 375)[:, None] * 3)
-         .astype(F32), 3000, 0),
-        ("33 points", rng.random((33, 3), dtype=F32), 33, 32),
-        ("all at the origin", np.zeros((100, 3), F32), 100, 0),
-    ]
+    clouds = one_block_clouds(np.random.default_rng(0))
     if quick:
         clouds = [c for c in clouds if len(c[1]) <= 1024]
     print("cloud,n,npoint,round,equal_to_sequential,picks_per_round,warps_updating_per_round,"

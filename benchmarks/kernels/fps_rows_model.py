@@ -25,7 +25,8 @@ import sys
 
 import numpy as np
 
-from fps_striped_model import F32, THREADS, WARPS, box_distance, morton_order, squared_distance
+from fps_striped_model import (F32, THREADS, WARPS, box_distance, morton_order,
+                               one_block_clouds, squared_distance)
 
 LAYOUTS = ("striped", "rows")
 
@@ -81,18 +82,7 @@ def chunk_updates(points, npoint, start, layout):
 
 def main():
     quick = "--quick" in sys.argv
-    rng = np.random.default_rng(0)
-    cells = np.arange(4096)
-    clouds = [  # name, points, npoint, start
-        ("uniform", rng.random((8192, 3), dtype=F32), 1024, 7),
-        ("gaussian", rng.standard_normal((8192, 3)).astype(F32), 1024, 0),
-        ("uniform", rng.random((4096, 3), dtype=F32), 1024, 0),
-        ("uniform", rng.random((1024, 3), dtype=F32), 256, 0),
-        ("grid 16^3 (all ties)", np.stack([cells % 16, cells // 16 % 16, cells // 256], 1)
-         .astype(F32), 1024, 5),
-        ("8 clumps", (rng.random((3000, 3)) * 0.01 + (np.arange(3000) // 375)[:, None] * 3)
-         .astype(F32), 3000, 0),
-    ]
+    clouds = one_block_clouds(np.random.default_rng(0))
     if quick:
         clouds = clouds[:1]
     print("cloud,n,npoint,layout,chunks_updated_per_pick,warps_updating_per_pick,"

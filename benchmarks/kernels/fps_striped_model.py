@@ -217,6 +217,26 @@ def striped_fps(points, npoint, start, round_size, cluster=1):
     return picks, rounds, chunks_updated, warps_updated, blocks[0].slots
 
 
+def one_block_clouds(rng):
+    """(name, points, npoint, start) of the clouds the one-block models replay: uniform and
+    Gaussian at the CUDA goal's size, smaller uniform clouds, and the adversarial ones (a grid
+    of ties, repeats, clumps, a cloud of mostly padding, all points at the origin)."""
+    cells = np.arange(4096)
+    return [
+        ("uniform", rng.random((8192, 3), dtype=F32), 1024, 7),
+        ("gaussian", rng.standard_normal((8192, 3)).astype(F32), 1024, 0),
+        ("uniform", rng.random((4096, 3), dtype=F32), 1024, 0),
+        ("uniform", rng.random((1024, 3), dtype=F32), 256, 0),
+        ("grid 16^3 (all ties)", np.stack([cells % 16, cells // 16 % 16, cells // 256], 1)
+         .astype(F32), 1024, 5),
+        ("8 points repeated", np.tile(rng.random((8, 3), dtype=F32), (250, 1)), 2000, 0),
+        ("8 clumps", (rng.random((3000, 3)) * 0.01 + (np.arange(3000) // 375)[:, None] * 3)
+         .astype(F32), 3000, 0),
+        ("33 points", rng.random((33, 3), dtype=F32), 33, 32),
+        ("all at the origin", np.zeros((100, 3), F32), 100, 0),
+    ]
+
+
 def main():
     quick = "--quick" in sys.argv
     rng = np.random.default_rng(0)

@@ -60,30 +60,6 @@ std::pair<float, int> furthest_by_scan(const std::vector<float>& dist,
   return {largest, lowest};
 }
 
-template <int kSize>
-void expect_furthest(std::mt19937& random, const std::vector<float>& values) {
-  std::uniform_int_distribution<size_t> pick(0, values.size() - 1);
-  std::uniform_int_distribution<int> index(0, 8191);
-  for (int trial = 0; trial < 500; ++trial) {
-    float dist[kSize];
-    int idx[kSize];
-    for (int s = 0; s < kSize; ++s) {
-      dist[s] = values[pick(random)];
-      idx[s] = index(random);
-    }
-    // The kernel sorts a thread's indices once and the distances follow the
-    // points, so any assignment of distances to sorted indices can occur.
-    sort_in_registers(idx);
-    float furthest = 0.0f;
-    int at = -1;
-    furthest_in_registers(dist, idx, furthest, at);
-    const auto [expected_distance, expected_index] = furthest_by_scan(
-        std::vector<float>(dist, dist + kSize), std::vector<int>(idx, idx + kSize));
-    ASSERT_EQ(furthest, expected_distance) << kSize << " points, trial " << trial;
-    ASSERT_EQ(at, expected_index) << kSize << " points, trial " << trial;
-  }
-}
-
 // The largest distance at every position but the furthest point's (the
 // lowest index holding the largest), counting repeats of the largest.
 float second_by_scan(const std::vector<float>& dist, const std::vector<int>& idx, int furthest_at) {
@@ -96,8 +72,12 @@ float second_by_scan(const std::vector<float>& dist, const std::vector<int>& idx
   return second;
 }
 
+// Random distances from `values` at sorted random indices: the thread's
+// furthest point by the tree, and, where the indices are distinct (as a
+// thread's real points are; padding repeats n but never holds a furthest
+// point above a real one), its runner-up by the tree and by a pass.
 template <int kSize>
-void expect_furthest_two(std::mt19937& random, const std::vector<float>& values) {
+void expect_lane_helpers(std::mt19937& random, const std::vector<float>& values) {
   std::uniform_int_distribution<size_t> pick(0, values.size() - 1);
   std::uniform_int_distribution<int> index(0, 8191);
   for (int trial = 0; trial < 500; ++trial) {
@@ -107,21 +87,22 @@ void expect_furthest_two(std::mt19937& random, const std::vector<float>& values)
       dist[s] = values[pick(random)];
       idx[s] = index(random);
     }
-    // Distinct indices, as a thread's real points have (padding repeats n,
-    // but padding never holds a furthest point above a real one).
-    std::vector<int> distinct(idx, idx + kSize);
-    std::sort(distinct.begin(), distinct.end());
-    if (std::adjacent_find(distinct.begin(), distinct.end()) != distinct.end()) {
-      continue;
-    }
+    // The kernel sorts a thread's indices once and the distances follow the
+    // points, so any assignment of distances to sorted indices can occur.
     sort_in_registers(idx);
     const std::vector<float> dists(dist, dist + kSize);
     const std::vector<int> idxs(idx, idx + kSize);
     const auto [expected_distance, expected_index] = furthest_by_scan(dists, idxs);
-    const float expected_second = second_by_scan(dists, idxs, expected_index);
     float furthest = 0.0f;
-    float second = 0.0f;
     int at = -1;
+    furthest_in_registers(dist, idx, furthest, at);
+    ASSERT_EQ(furthest, expected_distance) << kSize << " points, trial " << trial;
+    ASSERT_EQ(at, expected_index) << kSize << " points, trial " << trial;
+    if (std::adjacent_find(idxs.begin(), idxs.end()) != idxs.end()) {
+      continue;
+    }
+    const float expected_second = second_by_scan(dists, idxs, expected_index);
+    float second = 0.0f;
     furthest_two_in_registers(dist, idx, furthest, at, second);
     ASSERT_EQ(furthest, expected_distance) << kSize << " points, trial " << trial;
     ASSERT_EQ(at, expected_index) << kSize << " points, trial " << trial;
@@ -131,24 +112,42 @@ void expect_furthest_two(std::mt19937& random, const std::vector<float>& values)
   }
 }
 
+// Every size the kernel deals (1 to 16 points a thread).
+void expect_lane_helpers_at_every_size(std::mt19937& random, const std::vector<float>& values) {
+  expect_lane_helpers<1>(random, values);
+  expect_lane_helpers<2>(random, values);
+  expect_lane_helpers<4>(random, values);
+  expect_lane_helpers<8>(random, values);
+  expect_lane_helpers<16>(random, values);
+}
+
+// Few distinct values, so most trials tie: the running distances of sampled
+// (-1) and padding (-2) points, +inf for points no centre has reached yet,
+// zero for duplicates of a centre, and repeated finite distances (a grid).
+const std::vector<float> kTies = {
+    -2.0f, -1.0f, 0.0f, 0.25f, 0.25f, 1.0f, std::numeric_limits<float>::infinity()};
+
+TEST(FurthestInLane, FurthestInRegistersTakesTheLowestIndexOnTies) {
+  std::mt19937 random(11);
+  const std::vector<float> sampled_only = {-2.0f, -1.0f};
+  for (const auto& values : {kTies, sampled_only}) {
+    expect_lane_helpers_at_every_size(random, values);
+  }
+}
+
 // A round of two picks needs each thread's runner-up (Note [FPS on registers
 // in rounds of two]): by the tree and by a pass, with the same ties as the
-// furthest point's, and repeats of the largest value counted.
+// furthest point's, and repeats of the largest value counted; on ties and
+// on distances that seldom repeat.
 TEST(FurthestInLane, TheRunnerUpIsTheLargestAtTheOtherPositions) {
   std::mt19937 random(5);
-  const float inf = std::numeric_limits<float>::infinity();
-  const std::vector<float> ties = {-2.0f, -1.0f, 0.0f, 0.25f, 0.25f, 1.0f, inf};
   std::vector<float> spread;
   std::uniform_real_distribution<float> value(0.0f, 4.0f);
   for (int v = 0; v < 64; ++v) {
     spread.push_back(value(random));
   }
-  for (const auto& values : {ties, spread}) {
-    expect_furthest_two<1>(random, values);
-    expect_furthest_two<2>(random, values);
-    expect_furthest_two<4>(random, values);
-    expect_furthest_two<8>(random, values);
-    expect_furthest_two<16>(random, values);
+  for (const auto& values : {kTies, spread}) {
+    expect_lane_helpers_at_every_size(random, values);
   }
 }
 
@@ -172,23 +171,6 @@ TEST(FurthestInLane, ARepeatedLargestIsItsOwnRunnerUp) {
       EXPECT_EQ(second, 2.0f) << "the largest at " << first << " and " << other;
       EXPECT_EQ(largest_besides(dist, idx, at), 2.0f);
     }
-  }
-}
-
-// Few distinct values, so most trials tie: the running distances of sampled
-// (-1) and padding (-2) points, +inf for points no centre has reached yet,
-// zero for duplicates of a centre, and repeated finite distances (a grid).
-TEST(FurthestInLane, FurthestInRegistersTakesTheLowestIndexOnTies) {
-  std::mt19937 random(11);
-  const float inf = std::numeric_limits<float>::infinity();
-  const std::vector<float> ties = {-2.0f, -1.0f, 0.0f, 0.25f, 0.25f, 1.0f, inf};
-  const std::vector<float> sampled_only = {-2.0f, -1.0f};
-  for (const auto& values : {ties, sampled_only}) {
-    expect_furthest<1>(random, values);
-    expect_furthest<2>(random, values);
-    expect_furthest<4>(random, values);
-    expect_furthest<8>(random, values);
-    expect_furthest<16>(random, values);
   }
 }
 
