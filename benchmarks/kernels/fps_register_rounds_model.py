@@ -1,17 +1,17 @@
 #!/usr/bin/env python3
-"""A model of the CUDA register FPS kernel taking rounds of one or two
+"""A model of the CUDA register FPS kernel taking rounds of one, two or four
 picks per barrier, run on the CPU with numpy.
 
 kernels/src/cuda/furthest_point_sample_registers.cu deals each cloud's
 Morton-sorted points to 16 warps of 512 consecutive points (thread t holds
 sorted positions 16 t .. 16 t + 15) and updates only the warps whose
 bounding box a new centre may come closer to than their largest running
-distance. With DTRAIN_CUDA_FPS_ROUND=2 each warp also publishes `rest`, the
-largest key among its points besides its candidate, and one barrier takes
-the two best candidates of different warps when the second cannot be
-disturbed by the first (Note [FPS in rounds of independent picks] in
-furthest_point_sample_striped.cu, with the register kernel's warps as the
-units, and one pick where two warps tie for the largest key). This script replays that rule in float32 with the kernels' rounded
+distance. With DTRAIN_CUDA_FPS_ROUND=2 or 4 each warp also publishes
+`rest`, the largest key among its points besides its candidate, and one
+barrier takes the best candidates of different warps in order while none
+can be disturbed by those before it (Note [FPS in rounds of independent
+picks] in furthest_point_sample_striped.cu, with the register kernel's
+warps as the units, stopping after a key that two warps hold). This script replays that rule in float32 with the kernels' rounded
 arithmetic and reports for each cloud:
   - whether the picks equal sequential FPS (the rule is exact, so they must),
   - the picks per round (how often one barrier decides two),
@@ -46,6 +46,18 @@ def warp_units(running, members):
     return units
 
 
+def taken_before_a_tie(units, new):
+    """How many of a round's picks the kernel keeps: it stops after a pick whose key another
+    warp still in play holds too (its next key would skip that warp)."""
+    in_play = list(units)
+    for j, index in enumerate(new):
+        unit = next(u for u in in_play if u[1] == index)
+        if sum(u[0] == unit[0] for u in in_play) > 1:
+            return j + 1
+        in_play.remove(unit)
+    return len(new)
+
+
 def register_rounds(points, npoint, start, round_size):
     """The kernel's picks, its rounds, the warps updated and the busiest scheduler's share."""
     n = len(points)
@@ -74,9 +86,7 @@ def register_rounds(points, npoint, start, round_size):
         running[picks] = -1
         units = warp_units(running, members)
         new = take_round(units, points, len(picks), npoint, round_size)
-        top = max(u[0] for u in units)
-        if sum(u[0] == top for u in units) > 1:
-            new = new[:1]  # two warps tie for the largest key: the kernel takes one pick
+        new = new[:taken_before_a_tie(units, new)]
         owners = {w for w, u in enumerate(units) if u[1] in new}
         picks += new
         centres = new
@@ -93,7 +103,7 @@ def main():
     failures = 0
     for name, points, npoint, start in clouds:
         expected = sequential_fps(points, npoint, start)
-        for round_size in (1, 2):
+        for round_size in (1, 2, 4):
             picks, rounds, warps, busiest = register_rounds(points, npoint, start, round_size)
             equal = picks == expected
             failures += not equal

@@ -10,8 +10,8 @@ centre cannot reach, and prints:
 
   - the instructions of the whole loop, of the update branch (a warp near
     the new centre: update, its thread's furthest point, the warp
-    reductions; in rounds of two, with both centres' passes, and apart from
-    that as a warp near one centre runs it) and of the rest (every warp's
+    reductions; in rounds of two or four, with every centre's pass, and
+    apart from that as a warp near one centre runs it) and of the rest (every warp's
     path, with the branches of the pick's owner and of thread 0);
   - a latency estimate of the update branch and of the path after the
     barrier: the instructions issued in order, each waiting for its operands,
@@ -20,7 +20,7 @@ centre cannot reach, and prints:
     scheduler, so it is a lower bound to compare variants by, not a time.
 
 Each instantiation is read: both lanes (DTRAIN_CUDA_FPS_LANE) and rounds of
-one or two picks (DTRAIN_CUDA_FPS_ROUND).
+one, two or four picks (DTRAIN_CUDA_FPS_ROUND).
 
 On the H200 the register kernel takes ~1,430 cycles a pick
 (benchmarks/results/gpu_fps_profile.txt), of which the update branch of the
@@ -132,15 +132,16 @@ def pick_paths(code):
 
 
 def near_one_centre(update, rounds):
-    """The update branch of a warp near one centre only: in rounds of two,
-    without the second centre's pass (the last forward branch inside the
-    branch skips it)."""
+    """The update branch of a warp near one centre only: in rounds of two or
+    four, without the other centres' passes (each centre's pass is a forward
+    branch inside the update branch that skips it; the first stays)."""
     if rounds == 1:
         return update
     first, last = update[0][0], update[-1][0]
-    skip, target = [(a, branch_target(i)) for a, i in update
-                    if "BRA" in i and first < branch_target(i) <= last][-1]
-    return [(a, i) for a, i in update if not skip < a < target]
+    passes = [(a, branch_target(i)) for a, i in update
+              if "BRA" in i and first < branch_target(i) <= last]
+    return [(a, i) for a, i in update
+            if not any(skip < a < target for skip, target in passes[1:])]
 
 
 def main():
@@ -152,7 +153,7 @@ def main():
                           check=True, capture_output=True, text=True).stdout
     rows = []
     for name, code in functions(sass).items():
-        variant = re.search(r"fps_registers_kernelILi16ELb([01])ELi([12])E", name)
+        variant = re.search(r"fps_registers_kernelILi16ELb([01])ELi([124])E", name)
         if not variant:
             continue
         loop, update, after = pick_paths(code)

@@ -121,20 +121,4 @@ DTRAIN_HOST_DEVICE inline void furthest_two_in_registers(const float (&dist)[kSi
   second = next[0];
 }
 
-// The largest distance at a position whose index is not `index`
-// (kBelowEveryDistance if none): a thread's second by a pass, given the
-// index of its furthest point. Any order of idx.
-template <int kSize>
-DTRAIN_HOST_DEVICE inline float largest_besides(const float (&dist)[kSize], const int (&idx)[kSize],
-                                                int index) {
-  float largest = kBelowEveryDistance;
-  DTRAIN_UNROLL
-  for (int s = 0; s < kSize; ++s) {
-    if (idx[s] != index && dist[s] > largest) {
-      largest = dist[s];
-    }
-  }
-  return largest;
-}
-
 }  // namespace dtrain::kernels::detail

@@ -393,14 +393,15 @@ fi
 # Where the FPS kernels' warps stall at the goal size (B = 32, N = 8192 ->
 # 1024): Nsight Compute profiles one launch of the register kernel (each
 # thread's furthest point by a pass, then by a tree: DTRAIN_CUDA_FPS_LANE;
-# then the tree with rounds of two picks: DTRAIN_CUDA_FPS_ROUND) and one of
-# the striped kernel (after two warm-ups each), and profile_fps.py prints
-# the details page and the SASS instructions with the most stall samples.
+# then the tree with rounds of two and of four picks: DTRAIN_CUDA_FPS_ROUND)
+# and one of the striped kernel (after two warm-ups each), and
+# profile_fps.py prints the details page and the SASS instructions with the
+# most stall samples.
 profile_fps() {
   local ncu_bin setting kernel lane round rest
   ncu_bin="$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)"
   [[ -n $ncu_bin ]] || { echo "no ncu on this machine"; return 1; }
-  for setting in registers:pass:1 registers:tree:1 registers:tree:2 striped::; do
+  for setting in registers:pass:1 registers:tree:1 registers:tree:2 registers:tree:4 striped::; do
     kernel=${setting%%:*} rest=${setting#*:}
     lane=${rest%%:*} round=${rest#*:}
     echo "--- fps_${kernel}_kernel${lane:+ (DTRAIN_CUDA_FPS_LANE=$lane)}${round:+ (DTRAIN_CUDA_FPS_ROUND=$round)}"
@@ -419,7 +420,7 @@ if ((!gpu)); then
 elif [[ ! -f "$build/kernels/libdtrain_kernels.so" ]]; then
   skip profile_fps "libdtrain_kernels.so not built"
 else
-  step profile_fps 160 "$bench_log" profile_fps
+  step profile_fps 200 "$bench_log" profile_fps
 fi
 
 # Where a Gloo rank crashes on this image, when gloo_smoke did (tests/gpu/

@@ -17,8 +17,8 @@ import sys
 # default (its kRegisterVariants), and what each sets.
 REGISTER_VARIANTS = {
     "registers_lane_tree": "a thread's furthest point by a tree (DTRAIN_CUDA_FPS_LANE=tree)",
-    "registers_round2": "rounds of two picks (DTRAIN_CUDA_FPS_ROUND=2)",
     "registers_round2_lane_tree": "rounds of two picks and the tree (ROUND=2, LANE=tree)",
+    "registers_round4_lane_tree": "rounds of four picks and the tree (ROUND=4, LANE=tree)",
 }
 
 

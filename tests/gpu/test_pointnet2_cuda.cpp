@@ -106,21 +106,16 @@ class ForcedFps {
 
 // The spatial kernels on a setting: the default (the register kernel up to
 // 8192 points), the register kernel finding a thread's furthest point by a
-// tree and taking rounds of two picks (with either lane), the chunk kernel,
-// and the striped kernel with 1, 2 and 4 picks per round.
+// tree, and taking rounds of two or four picks (which take the tree), the
+// chunk kernel, and the striped kernel with 1, 2 and 4 picks per round.
 struct FpsSetting {
   const char* path;
   const char* round;
   const char* lane = "";
 };
-constexpr FpsSetting kSpatialSettings[] = {{"auto", ""},
-                                           {"registers", "", "tree"},
-                                           {"registers", "2", "pass"},
-                                           {"registers", "2", "tree"},
-                                           {"chunks", ""},
-                                           {"striped", "1"},
-                                           {"striped", "2"},
-                                           {"striped", "4"}};
+constexpr FpsSetting kSpatialSettings[] = {
+    {"auto", ""},   {"registers", "", "tree"}, {"registers", "2", ""}, {"registers", "4", "tree"},
+    {"chunks", ""}, {"striped", "1"},          {"striped", "2"},       {"striped", "4"}};
 
 std::string describe(const FpsSetting& setting) {
   return std::string(" (") + setting.path + (*setting.round ? std::string(" round ") : "") +
@@ -147,8 +142,8 @@ TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
         expect_same(k::furthest_point_sample(cuda(xyz), 512, 7), expected, what + " (striped)");
       }
       for (const FpsSetting& registers :
-           {FpsSetting{"registers", "", "tree"}, FpsSetting{"registers", "2", "pass"},
-            FpsSetting{"registers", "2", "tree"}}) {
+           {FpsSetting{"registers", "", "tree"}, FpsSetting{"registers", "2", ""},
+            FpsSetting{"registers", "4", "tree"}}) {
         const ForcedFps forced(registers.path, registers.round, "", registers.lane);
         expect_same(k::furthest_point_sample(cuda(xyz), 512, 7), expected,
                     what + describe(registers));
@@ -229,15 +224,17 @@ TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
     EXPECT_THROW(k::furthest_point_sample(cuda(xyz), 10), std::exception);
   }
   {
-    // Rounds of at most 4 picks: the register kernel takes 2.
-    const ForcedFps forced("registers", "4");
-    expect_same(k::furthest_point_sample(cuda(xyz), 300), expected, "registers, round 4");
-  }
-  {
     const ForcedFps forced("registers", "", "", "scan");
     dtrain::testing::expect_error<std::exception>(
         [&] { k::furthest_point_sample(cuda(xyz), 10); },
-        "DTRAIN_CUDA_FPS_LANE must be pass or tree, got 'scan'");
+        "DTRAIN_CUDA_FPS_LANE must be auto, pass or tree, got 'scan'");
+  }
+  {
+    const ForcedFps forced("registers", "2", "", "pass");
+    dtrain::testing::expect_error<std::exception>(
+        [&] { k::furthest_point_sample(cuda(xyz), 10); },
+        "DTRAIN_CUDA_FPS_LANE=pass: rounds of 2 picks (DTRAIN_CUDA_FPS_ROUND) need the lane "
+        "tree");
   }
 }
 

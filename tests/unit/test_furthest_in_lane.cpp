@@ -16,7 +16,6 @@ namespace {
 using dtrain::kernels::detail::furthest_in_registers;
 using dtrain::kernels::detail::furthest_two_in_registers;
 using dtrain::kernels::detail::kBelowEveryDistance;
-using dtrain::kernels::detail::largest_besides;
 using dtrain::kernels::detail::sort_in_registers;
 
 template <int kSize>
@@ -75,7 +74,7 @@ float second_by_scan(const std::vector<float>& dist, const std::vector<int>& idx
 // Random distances from `values` at sorted random indices: the thread's
 // furthest point by the tree, and, where the indices are distinct (as a
 // thread's real points are; padding repeats n but never holds a furthest
-// point above a real one), its runner-up by the tree and by a pass.
+// point above a real one), its runner-up.
 template <int kSize>
 void expect_lane_helpers(std::mt19937& random, const std::vector<float>& values) {
   std::uniform_int_distribution<size_t> pick(0, values.size() - 1);
@@ -107,8 +106,6 @@ void expect_lane_helpers(std::mt19937& random, const std::vector<float>& values)
     ASSERT_EQ(furthest, expected_distance) << kSize << " points, trial " << trial;
     ASSERT_EQ(at, expected_index) << kSize << " points, trial " << trial;
     ASSERT_EQ(second, expected_second) << kSize << " points, trial " << trial;
-    ASSERT_EQ(largest_besides(dist, idx, expected_index), expected_second)
-        << kSize << " points, trial " << trial;
   }
 }
 
@@ -136,9 +133,9 @@ TEST(FurthestInLane, FurthestInRegistersTakesTheLowestIndexOnTies) {
 }
 
 // A round of two picks needs each thread's runner-up (Note [FPS on registers
-// in rounds of two]): by the tree and by a pass, with the same ties as the
-// furthest point's, and repeats of the largest value counted; on ties and
-// on distances that seldom repeat.
+// in rounds of two]): with the same ties as the furthest point's, and
+// repeats of the largest value counted; on ties and on distances that
+// seldom repeat.
 TEST(FurthestInLane, TheRunnerUpIsTheLargestAtTheOtherPositions) {
   std::mt19937 random(5);
   std::vector<float> spread;
@@ -169,7 +166,6 @@ TEST(FurthestInLane, ARepeatedLargestIsItsOwnRunnerUp) {
       furthest_two_in_registers(dist, idx, furthest, at, second);
       EXPECT_EQ(at, 3 * first);
       EXPECT_EQ(second, 2.0f) << "the largest at " << first << " and " << other;
-      EXPECT_EQ(largest_besides(dist, idx, at), 2.0f);
     }
   }
 }

@@ -28,7 +28,6 @@
 //   kShared: shared memory holds x[n] y[n] z[n] dist[n] (16 bytes a point)
 //   else:    dist lives in dist_scratch[b][n] (global), points read from xyz
 
-#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -165,9 +164,16 @@ FpsPath requested_path() {
 }
 
 // DTRAIN_CUDA_FPS_LANE: how the register kernel's threads find their
-// furthest point.
-FpsLane requested_lane() {
-  return static_cast<FpsLane>(detail::env_choice("DTRAIN_CUDA_FPS_LANE", {"pass", "tree"}));
+// furthest point, for rounds of `round` picks: by default a pass for one
+// pick a round and the tree for more, which alone gives a thread's
+// runner-up (Note [FPS on registers in rounds of two]).
+FpsLane requested_lane(int round) {
+  const std::size_t choice = detail::env_choice("DTRAIN_CUDA_FPS_LANE", {"auto", "pass", "tree"});
+  if (choice == 1 && round > 1) {
+    throw std::invalid_argument("DTRAIN_CUDA_FPS_LANE=pass: rounds of " + std::to_string(round) +
+                                " picks (DTRAIN_CUDA_FPS_ROUND) need the lane tree");
+  }
+  return choice == 2 || (choice == 0 && round > 1) ? FpsLane::kTree : FpsLane::kPass;
 }
 
 // DTRAIN_CUDA_FPS_ROUND: the largest number of picks per round (0: each
@@ -179,7 +185,7 @@ int requested_round() {
 
 // Picks per round by default: the striped kernel's rounds of 4 measured
 // fastest on it (Note [Which FPS kernel]); the register kernel's rounds of
-// 2 have not run on a GPU yet.
+// 2 and 4 have not run on a GPU yet.
 constexpr int kStripedRound = 4;
 constexpr int kRegistersRound = 1;
 
@@ -226,7 +232,6 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
       fps_striped_max_points(device_attribute(cudaDevAttrComputeCapabilityMajor));
   const int requested = requested_round();  // checked on every call, as the path is
   const int cluster = requested_cluster();
-  const FpsLane lane = requested_lane();
   const bool fits_chunks = static_cast<std::int64_t>(fps_chunks_shared_bytes(n)) <= limit;
   FpsPath path = requested_path();
   if (path == FpsPath::kAuto) {
@@ -264,10 +269,10 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
   }
   const auto points = static_cast<std::size_t>(batch * n);
   switch (path) {
-    case FpsPath::kRegisters:
-      // Rounds of at most 2 (a request of 4 is a largest number).
-      return {FpsKernel::kRegisters, 0, requested == 0 ? kRegistersRound : std::min(requested, 2),
-              0, lane};
+    case FpsPath::kRegisters: {
+      const int registers_round = requested == 0 ? kRegistersRound : requested;
+      return {FpsKernel::kRegisters, 0, registers_round, 0, requested_lane(registers_round)};
+    }
     case FpsPath::kStriped:  // by default rounds of 4, the fewest blocks that hold the cloud
       return {FpsKernel::kStriped, 0, requested == 0 ? kStripedRound : requested, cluster};
     case FpsPath::kChunks:  // sorted (x, y, z, distance) and original index per point

@@ -43,27 +43,31 @@
 
 // Note [FPS on registers in rounds of two]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// With DTRAIN_CUDA_FPS_ROUND=2 one barrier may decide two picks, by the
-// exact rule of Note [FPS in rounds of independent picks]
-// (furthest_point_sample_striped.cu) with this kernel's warps as the units.
-// Each warp also publishes `rest`, the largest key among its points besides
-// its candidate (its threads' runners-up: furthest_two_in_registers or
-// largest_besides in furthest_in_lane.h). After the barrier every warp takes
-// the block's best candidate c1 and the best c2 of the other warps, and
-// accepts c2 too when its key is above the rest of c1's warp and c1 does not
-// come closer to c2 than c2's running distance: then c2 is the furthest point
-// once c1 is sampled, as sequential FPS would pick it. Where two warps tie
-// for c1's key the round takes c1 alone, which keeps every reduction after
-// the largest key independent of c1. The update that
-// follows applies both centres (a warp updates with each centre its box
-// is near). A model of the rule on the register kernel's warps
-// (benchmarks/kernels/fps_register_rounds_model.py: picks equal sequential
-// FPS on every cloud) takes 1.87 picks a round on 8192 uniform points ->
-// 1024, 1.89 on Gaussian ones, ~1 on grids (the strict rule rejects ties),
-// and updates fewer warps per pick than rounds of one (7.2 a round against
-// 4.5 a pick; on the busiest of the SM's four schedulers, 2.6 against 1.8).
-// What it costs: the lane's runner-up, one more reduction and a ballot in a
-// warp that updates, and after the barrier two more reductions.
+// With DTRAIN_CUDA_FPS_ROUND=2 (or 4) one barrier may decide two (or up to
+// four) picks, by the exact rule of Note [FPS in rounds of independent
+// picks] (furthest_point_sample_striped.cu) with this kernel's warps as the
+// units. Each warp also publishes `rest`, the largest key among its points
+// besides its candidate (its threads' runners-up: furthest_two_in_registers
+// in furthest_in_lane.h, so rounds take the lane tree). After the barrier every warp
+// takes the block's best candidate c1, then the best c2 of the other warps,
+// and so on, and accepts c_j too when its key is above the rest of every
+// warp taken before it and none of c1 .. c_j-1 comes closer to c_j than its
+// running distance: then c_j is the furthest point once those are sampled,
+// as sequential FPS would pick it. Each candidate's key is the largest
+// below the one before (one warp reduction after another); the round stops
+// after a key two warps hold, since the next key would skip one of them.
+// The update that follows applies every centre taken (a warp updates with
+// each centre its box is near). A model of the rule on the register
+// kernel's warps (benchmarks/kernels/fps_register_rounds_model.py: picks
+// equal sequential FPS on every cloud) takes 1.87 picks a round with rounds
+// of two and 3.00 with four on 8192 uniform points -> 1024, 1.89 and 3.07
+// on Gaussian ones, ~1 on grids (the strict rule rejects ties); a round
+// updates more warps than a pick, fewer per pick (7.2 and 9.7 a round
+// against 4.5 a pick; on the busiest of the SM's four schedulers 2.6 and
+// 3.2 against 1.8). What it costs: the thread's runner-up, one more
+// reduction and a ballot in a warp that updates; after the barrier a chain
+// of one reduction per candidate, three more beside each, the test between
+// each pair of candidates, and a box test per centre in every warp.
 
 #include <stdexcept>
 #include <string>
@@ -88,12 +92,13 @@ constexpr unsigned int kWarps = kThreads / kWarp;
 // The largest running distance among a thread's points and the lowest
 // index holding it: kLaneTree, by a tree over indices sorted in the thread
 // (Note [A lane's furthest point by a tree]); else by a pass for the largest
-// and a second for its lowest index. kRunnerUp: also `second`, the largest
-// distance among the thread's other points (Note [FPS on registers in rounds
-// of two]).
+// and a second for its lowest index. kRunnerUp (the tree only): also
+// `second`, the largest distance among the thread's other points (Note [FPS
+// on registers in rounds of two]).
 template <int kPerThread, bool kLaneTree, bool kRunnerUp>
 __device__ inline void lane_furthest(const float (&dist)[kPerThread], const int (&idx)[kPerThread],
                                      float& furthest, unsigned int& index, float& second) {
+  static_assert(kLaneTree || !kRunnerUp, "the runner-up comes from the tree");
   if constexpr (kLaneTree) {
     int at = 0;
     if constexpr (kRunnerUp) {
@@ -114,9 +119,6 @@ __device__ inline void lane_furthest(const float (&dist)[kPerThread], const int 
       if (dist[s] == furthest) {
         index = min(index, static_cast<unsigned int>(idx[s]));
       }
-    }
-    if constexpr (kRunnerUp) {
-      second = detail::largest_besides(dist, idx, static_cast<int>(index));
     }
   }
 }
@@ -145,37 +147,44 @@ struct alignas(16) RoundSlot {
   unsigned int unused;
 };
 
-// What one barrier of a round of two decides: the block's best candidate,
-// the rest of its warp, and the best candidate of the other warps.
-struct RoundOfTwo {
-  unsigned int first;
-  unsigned int first_rest;
-  unsigned int second;      // kNoIndex, or an index already sampled, if none
-  unsigned int second_key;  // 0 if none, or if two warps tie for the first
+// The candidates of a round, in order: keys[j] is the largest key among
+// the warps' slots below keys[j - 1], picks[j] the lowest index holding it,
+// rests[j] the rest of the warp it came from, and alone[j] whether one warp
+// holds keys[j]. While each key is held by one warp, this is the order in
+// which Note [FPS in rounds of independent picks] takes the warps'
+// candidates; after a tie it is not, and the round stops there.
+template <int kRound>
+struct RoundCandidates {
+  unsigned int keys[kRound];
+  unsigned int picks[kRound];  // kNoIndex, or an index already sampled, past the last real one
+  unsigned int rests[kRound];
+  bool alone[kRound];
 };
 
 // The round's candidates from every warp's slot (Note [FPS on registers in
-// rounds of two]); slots alternate as in block_pick. Where two warps tie for
-// the largest key the round takes one pick: then the second and the first's
-// rest, like the first, each take one reduction after the largest key, in
-// parallel, rather than waiting for the first.
-__device__ inline RoundOfTwo round_of_two(RoundSlot (&slots)[2][kWarps], unsigned int parity,
-                                          const RoundSlot& mine) {
+// rounds of two]); slots alternate as in block_pick. Each key is one warp
+// reduction after the one before; a candidate's index, rest and tie test
+// then take one reduction each, in parallel.
+template <int kRound>
+__device__ inline RoundCandidates<kRound> round_candidates(RoundSlot (&slots)[2][kWarps],
+                                                           unsigned int parity,
+                                                           const RoundSlot& mine) {
   constexpr unsigned int kSlotLanes = (1u << kWarps) - 1u;  // lanes reading distinct slots
   static_assert(kWarps < kWarp, "one lane per slot, the rest duplicates");
   const unsigned int lane = threadIdx.x % kWarp;
   slots[parity][threadIdx.x / kWarp] = mine;
   __syncthreads();
   const RoundSlot slot = slots[parity][lane % kWarps];
-  RoundOfTwo round;
-  const unsigned int key = __reduce_max_sync(kFullMask, slot.key);
-  const bool top = slot.key == key;
-  round.first = __reduce_min_sync(kFullMask, top ? slot.index : kNoIndex);
-  round.first_rest = __reduce_max_sync(kFullMask, top ? slot.rest : 0u);
-  const unsigned int below = __reduce_max_sync(kFullMask, top ? 0u : slot.key);
-  round.second = __reduce_min_sync(kFullMask, !top && slot.key == below ? slot.index : kNoIndex);
-  const bool alone = __popc(__ballot_sync(kFullMask, top) & kSlotLanes) == 1;
-  round.second_key = alone ? below : 0u;
+  RoundCandidates<kRound> round;
+#pragma unroll
+  for (int j = 0; j < kRound; ++j) {
+    const bool below = j == 0 || slot.key < round.keys[j > 0 ? j - 1 : 0];
+    round.keys[j] = __reduce_max_sync(kFullMask, below ? slot.key : 0u);
+    const bool top = slot.key == round.keys[j];
+    round.picks[j] = __reduce_min_sync(kFullMask, top ? slot.index : kNoIndex);
+    round.rests[j] = __reduce_max_sync(kFullMask, top ? slot.rest : 0u);
+    round.alone[j] = __popc(__ballot_sync(kFullMask, top) & kSlotLanes) == 1;
+  }
   return round;
 }
 
@@ -196,7 +205,7 @@ template <int kPerThread, bool kLaneTree, int kRound>
 __global__ void __launch_bounds__(kThreads)
     fps_registers_kernel(const float* __restrict__ xyz, int n, std::int64_t npoint_wide, int start,
                          std::int64_t* __restrict__ out) {
-  static_assert(kRound == 1 || kRound == 2, "rounds of one or two picks");
+  static_assert(kRound == 1 || kRound == 2 || kRound == 4, "rounds of one, two or four picks");
   const int npoint = static_cast<int>(npoint_wide);  // at most n, at most 8192
   using Slot = std::conditional_t<kRound == 1, WarpCandidate, RoundSlot>;
   extern __shared__ __align__(16) unsigned char shared[];
@@ -227,14 +236,14 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) {
     picks[0] = start;
   }
-  // The centres of the last round: its first pick, and its second if taken.
+  // The centres of the last round: its first pick, and the others taken.
   float cx[kRound] = {}, cy[kRound] = {}, cz[kRound] = {};
   cx[0] = cloud.xs[start];
   cy[0] = cloud.ys[start];
   cz[0] = cloud.zs[start];
   int centres = 1;
   WarpCandidate mine{0u, kNoIndex};
-  unsigned int rest = 0;     // kRound 2: the largest key among the warp's other points
+  unsigned int rest = 0;     // kRound > 1: the largest key among the warp's other points
   float largest = INFINITY;  // the warp's largest running distance
   bool stale = true;         // the warp's candidate was picked: recompute
   unsigned int parity = 0;
@@ -249,7 +258,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     if (update) {
       // One centre: no branch (a stale warp far from it updates to no
-      // effect). Two: each centre this warp's box is near.
+      // effect). More: each centre this warp's box is near.
 #pragma unroll
       for (int m = 0; m < kRound; ++m) {
         if (kRound == 1 || near[m]) {
@@ -289,31 +298,51 @@ __global__ void __launch_bounds__(kThreads)
       cy[0] = cloud.ys[pick];
       cz[0] = cloud.zs[pick];
     } else {
-      const RoundOfTwo round = round_of_two(slots, parity, {mine.key, mine.index, rest, 0u});
-      const unsigned int second_at =
-          round.second < static_cast<unsigned int>(n) ? round.second : 0u;
-      cx[0] = cloud.xs[round.first];
-      cy[0] = cloud.ys[round.first];
-      cz[0] = cloud.zs[round.first];
-      cx[1] = cloud.xs[second_at];
-      cy[1] = cloud.ys[second_at];
-      cz[1] = cloud.zs[second_at];
-      // Round.second keeps its running distance under the first pick, and
-      // outranks every point left in the first pick's warp.
-      const bool both = picked + 1 < npoint && round.second_key > round.first_rest &&
-                        !(squared_distance(cx[0], cy[0], cz[0], cx[1], cy[1], cz[1]) <
-                          key_distance(round.second_key));
-      if (mine.index == round.first || (both && mine.index == round.second)) {
+      const RoundCandidates<kRound> round =
+          round_candidates<kRound>(slots, parity, {mine.key, mine.index, rest, 0u});
+#pragma unroll
+      for (int j = 0; j < kRound; ++j) {
+        const unsigned int at = round.picks[j] < static_cast<unsigned int>(n) ? round.picks[j] : 0u;
+        cx[j] = cloud.xs[at];
+        cy[j] = cloud.ys[at];
+        cz[j] = cloud.zs[at];
+      }
+      // Candidate j follows when the ones before it were each held by one
+      // warp, it outranks every point left in their warps, and none of them
+      // comes closer to it than its running distance.
+      int accepted = 1;
+      unsigned int rest_taken = round.rests[0];
+#pragma unroll
+      for (int j = 1; j < kRound; ++j) {
+        bool follows = accepted == j && round.alone[j - 1] && round.keys[j] > rest_taken &&
+                       picked + j < npoint;
+        const float running = key_distance(round.keys[j]);
+#pragma unroll
+        for (int i = 0; i < j; ++i) {
+          follows =
+              follows && !(squared_distance(cx[i], cy[i], cz[i], cx[j], cy[j], cz[j]) < running);
+        }
+        accepted = follows ? j + 1 : accepted;
+        rest_taken = max(rest_taken, round.rests[j]);
+      }
+      bool owner = false;
+#pragma unroll
+      for (int j = 0; j < kRound; ++j) {
+        owner = owner || (j < accepted && round.picks[j] == mine.index);
+      }
+      if (owner) {
         mark_sampled(idx, mine.index, dist);
         stale = true;
       }
       if (threadIdx.x == 0) {
-        picks[picked] = round.first;
-        if (both) {
-          picks[picked + 1] = round.second;
+#pragma unroll
+        for (int j = 0; j < kRound; ++j) {
+          if (j < accepted) {
+            picks[picked + j] = round.picks[j];
+          }
         }
       }
-      centres = both ? 2 : 1;
+      centres = accepted;
     }
     picked += centres;
   }
@@ -333,18 +362,18 @@ void launch_fps_registers(FpsLane lane, int round, const float* xyz, std::int64_
   if (batch == 0) {
     return;
   }
-  if (round != 1 && round != 2) {
+  if ((round != 1 && round != 2 && round != 4) || (round > 1 && lane != FpsLane::kTree)) {
     throw std::invalid_argument(
-        "furthest_point_sample: the register kernel takes rounds of 1 or 2 picks, got " +
+        "furthest_point_sample: the register kernel takes rounds of 1, 2 or 4 picks, more than "
+        "one with the lane tree; got " +
         std::to_string(round));
   }
   with_points_per_thread<kThreads>(n, [&](auto per_thread) {
     constexpr int kPerThread = decltype(per_thread)::value;
-    const bool tree = lane == FpsLane::kTree;
-    const auto kernel = round == 2 ? (tree ? fps_registers_kernel<kPerThread, true, 2>
-                                           : fps_registers_kernel<kPerThread, false, 2>)
-                                   : (tree ? fps_registers_kernel<kPerThread, true, 1>
-                                           : fps_registers_kernel<kPerThread, false, 1>);
+    const auto kernel = round == 4               ? fps_registers_kernel<kPerThread, true, 4>
+                        : round == 2             ? fps_registers_kernel<kPerThread, true, 2>
+                        : lane == FpsLane::kTree ? fps_registers_kernel<kPerThread, true, 1>
+                                                 : fps_registers_kernel<kPerThread, false, 1>;
     launch_on_chip<kThreads, kPerThread>(kernel, xyz, batch, n, npoint, start, out, stream);
   });
 }

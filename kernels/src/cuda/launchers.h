@@ -31,10 +31,11 @@ void launch_count_correct(FloatType type, const void* logits, const std::int64_t
 // global memory.
 // DTRAIN_CUDA_FPS=registers, striped, chunks, shared or global forces a
 // kernel (tests and benchmarks); DTRAIN_CUDA_FPS_LANE=pass or tree sets how
-// the register kernel's threads find their furthest point (default pass);
+// the register kernel's threads find their furthest point (default: pass
+// for one pick a round, tree for more, which need it);
 // DTRAIN_CUDA_FPS_ROUND=1, 2 or 4 sets the largest number of picks per
-// round (barrier): the register kernel takes at most 2 (default 1), the
-// striped kernel 1, 2 or 4 (default 4); DTRAIN_CUDA_FPS_CLUSTER=1, 2, 4 or 8 sets the
+// round (barrier), for the register kernel (default 1) and the striped
+// kernel (default 4); DTRAIN_CUDA_FPS_CLUSTER=1, 2, 4 or 8 sets the
 // striped kernel's blocks per cloud
 // (default: the fewest that hold the cloud). A forced kernel that cannot
 // take the cloud, or an unknown value, throws std::invalid_argument.
@@ -42,7 +43,8 @@ enum class FpsKernel { kRegisters, kStriped, kChunks, kShared, kGlobal };
 // How a thread of the register kernel finds the furthest of its points: a
 // pass for the largest distance and another for its lowest index, or a tree
 // over indices sorted in the thread (Note [A lane's furthest point by a
-// tree] in src/furthest_in_lane.h). The same picks either way.
+// tree] in src/furthest_in_lane.h). The same picks either way; rounds of
+// more than one pick take the tree.
 enum class FpsLane { kPass, kTree };
 struct FpsPlan {
   FpsKernel kernel;
@@ -57,8 +59,9 @@ void launch_furthest_point_sample(const FpsPlan& plan, const float* xyz, std::in
                                   void* scratch, std::int64_t* out, cudaStream_t stream);
 
 // The register kernel (furthest_point_sample_registers.cu): n <= 8192, and
-// fps_registers_shared_bytes(n) of shared memory per block; `round` (1 or 2)
-// picks per barrier at most (Note [FPS on registers in rounds of two]).
+// fps_registers_shared_bytes(n) of shared memory per block; `round` (1, 2
+// or 4) picks per barrier at most (Note [FPS on registers in rounds of
+// two]).
 void launch_fps_registers(FpsLane lane, int round, const float* xyz, std::int64_t batch,
                           std::int64_t n, std::int64_t npoint, std::int64_t start,
                           std::int64_t* out, cudaStream_t stream);
