@@ -97,7 +97,7 @@ def main():
     quick = "--quick" in sys.argv
     clouds = one_block_clouds(np.random.default_rng(0))
     if quick:
-        clouds = [c for c in clouds if len(c[1]) <= 1024]
+        clouds = [c for c in clouds if len(c[1]) <= 4096 and c[2] <= 1024]
     print("cloud,n,npoint,round,equal_to_sequential,picks_per_round,warps_updating_per_round,"
           "busiest_scheduler_warps_per_round")
     failures = 0
