@@ -150,6 +150,40 @@ __device__ inline unsigned int block_pick(WarpCandidate (&slots)[2][kWarps], uns
   return __reduce_min_sync(kFullMask, slot.key == key ? slot.index : kNoIndex);
 }
 
+// How many of a round's candidates sequential FPS would pick in turn (Note
+// [FPS in rounds of independent picks] in furthest_point_sample_striped.cu):
+// the first always; candidate j while every one before it followed,
+// next_in_order[j] holds (the caller's own test that j is the next in that
+// order), its key is above the rest of every unit taken before it, picks
+// remain (j < room), and no earlier candidate comes closer to it than its
+// running distance. (cx, cy, cz)[j] is candidate j's point.
+template <int kRound>
+__device__ inline int picks_that_follow(const unsigned int (&keys)[kRound],
+                                        const unsigned int (&rests)[kRound],
+                                        const bool (&next_in_order)[kRound],
+                                        const float (&cx)[kRound], const float (&cy)[kRound],
+                                        const float (&cz)[kRound], std::int64_t room) {
+  if constexpr (kRound == 1) {
+    return 1;
+  } else {
+    int accepted = 1;
+    unsigned int rest_taken = rests[0];
+#pragma unroll
+    for (int j = 1; j < kRound; ++j) {
+      const float running = key_distance(keys[j]);
+      bool follows = accepted == j && next_in_order[j] && keys[j] > rest_taken && j < room;
+#pragma unroll
+      for (int i = 0; i < j; ++i) {
+        follows =
+            follows && !(squared_distance(cx[i], cy[i], cz[i], cx[j], cy[j], cz[j]) < running);
+      }
+      accepted = follows ? j + 1 : accepted;
+      rest_taken = max(rest_taken, rests[j]);
+    }
+    return accepted;
+  }
+}
+
 // Calls body(std::integral_constant<int, k>{}) with the points per thread k
 // (1, 2, 4, 8 or 16) that n points need among kThreads threads. More than
 // 16 * kThreads points is an error: the points past them would never be dealt

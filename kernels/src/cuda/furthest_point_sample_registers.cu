@@ -307,24 +307,14 @@ __global__ void __launch_bounds__(kThreads)
         cy[j] = cloud.ys[at];
         cz[j] = cloud.zs[at];
       }
-      // Candidate j follows when the ones before it were each held by one
-      // warp, it outranks every point left in their warps, and none of them
-      // comes closer to it than its running distance.
-      int accepted = 1;
-      unsigned int rest_taken = round.rests[0];
+      // After a key two warps hold, the next key skips one of them.
+      bool next_in_order[kRound];
 #pragma unroll
-      for (int j = 1; j < kRound; ++j) {
-        bool follows = accepted == j && round.alone[j - 1] && round.keys[j] > rest_taken &&
-                       picked + j < npoint;
-        const float running = key_distance(round.keys[j]);
-#pragma unroll
-        for (int i = 0; i < j; ++i) {
-          follows =
-              follows && !(squared_distance(cx[i], cy[i], cz[i], cx[j], cy[j], cz[j]) < running);
-        }
-        accepted = follows ? j + 1 : accepted;
-        rest_taken = max(rest_taken, round.rests[j]);
+      for (int j = 0; j < kRound; ++j) {
+        next_in_order[j] = j == 0 || round.alone[j > 0 ? j - 1 : 0];
       }
+      const int accepted =
+          picks_that_follow(round.keys, round.rests, next_in_order, cx, cy, cz, npoint - picked);
       bool owner = false;
 #pragma unroll
       for (int j = 0; j < kRound; ++j) {

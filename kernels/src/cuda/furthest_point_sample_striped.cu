@@ -355,27 +355,16 @@ __global__ void __launch_bounds__(kThreads)
         z = __shfl_sync(kFullMask, unit_z, order.holders[j] & (kWarp - 1));
       }
     };
-    // Accept the longest prefix whose picks follow one another exactly.
-    // place(j) fills centre j before candidate j is judged; a rejected one
-    // is never read, as only the first `accepted` centres update distances.
-    int accepted = 1;
-    place(0, cx[0], cy[0], cz[0]);
-    if constexpr (kRound > 1) {
-      unsigned int rest_taken = order.rests[0];
+    // Accept the longest prefix whose picks follow one another exactly
+    // (only the first `accepted` centres update distances).
+    bool next_in_order[kRound];
 #pragma unroll
-      for (int j = 1; j < kRound; ++j) {
-        place(j, cx[j], cy[j], cz[j]);
-        const float running = key_distance(order.keys[j]);
-        bool follows = accepted == j && order.keys[j] > rest_taken && picked + j < npoint;
-#pragma unroll
-        for (int i = 0; i < j; ++i) {
-          follows =
-              follows && !(squared_distance(cx[i], cy[i], cz[i], cx[j], cy[j], cz[j]) < running);
-        }
-        accepted = follows ? j + 1 : accepted;
-        rest_taken = max(rest_taken, order.rests[j]);
-      }
+    for (int j = 0; j < kRound; ++j) {
+      place(j, cx[j], cy[j], cz[j]);
+      next_in_order[j] = true;  // take_in_order's order is the rule's
     }
+    const int accepted =
+        picks_that_follow(order.keys, order.rests, next_in_order, cx, cy, cz, npoint - picked);
     if (threadIdx.x == 0 && rank == 0) {
 #pragma unroll
       for (int j = 0; j < kRound; ++j) {
