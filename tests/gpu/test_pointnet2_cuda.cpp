@@ -223,8 +223,8 @@ TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
     const ForcedFps forced("striped", "3");
     EXPECT_THROW(k::furthest_point_sample(cuda(xyz), 10), std::exception);
   }
-  {
-    const ForcedFps forced("registers", "", "", "scan");
+  for (const char* path : {"registers", "striped"}) {  // checked whichever kernel runs
+    const ForcedFps forced(path, "", "", "scan");
     dtrain::testing::expect_error<std::exception>(
         [&] { k::furthest_point_sample(cuda(xyz), 10); },
         "DTRAIN_CUDA_FPS_LANE must be auto, pass or tree, got 'scan'");

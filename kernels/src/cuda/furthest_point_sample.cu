@@ -164,16 +164,23 @@ FpsPath requested_path() {
 }
 
 // DTRAIN_CUDA_FPS_LANE: how the register kernel's threads find their
-// furthest point, for rounds of `round` picks: by default a pass for one
-// pick a round and the tree for more, which alone gives a thread's
+// furthest point (0 auto, 1 pass, 2 tree).
+enum class LaneChoice { kAuto, kPass, kTree };
+LaneChoice requested_lane() {
+  return static_cast<LaneChoice>(
+      detail::env_choice("DTRAIN_CUDA_FPS_LANE", {"auto", "pass", "tree"}));
+}
+
+// The register kernel's lane for rounds of `round` picks: by default a pass
+// for one pick a round and the tree for more, which alone gives a thread's
 // runner-up (Note [FPS on registers in rounds of two]).
-FpsLane requested_lane(int round) {
-  const std::size_t choice = detail::env_choice("DTRAIN_CUDA_FPS_LANE", {"auto", "pass", "tree"});
-  if (choice == 1 && round > 1) {
+FpsLane register_lane(LaneChoice choice, int round) {
+  if (choice == LaneChoice::kPass && round > 1) {
     throw std::invalid_argument("DTRAIN_CUDA_FPS_LANE=pass: rounds of " + std::to_string(round) +
                                 " picks (DTRAIN_CUDA_FPS_ROUND) need the lane tree");
   }
-  return choice == 2 || (choice == 0 && round > 1) ? FpsLane::kTree : FpsLane::kPass;
+  return choice == LaneChoice::kTree || (choice == LaneChoice::kAuto && round > 1) ? FpsLane::kTree
+                                                                                   : FpsLane::kPass;
 }
 
 // DTRAIN_CUDA_FPS_ROUND: the largest number of picks per round (0: each
@@ -232,6 +239,7 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
       fps_striped_max_points(device_attribute(cudaDevAttrComputeCapabilityMajor));
   const int requested = requested_round();  // checked on every call, as the path is
   const int cluster = requested_cluster();
+  const LaneChoice lane = requested_lane();
   const bool fits_chunks = static_cast<std::int64_t>(fps_chunks_shared_bytes(n)) <= limit;
   FpsPath path = requested_path();
   if (path == FpsPath::kAuto) {
@@ -271,7 +279,7 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
   switch (path) {
     case FpsPath::kRegisters: {
       const int registers_round = requested == 0 ? kRegistersRound : requested;
-      return {FpsKernel::kRegisters, 0, registers_round, 0, requested_lane(registers_round)};
+      return {FpsKernel::kRegisters, 0, registers_round, 0, register_lane(lane, registers_round)};
     }
     case FpsPath::kStriped:  // by default rounds of 4, the fewest blocks that hold the cloud
       return {FpsKernel::kStriped, 0, requested == 0 ? kStripedRound : requested, cluster};
