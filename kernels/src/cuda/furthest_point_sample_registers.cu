@@ -138,7 +138,7 @@ __device__ inline void update_distances(float cx, float cy, float cz, const floa
   }
 }
 
-// A warp's entry for a round of two: its candidate and its rest (16 bytes,
+// A warp's entry for a round of picks: its candidate and its rest (16 bytes,
 // one shared-memory load).
 struct alignas(16) RoundSlot {
   unsigned int key;
