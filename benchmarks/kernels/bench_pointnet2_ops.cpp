@@ -153,7 +153,7 @@ void fps_row_if_it_runs(const at::Device& device, int repeats, std::ostream& csv
 // The register kernel's settings the benchmark times beside the default:
 // how a thread finds its furthest point (Note [A lane's furthest point by a
 // tree]) and the picks per barrier (Note [FPS on registers in rounds of
-// two], which take the tree), each forced with DTRAIN_CUDA_FPS=registers.
+// picks], which take the tree), each forced with DTRAIN_CUDA_FPS=registers.
 struct RegisterVariant {
   const char* lane;   // DTRAIN_CUDA_FPS_LANE
   const char* round;  // DTRAIN_CUDA_FPS_ROUND

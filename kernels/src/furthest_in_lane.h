@@ -54,42 +54,16 @@ DTRAIN_HOST_DEVICE inline void sort_in_registers(int (&v)[kSize]) {
 constexpr float kBelowEveryDistance = -3.0f;
 
 // The largest of dist and, among the positions holding it, the lowest
-// index (idx[s] is position s's index). Requires idx ascending (see
+// index (idx[s] is position s's index), and `second`: the largest distance
+// at the other positions (equal to `furthest` where two positions hold it;
+// kBelowEveryDistance for one position), which rounds of picks need for a
+// warp's rest (Note [FPS on registers in rounds of picks] in
+// cuda/furthest_point_sample_registers.cu). Requires idx ascending (see
 // sort_in_registers) and no NaN in dist (running distances never are: an
 // update with a NaN distance keeps the old value). kSize: a power of two.
-template <int kSize>
-DTRAIN_HOST_DEVICE inline void furthest_in_registers(const float (&dist)[kSize],
-                                                     const int (&idx)[kSize], float& furthest,
-                                                     int& index) {
-  static_assert(kSize > 0 && (kSize & (kSize - 1)) == 0, "a tree of pairs merges 2^k values");
-  float top[kSize];
-  int at[kSize];
-  DTRAIN_UNROLL
-  for (int s = 0; s < kSize; ++s) {
-    top[s] = dist[s];
-    at[s] = idx[s];
-  }
-  DTRAIN_UNROLL
-  for (int width = 1; width < kSize; width *= 2) {
-    DTRAIN_UNROLL
-    for (int s = 0; s + width < kSize; s += 2 * width) {
-      // Strictly larger: on a tie the left operand, with the lower index.
-      const bool right = top[s + width] > top[s];
-      top[s] = right ? top[s + width] : top[s];
-      at[s] = right ? at[s + width] : at[s];
-    }
-  }
-  furthest = top[0];
-  index = at[0];
-}
-
-// As furthest_in_registers (idx ascending), and also `second`: the largest
-// distance at the other positions (equal to `furthest` where two positions hold it;
-// kBelowEveryDistance for one position). Rounds of two picks need it for a
-// warp's rest (Note [FPS on registers in rounds of two] in
-// cuda/furthest_point_sample_registers.cu). Each merge keeps the larger of
-// the loser's furthest and the winner's second, the same tree one deeper in
-// work, not in depth.
+// Each merge keeps its left operand unless the right one is strictly larger
+// (so on equal values the lower index), and the larger of the loser's
+// furthest and the winner's second.
 template <int kSize>
 DTRAIN_HOST_DEVICE inline void furthest_two_in_registers(const float (&dist)[kSize],
                                                          const int (&idx)[kSize], float& furthest,
@@ -108,7 +82,7 @@ DTRAIN_HOST_DEVICE inline void furthest_two_in_registers(const float (&dist)[kSi
   for (int width = 1; width < kSize; width *= 2) {
     DTRAIN_UNROLL
     for (int s = 0; s + width < kSize; s += 2 * width) {
-      const bool right = top[s + width] > top[s];  // as in furthest_in_registers
+      const bool right = top[s + width] > top[s];  // strictly larger: ties keep the left
       const float loser = right ? top[s] : top[s + width];
       const float runner_up = right ? next[s + width] : next[s];
       next[s] = loser > runner_up ? loser : runner_up;
@@ -119,6 +93,16 @@ DTRAIN_HOST_DEVICE inline void furthest_two_in_registers(const float (&dist)[kSi
   furthest = top[0];
   index = at[0];
   second = next[0];
+}
+
+// The furthest point alone: the same tree, whose runner-up the compiler
+// drops where nothing reads it.
+template <int kSize>
+DTRAIN_HOST_DEVICE inline void furthest_in_registers(const float (&dist)[kSize],
+                                                     const int (&idx)[kSize], float& furthest,
+                                                     int& index) {
+  float unused = 0.0f;
+  furthest_two_in_registers(dist, idx, furthest, index, unused);
 }
 
 }  // namespace dtrain::kernels::detail

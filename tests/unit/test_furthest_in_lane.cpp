@@ -133,7 +133,7 @@ TEST(FurthestInLane, FurthestInRegistersTakesTheLowestIndexOnTies) {
 }
 
 // A round of two picks needs each thread's runner-up (Note [FPS on registers
-// in rounds of two]): with the same ties as the furthest point's, and
+// in rounds of picks]): with the same ties as the furthest point's, and
 // repeats of the largest value counted; on ties and on distances that
 // seldom repeat.
 TEST(FurthestInLane, TheRunnerUpIsTheLargestAtTheOtherPositions) {

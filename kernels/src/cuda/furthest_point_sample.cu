@@ -173,7 +173,7 @@ LaneChoice requested_lane() {
 
 // The register kernel's lane for rounds of `round` picks: by default a pass
 // for one pick a round and the tree for more, which alone gives a thread's
-// runner-up (Note [FPS on registers in rounds of two]).
+// runner-up (Note [FPS on registers in rounds of picks]).
 FpsLane register_lane(LaneChoice choice, int round) {
   if (choice == LaneChoice::kPass && round > 1) {
     throw std::invalid_argument("DTRAIN_CUDA_FPS_LANE=pass: rounds of " + std::to_string(round) +

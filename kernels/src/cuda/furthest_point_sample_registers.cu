@@ -41,18 +41,18 @@
 // SM), fewer warps each walking several chunks (0.84-1.1 ms: the per-chunk
 // tests cost more than they save).
 
-// Note [FPS on registers in rounds of two]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Note [FPS on registers in rounds of picks]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // With DTRAIN_CUDA_FPS_ROUND=2 (or 4) one barrier may decide two (or up to
 // four) picks, by the exact rule of Note [FPS in rounds of independent
 // picks] (furthest_point_sample_striped.cu) with this kernel's warps as the
 // units. Each warp also publishes `rest`, the largest key among its points
 // besides its candidate (its threads' runners-up: furthest_two_in_registers
-// in furthest_in_lane.h, so rounds take the lane tree). After the barrier every warp
-// takes the block's best candidate c1, then the best c2 of the other warps,
-// and so on, and accepts c_j too when its key is above the rest of every
-// warp taken before it and none of c1 .. c_j-1 comes closer to c_j than its
-// running distance: then c_j is the furthest point once those are sampled,
+// in furthest_in_lane.h, so rounds take the lane tree). After the barrier
+// every warp takes the block's best candidate c1, then the best c2 of the
+// other warps, and so on, and accepts c_j too when its key is above the rest
+// of every warp taken before it and none of c1 .. c_j-1 comes closer to c_j
+// than its running distance: then c_j is the furthest point once those are sampled,
 // as sequential FPS would pick it. Each candidate's key is the largest
 // below the one before (one warp reduction after another); the round stops
 // after a key two warps hold, since the next key would skip one of them.
@@ -94,7 +94,7 @@ constexpr unsigned int kWarps = kThreads / kWarp;
 // (Note [A lane's furthest point by a tree]); else by a pass for the largest
 // and a second for its lowest index. kRunnerUp (the tree only): also
 // `second`, the largest distance among the thread's other points (Note [FPS
-// on registers in rounds of two]).
+// on registers in rounds of picks]).
 template <int kPerThread, bool kLaneTree, bool kRunnerUp>
 __device__ inline void lane_furthest(const float (&dist)[kPerThread], const int (&idx)[kPerThread],
                                      float& furthest, unsigned int& index, float& second) {
@@ -162,7 +162,7 @@ struct RoundCandidates {
 };
 
 // The round's candidates from every warp's slot (Note [FPS on registers in
-// rounds of two]); slots alternate as in block_pick. Each key is one warp
+// rounds of picks]); slots alternate as in block_pick. Each key is one warp
 // reduction after the one before; a candidate's index, rest and tie test
 // then take one reduction each, in parallel.
 template <int kRound>
@@ -356,7 +356,7 @@ void launch_fps_registers(FpsLane lane, int round, const float* xyz, std::int64_
     throw std::invalid_argument(
         "furthest_point_sample: the register kernel takes rounds of 1, 2 or 4 picks, more than "
         "one with the lane tree; got " +
-        std::to_string(round));
+        std::to_string(round) + (lane == FpsLane::kTree ? " with the tree" : " with the pass"));
   }
   with_points_per_thread<kThreads>(n, [&](auto per_thread) {
     constexpr int kPerThread = decltype(per_thread)::value;

@@ -61,7 +61,7 @@ void launch_furthest_point_sample(const FpsPlan& plan, const float* xyz, std::in
 // The register kernel (furthest_point_sample_registers.cu): n <= 8192, and
 // fps_registers_shared_bytes(n) of shared memory per block; `round` (1, 2
 // or 4) picks per barrier at most (Note [FPS on registers in rounds of
-// two]).
+// picks]).
 void launch_fps_registers(FpsLane lane, int round, const float* xyz, std::int64_t batch,
                           std::int64_t n, std::int64_t npoint, std::int64_t start,
                           std::int64_t* out, cudaStream_t stream);
