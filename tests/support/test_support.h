@@ -17,6 +17,11 @@ namespace dtrain::testing {
 // default CPU generator at (seed_each_test.cpp).
 constexpr std::uint64_t kTestSeed = 20261204;
 
+// What a program on LibTorch prints when every test of its run skipped, the
+// line CTest reads to show the run as skipped (all_skipped.cpp,
+// cmake/GTestSuites.cmake).
+constexpr const char* kAllSkippedLine = "dtrain-tests: every test of this run was skipped";
+
 // A fresh directory under the system temp dir, removed with its contents on destruction.
 class TempDir {
  public:
