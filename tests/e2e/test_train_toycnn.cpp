@@ -238,18 +238,20 @@ TEST(TrainToyCnn, ResumeContinuesAsAnUnbrokenRun) {
       << other.output;
 }
 
+// Two epochs over all 60,000 training images, as the seed tutorial's toy
+// CNN trains: a third adds time, not accuracy.
 TEST(TrainToyCnn, FullRunReaches85Percent) {
   if (!dtrain::datasets::fashion_mnist_installed()) {
     GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
   }
   TempDir dir;
   const std::string csv = dir.file("report.csv");
-  const auto result = run_app({"--epochs", "3", "--csv", csv});
+  const auto result = run_app({"--epochs", "2", "--csv", csv});
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const auto rows = read_csv(csv);
-  ASSERT_EQ(rows.size(), 4u);
-  EXPECT_EQ(rows[3][1], "60000");
-  EXPECT_GE(std::stod(rows[3][7]), 0.85) << "final test accuracy";
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[2][1], "60000");
+  EXPECT_GE(std::stod(rows[2][7]), 0.85) << "final test accuracy";
 }
 
 // The README's run command: two processes under dtrun, DDP and

@@ -1,7 +1,8 @@
 // train_toycnn --amp bf16: the toy CNN trained under CPU bf16 autocast ends
 // within 1 percentage point of the same run in fp32 (same seed, same data,
-// same order), on a 30000-image subset of Fashion-MNIST for 2 epochs. The
-// two runs go side by side, one thread each.
+// same order), on a 30000-image subset of Fashion-MNIST for 1 epoch. The
+// two runs go side by side, one thread each (bf16 takes ~4x as long on a
+// CPU without bf16 instructions).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,7 +34,7 @@ double final_accuracy(const std::string& csv) {
 }
 
 ProcessResult train(const std::string& amp, const std::string& csv) {
-  return run_process({DTRAIN_TRAIN_TOYCNN_PATH, "--amp", amp, "--epochs", "2", "--train-limit",
+  return run_process({DTRAIN_TRAIN_TOYCNN_PATH, "--amp", amp, "--epochs", "1", "--train-limit",
                       "30000", "--threads", "1", "--csv", csv});
 }
 
@@ -62,7 +63,7 @@ TEST(TrainToyCnnAmp, Bf16AutocastMatchesFp32AccuracyWithinOnePoint) {
   const double bf16_accuracy = final_accuracy(dir.file("bf16.csv"));
   std::cout << "test accuracy: fp32 " << 100 * fp32_accuracy << "%, bf16 autocast "
             << 100 * bf16_accuracy << "%\n";
-  EXPECT_GT(fp32_accuracy, 0.75) << "the fp32 run did not learn";
+  EXPECT_GT(fp32_accuracy, 0.7) << "the fp32 run did not learn (chance: 10%)";
   EXPECT_NEAR(bf16_accuracy, fp32_accuracy, 0.01);
   // The runs really differ in precision: identical accuracies to the last
   // digit would mean autocast did nothing.
