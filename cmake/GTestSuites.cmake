@@ -1,10 +1,21 @@
 # Script mode, run after a test program is built (dtrain_add_gtest in
 # tests/CMakeLists.txt): lists the program's GoogleTest cases and writes
 # OUTPUT, a CTest file with one test per suite, each running every case of
-# its suite in one process (Note [One process per test suite]).
+# its suite in one process (Note [One process per test suite], below).
 #
 #   cmake -DPROGRAM=<test program> -DOUTPUT=<file> -DLABEL=<ctest label>
 #         -DTIMEOUT=<seconds per case> -DWORKING_DIRECTORY=<dir> -P GTestSuites.cmake
+#
+# Note [One process per test suite]
+# Starting a program on LibTorch takes ~0.6 s on the 2-core CI machine
+# (loading libtorch_cpu and libtorch_cuda), longer than most unit tests
+# themselves: with one process per test, 620 tests spent ~6 minutes of CPU
+# on start-ups alone. So CTest runs each GoogleTest suite of these programs
+# in one process, its cases in turn, as GoogleTest runs them anywhere else;
+# each still starts at the same seed (tests/support/seed_each_test.cpp). A
+# failure names its case in GoogleTest's output, which CTest prints. The
+# GPU tests keep one process per test (ONE_PROCESS_PER_TEST in
+# tests/CMakeLists.txt): there a crash in one case must not hide the others.
 #
 # Each test is named "<Suite>.*", its --gtest_filter, and may take TIMEOUT
 # seconds for each of its cases: the program stops a case that runs longer

@@ -4,7 +4,7 @@
 //
 // Note [A time limit for each case]
 // CTest runs a whole suite of these programs in one process (Note [One
-// process per test suite] in all_skipped.cpp), so its TIMEOUT bounds the
+// process per test suite] in cmake/GTestSuites.cmake), so its TIMEOUT bounds the
 // suite: the sum of its cases' limits, minutes for a large suite, and on a
 // hang it names no case. So CTest also hands each run the limit of one case
 // (cmake/GTestSuites.cmake), and a watcher thread here ends the program
