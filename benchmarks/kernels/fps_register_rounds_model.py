@@ -11,8 +11,9 @@ distance. With DTRAIN_CUDA_FPS_ROUND=2 or 4 each warp also publishes
 barrier takes the best candidates of different warps in order while none
 can be disturbed by those before it (Note [FPS in rounds of independent
 picks] in furthest_point_sample_striped.cu, with the register kernel's
-warps as the units, stopping after a key that two warps hold). This script replays that rule in float32 with the kernels' rounded
-arithmetic and reports for each cloud:
+warps as the units, stopping after a key that two warps hold). This script
+replays that rule in float32 with the kernels' rounded arithmetic and
+reports for each cloud:
   - whether the picks equal sequential FPS (the rule is exact, so they must),
   - the picks per round (how often one barrier decides two),
   - the warps that update per round (near a centre, or the owner of a pick)

@@ -141,12 +141,13 @@ TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
         const ForcedFps striped("striped", "4");
         expect_same(k::furthest_point_sample(cuda(xyz), 512, 7), expected, what + " (striped)");
       }
-      for (const FpsSetting& registers :
-           {FpsSetting{"registers", "", "tree"}, FpsSetting{"registers", "2", ""},
-            FpsSetting{"registers", "4", "tree"}}) {
-        const ForcedFps forced(registers.path, registers.round, "", registers.lane);
-        expect_same(k::furthest_point_sample(cuda(xyz), 512, 7), expected,
-                    what + describe(registers));
+      // The register kernel's lanes and rounds.
+      for (const FpsSetting& setting : kSpatialSettings) {
+        if (std::string(setting.path) == "registers") {
+          const ForcedFps forced(setting.path, setting.round, "", setting.lane);
+          expect_same(k::furthest_point_sample(cuda(xyz), 512, 7), expected,
+                      what + describe(setting));
+        }
       }
     }
   }

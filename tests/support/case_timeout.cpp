@@ -126,12 +126,21 @@ class CaseTimeout : public ::testing::EmptyTestEventListener {
 };
 
 // Registered before main() runs the tests; GoogleTest owns the listener.
+// A value that is not a positive whole number of seconds ends the program
+// at once, naming it, rather than running every case without a limit.
 const bool g_registered = [] {
   const char* limit = std::getenv("DTRAIN_TEST_CASE_TIMEOUT");
-  const long long limit_s = limit ? std::atoll(limit) : 0;
-  if (limit_s > 0) {
-    ::testing::UnitTest::GetInstance()->listeners().Append(new CaseTimeout(limit_s));
+  if (limit == nullptr || *limit == '\0') {
+    return false;
   }
+  char* end = nullptr;
+  const long long limit_s = std::strtoll(limit, &end, 10);
+  if (*end != '\0' || limit_s <= 0) {
+    std::fprintf(
+        stderr, "DTRAIN_TEST_CASE_TIMEOUT must be a positive number of seconds, got '%s'\n", limit);
+    std::exit(2);
+  }
+  ::testing::UnitTest::GetInstance()->listeners().Append(new CaseTimeout(limit_s));
   return true;
 }();
 

@@ -52,11 +52,11 @@
 // every warp takes the block's best candidate c1, then the best c2 of the
 // other warps, and so on, and accepts c_j too when its key is above the rest
 // of every warp taken before it and none of c1 .. c_j-1 comes closer to c_j
-// than its running distance: then c_j is the furthest point once those are sampled,
-// as sequential FPS would pick it. Each candidate's key is the largest
-// below the one before (one warp reduction after another); the round stops
-// after a key two warps hold, since the next key would skip one of them.
-// The update that follows applies every centre taken (a warp updates with
+// than its running distance: then c_j is the furthest point once those are
+// sampled, as sequential FPS would pick it. Each candidate's key is the
+// largest below the one before (one warp reduction after another); the
+// round stops after a key two warps hold, since the next key would skip one
+// of them. The update that follows applies every centre taken (a warp updates with
 // each centre its box is near). A model of the rule on the register
 // kernel's warps (benchmarks/kernels/fps_register_rounds_model.py: picks
 // equal sequential FPS on every cloud) takes 1.87 picks a round with rounds
@@ -108,7 +108,7 @@ __device__ inline void lane_furthest(const float (&dist)[kPerThread], const int 
     }
     index = static_cast<unsigned int>(at);
   } else {
-    furthest = -3.0f;
+    furthest = detail::kBelowEveryDistance;
 #pragma unroll
     for (int s = 0; s < kPerThread; ++s) {
       furthest = fmaxf(furthest, dist[s]);
