@@ -150,34 +150,42 @@ void fps_row_if_it_runs(const at::Device& device, int repeats, std::ostream& csv
   }
 }
 
-// The register kernel's settings the benchmark times beside the default:
-// how a thread finds its furthest point (Note [A lane's furthest point by a
-// tree]) and the picks per barrier (Note [FPS on registers in rounds of
-// picks], which take the tree), each forced with DTRAIN_CUDA_FPS=registers.
+// The settings of the kernels that keep a thread's points in registers
+// that the benchmark times beside the default: the register kernel's way for
+// a thread to find its furthest point (Note [A lane's furthest point by a
+// tree]) and picks per barrier (Note [FPS on registers in rounds of picks],
+// which take the tree), and the leader kernel on 1024 and 512 threads (Note
+// [FPS with one picking warp]).
 struct RegisterVariant {
-  const char* lane;   // DTRAIN_CUDA_FPS_LANE
-  const char* round;  // DTRAIN_CUDA_FPS_ROUND
-  const char* impl;   // the CSV's impl column
+  const char* path;     // DTRAIN_CUDA_FPS
+  const char* lane;     // DTRAIN_CUDA_FPS_LANE
+  const char* round;    // DTRAIN_CUDA_FPS_ROUND
+  const char* threads;  // DTRAIN_CUDA_FPS_THREADS
+  const char* impl;     // the CSV's impl column
 };
 constexpr RegisterVariant kRegisterVariants[] = {
-    {"pass", "1", "registers"},
-    {"tree", "1", "registers_lane_tree"},
-    {"tree", "2", "registers_round2_lane_tree"},
-    {"tree", "4", "registers_round4_lane_tree"},
+    {"registers", "pass", "1", "", "registers"},
+    {"registers", "tree", "1", "", "registers_lane_tree"},
+    {"registers", "tree", "2", "", "registers_round2_lane_tree"},
+    {"registers", "tree", "4", "", "registers_round4_lane_tree"},
+    {"leader", "", "", "1024", "leader_1024"},
+    {"leader", "", "", "512", "leader_512"},
 };
 
-// Forces the register kernel with a variant's settings for its lifetime.
+// Forces a variant's settings for its lifetime.
 class ForcedRegisters {
  public:
   explicit ForcedRegisters(const RegisterVariant& variant) {
-    setenv("DTRAIN_CUDA_FPS", "registers", 1);
+    setenv("DTRAIN_CUDA_FPS", variant.path, 1);
     setenv("DTRAIN_CUDA_FPS_LANE", variant.lane, 1);
     setenv("DTRAIN_CUDA_FPS_ROUND", variant.round, 1);
+    setenv("DTRAIN_CUDA_FPS_THREADS", variant.threads, 1);
   }
   ~ForcedRegisters() {
     unsetenv("DTRAIN_CUDA_FPS");
     unsetenv("DTRAIN_CUDA_FPS_LANE");
     unsetenv("DTRAIN_CUDA_FPS_ROUND");
+    unsetenv("DTRAIN_CUDA_FPS_THREADS");
   }
   ForcedRegisters(const ForcedRegisters&) = delete;
   ForcedRegisters& operator=(const ForcedRegisters&) = delete;

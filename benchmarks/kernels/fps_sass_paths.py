@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The per-pick paths of the CUDA register FPS kernel, read off its sm_90
-machine code: a way to weigh a change to the kernel where no GPU is at hand.
+"""The per-pick paths of the CUDA register and leader FPS kernels, read off
+their sm_90 machine code: a way to weigh a change to a kernel where no GPU is
+at hand.
 
 cuobjdump prints the SASS of every kernel in libdtrain_kernels.so; for each
 instantiation of fps_registers_kernel with 16 points a thread (the goal
@@ -20,7 +21,20 @@ centre cannot reach, and prints:
     scheduler, so it is a lower bound to compare variants by, not a time.
 
 Each instantiation is read: both lanes (DTRAIN_CUDA_FPS_LANE) and rounds of
-one, two or four picks (DTRAIN_CUDA_FPS_ROUND).
+one, two or four picks (DTRAIN_CUDA_FPS_ROUND). `pick_chain_cycles_estimate`
+is what one pick waits for in order: after the barrier, then a warp near one
+centre updating.
+
+The leader kernel (fps_leader_kernel at the goal size: 1024 threads of 8
+points, 512 of 16; Note [FPS with one picking warp]) has two loops: the
+other warps' (arrive at barrier 1, wait at barrier 2, read the centre; the
+update branch when named) and the leader's (wait at barrier 1, reduce the
+slots, test every warp's box, publish, arrive at barrier 2). Its rows give
+the other warps' loop with and without the update, the leader's loop
+without its own update (`leader_rest_instructions`), and the pick's chain:
+from barrier 2 through a named warp's update to its arrival at barrier 1,
+then the leader from barrier 1 to its arrival at barrier 2 (the barriers'
+own latency left out).
 
 On the H200 the register kernel takes ~1,430 cycles a pick
 (benchmarks/results/gpu_fps_profile.txt), of which the update branch of the
@@ -131,6 +145,59 @@ def pick_paths(code):
     return loop, update, after
 
 
+def barrier_at(code, kind, barrier_id):
+    """The address of the first BAR.<kind> on barrier `barrier_id` (kind SYNC or ARV)."""
+    return next(a for a, i in code if re.match(rf"BAR\.{kind}\S* 0x{barrier_id}\b", i))
+
+
+def loop_around(code, address):
+    """The instructions of the outermost loop whose backward branch jumps over `address`."""
+    backward = [(a, i) for a, i in code if "BRA" in i and branch_target(i) <= address < a]
+    end, jump = min(backward, key=lambda branch: branch_target(branch[1]))
+    return [(a, i) for a, i in code if branch_target(jump) <= a <= end]
+
+
+def skipped_branch(loop, before):
+    """The instructions of a warp's update: those the loop's first forward branch before
+    `before` jumps over."""
+    for address, instruction in loop:
+        if "BRA" in instruction and address < before and loop[0][0] < branch_target(instruction):
+            target = branch_target(instruction)
+            return [(a, i) for a, i in loop if address < a < target]
+    return []
+
+
+def leader_row(code, threads, per_thread):
+    """The leader kernel's paths (see the module's docstring)."""
+    arrive_slots = barrier_at(code, "ARV", 1)
+    wait_centre = barrier_at(code, "SYNC", 2)
+    others = loop_around(code, arrive_slots)
+    update = skipped_branch(others, arrive_slots)
+    wait_slots = barrier_at(code, "SYNC", 1)
+    arrive_centre = barrier_at(code, "ARV", 2)
+    leader_loop = loop_around(code, wait_slots)
+    leader_update = skipped_branch(leader_loop, wait_slots)
+    leader = [(a, i) for a, i in leader_loop if wait_slots <= a <= arrive_centre]
+    worker_chain = ([(a, i) for a, i in others if a > wait_centre]
+                    + [(a, i) for a, i in others if a <= arrive_slots])
+    worker_cycles = in_order_cycles(worker_chain)
+    leader_cycles = in_order_cycles(leader)
+    return {
+        "kernel": "leader",
+        "lane": "tree",
+        "round": 1,
+        "threads": threads,
+        "points_per_thread": per_thread,
+        "loop_instructions": len(others),
+        "update_instructions": len(update),
+        "rest_instructions": len(others) - len(update),
+        "update_cycles_estimate": in_order_cycles(update),
+        "leader_rest_instructions": len(leader_loop) - len(leader_update),
+        "after_barrier_cycles_estimate": leader_cycles,
+        "pick_chain_cycles_estimate": worker_cycles + leader_cycles,
+    }
+
+
 def near_one_centre(update, rounds):
     """The update branch of a warp near one centre only: in rounds of two or
     four, without the other centres' passes (each centre's pass is a forward
@@ -153,28 +220,47 @@ def main():
                           check=True, capture_output=True, text=True).stdout
     rows = []
     for name, code in functions(sass).items():
+        leader = re.search(r"fps_leader_kernelILj(1024ELi8|512ELi16)E", name)
+        if leader:
+            threads, per_thread = leader.group(1).split("ELi")
+            rows.append(leader_row(code, int(threads), int(per_thread)))
+            continue
         variant = re.search(r"fps_registers_kernelILi16ELb([01])ELi([124])E", name)
         if not variant:
             continue
         loop, update, after = pick_paths(code)
         one_centre = near_one_centre(update, int(variant.group(2)))
+        after_cycles = in_order_cycles(after)
         rows.append({
             "kernel": "registers",
             "lane": "tree" if variant.group(1) == "1" else "pass",
             "round": int(variant.group(2)),
+            "threads": 512,
+            "points_per_thread": 16,
             "loop_instructions": len(loop),
             "update_instructions": len(update),
             "rest_instructions": len(loop) - len(update),
             "update_cycles_estimate": in_order_cycles(update),
             "update_near_one_centre_instructions": len(one_centre),
             "update_near_one_centre_cycles_estimate": in_order_cycles(one_centre),
-            "after_barrier_cycles_estimate": in_order_cycles(after),
+            "after_barrier_cycles_estimate": after_cycles,
+            "pick_chain_cycles_estimate": after_cycles + in_order_cycles(one_centre),
         })
     if not rows:
         sys.exit("fps_sass_paths: no fps_registers_kernel<16, lane, round> with sm_90 code in "
                  + args.library)
-    rows.sort(key=lambda row: (row["round"], row["lane"]))
+    rows.sort(key=lambda row: (row["kernel"], row["round"], row["lane"], row["threads"]))
     for row in rows:
+        if row["kernel"] == "leader":
+            print(f"leader kernel, {row['threads']} threads of {row['points_per_thread']} "
+                  f"points: the other warps' loop {row['loop_instructions']} instructions, "
+                  f"{row['rest_instructions']} without the update branch "
+                  f"({row['update_instructions']}, ~{row['update_cycles_estimate']} cycles in "
+                  f"order); the leader's loop {row['leader_rest_instructions']} without its "
+                  f"update, from barrier to barrier "
+                  f"~{row['after_barrier_cycles_estimate']} cycles; a pick's chain "
+                  f"~{row['pick_chain_cycles_estimate']} cycles")
+            continue
         print(f"register kernel, lane {row['lane']}, rounds of {row['round']}: loop "
               f"{row['loop_instructions']} "
               f"instructions; update branch {row['update_instructions']} "
@@ -182,10 +268,12 @@ def main():
               f"{row['update_near_one_centre_instructions']}, "
               f"~{row['update_near_one_centre_cycles_estimate']}); the rest "
               f"{row['rest_instructions']}; after the barrier "
-              f"~{row['after_barrier_cycles_estimate']} cycles")
+              f"~{row['after_barrier_cycles_estimate']} cycles; a pick's chain "
+              f"~{row['pick_chain_cycles_estimate']} cycles")
     if args.csv:
         with open(args.csv, "w", newline="") as out:
-            writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+            fields = list(dict.fromkeys(key for row in rows for key in row))
+            writer = csv.DictWriter(out, fieldnames=fields, restval="")
             writer.writeheader()
             writer.writerows(rows)
 

@@ -2,7 +2,7 @@
 profiler: loads libdtrain_kernels.so into the wheel's torch and calls
 torch.ops.dtrain.furthest_point_sample a few times on one cloud batch, with
 the kernel the environment forces (DTRAIN_CUDA_FPS, DTRAIN_CUDA_FPS_LANE,
-DTRAIN_CUDA_FPS_ROUND).
+DTRAIN_CUDA_FPS_ROUND, DTRAIN_CUDA_FPS_THREADS).
 run_gpu_checks.sh runs it under Nsight Compute (ncu), which profiles one
 launch after the warm-ups, then prints where the kernel's warps stall
 (`--report`): the profile's details page and the SASS instructions with the

@@ -391,26 +391,30 @@ fi
 
 # ---- diagnostics -----------------------------------------------------------------
 # Where the FPS kernels' warps stall at the goal size (B = 32, N = 8192 ->
-# 1024): Nsight Compute profiles one launch of the register kernel (each
+# 1024): Nsight Compute profiles one launch of the leader kernel (1024, then
+# 512 threads: DTRAIN_CUDA_FPS_THREADS), of the register kernel (each
 # thread's furthest point by a pass, then by a tree: DTRAIN_CUDA_FPS_LANE;
 # then the tree with rounds of two and of four picks: DTRAIN_CUDA_FPS_ROUND)
-# and one of the striped kernel (after two warm-ups each), and
-# profile_fps.py prints the details page and the SASS instructions with the
-# most stall samples.
+# and of the striped kernel (after two warm-ups each), and profile_fps.py
+# prints the details page and the SASS instructions with the most stall
+# samples. The leader comes first: it is the newest, and the step may run
+# out of time.
 profile_fps() {
-  local ncu_bin setting kernel lane round rest
+  local ncu_bin setting kernel lane round threads rest name
   ncu_bin="$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)"
   [[ -n $ncu_bin ]] || { echo "no ncu on this machine"; return 1; }
-  for setting in registers:pass:1 registers:tree:1 registers:tree:2 registers:tree:4 striped::; do
-    kernel=${setting%%:*} rest=${setting#*:}
-    lane=${rest%%:*} round=${rest#*:}
-    echo "--- fps_${kernel}_kernel${lane:+ (DTRAIN_CUDA_FPS_LANE=$lane)}${round:+ (DTRAIN_CUDA_FPS_ROUND=$round)}"
+  for setting in leader:::1024 leader:::512 registers:pass:1: registers:tree:1: registers:tree:2: \
+    registers:tree:4: striped:::; do
+    IFS=: read -r kernel lane round threads <<<"$setting"
+    name="$kernel$lane$round$threads"
+    echo "--- fps_${kernel}_kernel${lane:+ (DTRAIN_CUDA_FPS_LANE=$lane)}${round:+ (DTRAIN_CUDA_FPS_ROUND=$round)}${threads:+ (DTRAIN_CUDA_FPS_THREADS=$threads)}"
     DTRAIN_CUDA_FPS=$kernel DTRAIN_CUDA_FPS_LANE=$lane DTRAIN_CUDA_FPS_ROUND=$round \
+      DTRAIN_CUDA_FPS_THREADS=$threads \
       "$ncu_bin" --kernel-name "regex:fps_${kernel}" \
       --launch-skip 2 --launch-count 1 --set full --import-source yes -f \
-      -o "$build/fps_$kernel$lane$round" \
+      -o "$build/fps_$name" \
       "$py" "$repo/tests/gpu/profile_fps.py" --library "$build/kernels/libdtrain_kernels.so" || return 1
-    "$py" "$repo/tests/gpu/profile_fps.py" --report "$build/fps_$kernel$lane$round.ncu-rep" \
+    "$py" "$repo/tests/gpu/profile_fps.py" --report "$build/fps_$name.ncu-rep" \
       --ncu "$ncu_bin" || return 1
   done
 }

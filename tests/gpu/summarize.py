@@ -13,12 +13,17 @@ import os
 import re
 import sys
 
-# The register FPS kernel's variants bench_pointnet2_ops times beside the
-# default (its kRegisterVariants), and what each sets.
+# The variants of the FPS kernels on registers that bench_pointnet2_ops
+# times beside the default (its kRegisterVariants), and what each sets.
 REGISTER_VARIANTS = {
-    "registers_lane_tree": "a thread's furthest point by a tree (DTRAIN_CUDA_FPS_LANE=tree)",
-    "registers_round2_lane_tree": "rounds of two picks and the tree (ROUND=2, LANE=tree)",
-    "registers_round4_lane_tree": "rounds of four picks and the tree (ROUND=4, LANE=tree)",
+    "registers_lane_tree": "register kernel, a thread's furthest point by a tree "
+                           "(DTRAIN_CUDA_FPS_LANE=tree)",
+    "registers_round2_lane_tree": "register kernel, rounds of two picks and the tree "
+                                  "(ROUND=2, LANE=tree)",
+    "registers_round4_lane_tree": "register kernel, rounds of four picks and the tree "
+                                  "(ROUND=4, LANE=tree)",
+    "leader_1024": "one warp picks, 1024 threads (DTRAIN_CUDA_FPS=leader)",
+    "leader_512": "one warp picks, 512 threads (DTRAIN_CUDA_FPS=leader, THREADS=512)",
 }
 
 
@@ -113,7 +118,7 @@ def pointnet2_lines(out):
                                    for n, ms in sorted(by_size.items())))
         for impl, what in REGISTER_VARIANTS.items():
             if impl in goal:
-                lines.append(f"  register kernel, {what}: {goal[impl]:.3f} ms, "
+                lines.append(f"  {what}: {goal[impl]:.3f} ms, "
                              f"{goal['dtrain'] / goal[impl]:.2f}x the default "
                              f"(goal {'met' if goal[impl] < 0.5 else 'NOT met'})")
         striped = sorted((impl, ms) for impl, ms in goal.items() if impl.startswith("striped"))

@@ -84,21 +84,24 @@ struct FpsCase {
 };
 
 // Forces an FPS kernel (and the striped kernel's picks per round and blocks
-// per cloud, the register kernel's furthest point of a thread) for the
-// lifetime of the object.
+// per cloud, the register kernel's furthest point of a thread, the leader
+// kernel's threads a block) for the lifetime of the object.
 class ForcedFps {
  public:
-  ForcedFps(const char* path, const char* round, const char* cluster = "", const char* lane = "") {
+  ForcedFps(const char* path, const char* round, const char* cluster = "", const char* lane = "",
+            const char* threads = "") {
     setenv("DTRAIN_CUDA_FPS", path, 1);
     setenv("DTRAIN_CUDA_FPS_ROUND", round, 1);
     setenv("DTRAIN_CUDA_FPS_CLUSTER", cluster, 1);
     setenv("DTRAIN_CUDA_FPS_LANE", lane, 1);
+    setenv("DTRAIN_CUDA_FPS_THREADS", threads, 1);
   }
   ~ForcedFps() {
     unsetenv("DTRAIN_CUDA_FPS");
     unsetenv("DTRAIN_CUDA_FPS_ROUND");
     unsetenv("DTRAIN_CUDA_FPS_CLUSTER");
     unsetenv("DTRAIN_CUDA_FPS_LANE");
+    unsetenv("DTRAIN_CUDA_FPS_THREADS");
   }
   ForcedFps(const ForcedFps&) = delete;
   ForcedFps& operator=(const ForcedFps&) = delete;
@@ -107,20 +110,43 @@ class ForcedFps {
 // The spatial kernels on a setting: the default (the register kernel up to
 // 8192 points), the register kernel finding a thread's furthest point by a
 // tree, and taking rounds of two or four picks (which take the tree), the
-// chunk kernel, and the striped kernel with 1, 2 and 4 picks per round.
+// leader kernel on 1024 and 512 threads, the chunk kernel, and the striped
+// kernel with 1, 2 and 4 picks per round.
 struct FpsSetting {
   const char* path;
   const char* round;
   const char* lane = "";
+  const char* threads = "";
 };
-constexpr FpsSetting kSpatialSettings[] = {
-    {"auto", ""},   {"registers", "", "tree"}, {"registers", "2", ""}, {"registers", "4", "tree"},
-    {"chunks", ""}, {"striped", "1"},          {"striped", "2"},       {"striped", "4"}};
+constexpr FpsSetting kSpatialSettings[] = {{"auto", ""},
+                                           {"registers", "", "tree"},
+                                           {"registers", "2", ""},
+                                           {"registers", "4", "tree"},
+                                           {"leader", "", "", "1024"},
+                                           {"leader", "", "", "512"},
+                                           {"chunks", ""},
+                                           {"striped", "1"},
+                                           {"striped", "2"},
+                                           {"striped", "4"}};
+
+// The settings of the kernels that keep a thread's points in registers.
+bool in_registers(const FpsSetting& setting) {
+  const std::string path = setting.path;
+  return path == "registers" || path == "leader";
+}
 
 std::string describe(const FpsSetting& setting) {
   return std::string(" (") + setting.path + (*setting.round ? std::string(" round ") : "") +
-         setting.round + (*setting.lane ? std::string(" lane ") : "") + setting.lane + ")";
+         setting.round + (*setting.lane ? std::string(" lane ") : "") + setting.lane +
+         (*setting.threads ? std::string(" threads ") : "") + setting.threads + ")";
 }
+
+// Forces a setting for the lifetime of the object.
+class ForcedSetting : public ForcedFps {
+ public:
+  explicit ForcedSetting(const FpsSetting& setting)
+      : ForcedFps(setting.path, setting.round, "", setting.lane, setting.threads) {}
+};
 
 // Every FPS path agrees with the CPU: the register kernel (Morton order and
 // warps skipped by their bounding box), the striped kernel (chunks of 32
@@ -141,10 +167,10 @@ TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
         const ForcedFps striped("striped", "4");
         expect_same(k::furthest_point_sample(cuda(xyz), 512, 7), expected, what + " (striped)");
       }
-      // The register kernel's lanes and rounds.
+      // The register kernel's lanes and rounds, and the leader kernel.
       for (const FpsSetting& setting : kSpatialSettings) {
-        if (std::string(setting.path) == "registers") {
-          const ForcedFps forced(setting.path, setting.round, "", setting.lane);
+        if (in_registers(setting)) {
+          const ForcedSetting forced(setting);
           expect_same(k::furthest_point_sample(cuda(xyz), 512, 7), expected,
                       what + describe(setting));
         }
@@ -182,7 +208,7 @@ TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
   const at::Tensor expected_one = k::furthest_point_sample(small, 1, 20);
   const at::Tensor expected_non_finite = k::furthest_point_sample(non_finite, 600, 1);
   for (const FpsSetting& setting : kSpatialSettings) {
-    const ForcedFps forced(setting.path, setting.round, "", setting.lane);
+    const ForcedSetting forced(setting);
     const std::string on = describe(setting);
     expect_same(k::furthest_point_sample(cuda(grid), 4096, 5), expected_grid, "grid" + on);
     expect_same(k::furthest_point_sample(cuda(repeated), 8000), expected_repeated,
@@ -203,13 +229,19 @@ TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
               k::furthest_point_sample(big_clumps, 3000, 123), "40000 points in clumps");
   const at::Tensor xyz = at::rand({3, 4096, 3});
   const at::Tensor expected = k::furthest_point_sample(xyz, 300);
-  for (const char* path : {"registers", "striped", "chunks", "shared", "global"}) {
+  for (const char* path : {"registers", "leader", "striped", "chunks", "shared", "global"}) {
     const ForcedFps forced(path, "");
     expect_same(k::furthest_point_sample(cuda(xyz), 300), expected, path);
   }
-  {
-    const ForcedFps forced("registers", "");
+  for (const char* path : {"registers", "leader"}) {
+    const ForcedFps forced(path, "");
     EXPECT_THROW(k::furthest_point_sample(cuda(at::rand({1, 9000, 3})), 10), std::exception);
+  }
+  {
+    const ForcedFps forced("leader", "", "", "", "256");
+    dtrain::testing::expect_error<std::exception>(
+        [&] { k::furthest_point_sample(cuda(xyz), 10); },
+        "DTRAIN_CUDA_FPS_THREADS must be auto, 512 or 1024, got '256'");
   }
   {
     // One block takes 8192 points; from sm_90 on a cluster of 8 takes 65536.

@@ -185,15 +185,17 @@ __device__ inline int picks_that_follow(const unsigned int (&keys)[kRound],
 }
 
 // Calls body(std::integral_constant<int, k>{}) with the points per thread k
-// (1, 2, 4, 8 or 16) that n points need among kThreads threads. More than
-// 16 * kThreads points is an error: the points past them would never be dealt
-// out, so never picked.
-template <unsigned int kThreads, typename Body>
+// (1, 2, 4, 8 or 16, at most kMaxPerThread) that n points need among
+// kThreads threads. More than kMaxPerThread * kThreads points is an error:
+// the points past them would never be dealt out, so never picked.
+template <unsigned int kThreads, int kMaxPerThread = 16, typename Body>
 decltype(auto) with_points_per_thread(std::int64_t n, Body&& body) {
+  static_assert(kMaxPerThread == 8 || kMaxPerThread == 16, "8 or 16 points a thread at most");
   const std::int64_t needed = (n + kThreads - 1) / kThreads;
-  if (needed > 16) {
-    throw std::invalid_argument("furthest_point_sample: one block of the on-chip kernels holds " +
-                                std::to_string(16 * kThreads) + " points, got " +
+  if (needed > kMaxPerThread) {
+    throw std::invalid_argument("furthest_point_sample: one block of " + std::to_string(kThreads) +
+                                " threads of the on-chip kernels holds " +
+                                std::to_string(kMaxPerThread * kThreads) + " points, got " +
                                 std::to_string(n));
   }
   if (needed <= 1) {
@@ -205,10 +207,14 @@ decltype(auto) with_points_per_thread(std::int64_t n, Body&& body) {
   if (needed <= 4) {
     return body(std::integral_constant<int, 4>{});
   }
-  if (needed <= 8) {
+  if constexpr (kMaxPerThread == 8) {
     return body(std::integral_constant<int, 8>{});
+  } else {
+    if (needed <= 8) {
+      return body(std::integral_constant<int, 8>{});
+    }
+    return body(std::integral_constant<int, 16>{});
   }
-  return body(std::integral_constant<int, 16>{});
 }
 
 // A grid of `blocks` blocks is within CUDA's limit on gridDim.x.

@@ -156,11 +156,18 @@ int device_attribute(cudaDeviceAttr attribute) {
   return value;
 }
 
-enum class FpsPath { kAuto, kRegisters, kStriped, kChunks, kShared, kGlobal };
+enum class FpsPath { kAuto, kRegisters, kLeader, kStriped, kChunks, kShared, kGlobal };
 
 FpsPath requested_path() {
   return static_cast<FpsPath>(detail::env_choice(
-      "DTRAIN_CUDA_FPS", {"auto", "registers", "striped", "chunks", "shared", "global"}));
+      "DTRAIN_CUDA_FPS", {"auto", "registers", "leader", "striped", "chunks", "shared", "global"}));
+}
+
+// DTRAIN_CUDA_FPS_THREADS: the leader kernel's threads a block (0: its
+// default, 1024 threads of up to 8 points: Note [FPS with one picking warp]).
+int requested_threads() {
+  constexpr int kThreads[] = {1024, 512, 1024};
+  return kThreads[detail::env_choice("DTRAIN_CUDA_FPS_THREADS", {"auto", "512", "1024"})];
 }
 
 // DTRAIN_CUDA_FPS_LANE: how the register kernel's threads find their
@@ -240,6 +247,7 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
   const int requested = requested_round();  // checked on every call, as the path is
   const int cluster = requested_cluster();
   const LaneChoice lane = requested_lane();
+  const int threads = requested_threads();
   const bool fits_chunks = static_cast<std::int64_t>(fps_chunks_shared_bytes(n)) <= limit;
   FpsPath path = requested_path();
   if (path == FpsPath::kAuto) {
@@ -251,6 +259,13 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
     path = fits_registers ? FpsPath::kRegisters
                           : (fits_striped ? FpsPath::kStriped
                                           : (fits_chunks ? FpsPath::kChunks : FpsPath::kGlobal));
+  }
+  if (path == FpsPath::kLeader &&
+      (n > kRegisterPoints ||
+       static_cast<std::int64_t>(fps_leader_shared_bytes(n, threads)) > limit)) {
+    throw std::invalid_argument("DTRAIN_CUDA_FPS=leader: the leader kernel takes at most " +
+                                std::to_string(kRegisterPoints) +
+                                " points (and their shared memory), got " + std::to_string(n));
   }
   if (path == FpsPath::kRegisters && !fits_registers) {
     throw std::invalid_argument("DTRAIN_CUDA_FPS=registers: the register kernel takes at most " +
@@ -281,6 +296,8 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
       const int registers_round = requested == 0 ? kRegistersRound : requested;
       return {FpsKernel::kRegisters, 0, registers_round, 0, register_lane(lane, registers_round)};
     }
+    case FpsPath::kLeader:  // one pick a barrier, the lane tree
+      return {FpsKernel::kLeader, 0, 1, 0, FpsLane::kTree, threads};
     case FpsPath::kStriped:  // by default rounds of 4, the fewest blocks that hold the cloud
       return {FpsKernel::kStriped, 0, requested == 0 ? kStripedRound : requested, cluster};
     case FpsPath::kChunks:  // sorted (x, y, z, distance) and original index per point
@@ -301,6 +318,8 @@ void launch_furthest_point_sample(const FpsPlan& plan, const float* xyz, std::in
   switch (plan.kernel) {
     case FpsKernel::kRegisters:
       return launch_fps_registers(plan.lane, plan.round, xyz, batch, n, npoint, start, out, stream);
+    case FpsKernel::kLeader:
+      return launch_fps_leader(plan.threads, xyz, batch, n, npoint, start, out, stream);
     case FpsKernel::kStriped:
       return launch_fps_striped(plan.round, plan.cluster, xyz, batch, n, npoint, start, out,
                                 stream);

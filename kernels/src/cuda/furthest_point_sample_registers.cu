@@ -77,6 +77,7 @@
 #include "cuda_check.cuh"
 #include "fps_common.cuh"
 #include "fps_on_chip.cuh"
+#include "fps_registers.cuh"
 #include "launchers.h"
 #include "point_common.cuh"
 
@@ -84,7 +85,7 @@ namespace dtrain::kernels::cuda {
 
 namespace {
 
-using namespace fps;  // fps_common.cuh, fps_on_chip.cuh
+using namespace fps;  // fps_common.cuh, fps_on_chip.cuh, fps_registers.cuh
 
 constexpr unsigned int kThreads = 512;
 constexpr unsigned int kWarps = kThreads / kWarp;
@@ -120,21 +121,6 @@ __device__ inline void lane_furthest(const float (&dist)[kPerThread], const int 
         index = min(index, static_cast<unsigned int>(idx[s]));
       }
     }
-  }
-}
-
-// dist = min(dist, distance from the centre) for a thread's points, in the
-// rounded arithmetic of Note [FPS distance]. fminf is one instruction where
-// the CPU's `d < dist ? d : dist` is two, and the same here: they differ
-// only when dist is NaN, and a running distance never is (+inf, a distance,
-// -1 or -2); a NaN d keeps dist in both.
-template <int kPerThread>
-__device__ inline void update_distances(float cx, float cy, float cz, const float (&px)[kPerThread],
-                                        const float (&py)[kPerThread],
-                                        const float (&pz)[kPerThread], float (&dist)[kPerThread]) {
-#pragma unroll
-  for (int s = 0; s < kPerThread; ++s) {
-    dist[s] = fminf(squared_distance(cx, cy, cz, px[s], py[s], pz[s]), dist[s]);
   }
 }
 
@@ -188,19 +174,6 @@ __device__ inline RoundCandidates<kRound> round_candidates(RoundSlot (&slots)[2]
   return round;
 }
 
-// The point `pick`, if this thread holds it, is sampled now: its running
-// distance becomes -1, below every point still to pick.
-template <int kPerThread>
-__device__ inline void mark_sampled(const int (&idx)[kPerThread], unsigned int pick,
-                                    float (&dist)[kPerThread]) {
-#pragma unroll
-  for (int s = 0; s < kPerThread; ++s) {
-    if (idx[s] == static_cast<int>(pick)) {
-      dist[s] = -1.0f;
-    }
-  }
-}
-
 template <int kPerThread, bool kLaneTree, int kRound>
 __global__ void __launch_bounds__(kThreads)
     fps_registers_kernel(const float* __restrict__ xyz, int n, std::int64_t npoint_wide, int start,
@@ -222,16 +195,8 @@ __global__ void __launch_bounds__(kThreads)
   }
   float px[kPerThread], py[kPerThread], pz[kPerThread], dist[kPerThread];
   point_registers(cloud, n, start, idx, px, py, pz, dist);
-  float box_low[3] = {INFINITY, INFINITY, INFINITY};
-  float box_high[3] = {-INFINITY, -INFINITY, -INFINITY};
-#pragma unroll
-  for (int s = 0; s < kPerThread; ++s) {
-    if (idx[s] < n) {
-      grow_box(box_low, box_high, {px[s], py[s], pz[s]});
-    }
-  }
-  // The warp's box (a warp of padding only has an empty box, always skipped).
-  warp_box(box_low, box_high);
+  float box_low[3], box_high[3];
+  points_warp_box(idx, n, px, py, pz, box_low, box_high);
 
   if (threadIdx.x == 0) {
     picks[0] = start;

@@ -29,8 +29,10 @@ void launch_count_correct(FloatType type, const void* logits, const std::int64_t
 // (sm_90 and later), else the chunk kernel, else (shared memory too small
 // for its chunk table) one block per batch element with the points in
 // global memory.
-// DTRAIN_CUDA_FPS=registers, striped, chunks, shared or global forces a
-// kernel (tests and benchmarks); DTRAIN_CUDA_FPS_LANE=pass or tree sets how
+// DTRAIN_CUDA_FPS=registers, leader, striped, chunks, shared or global
+// forces a kernel (tests and benchmarks); DTRAIN_CUDA_FPS_THREADS=512 or
+// 1024 sets the leader kernel's block (default 1024);
+// DTRAIN_CUDA_FPS_LANE=pass or tree sets how
 // the register kernel's threads find their furthest point (default: pass
 // for one pick a round, tree for more, which need it);
 // DTRAIN_CUDA_FPS_ROUND=1, 2 or 4 sets the largest number of picks per
@@ -39,7 +41,7 @@ void launch_count_correct(FloatType type, const void* logits, const std::int64_t
 // striped kernel's blocks per cloud
 // (default: the fewest that hold the cloud). A forced kernel that cannot
 // take the cloud, or an unknown value, throws std::invalid_argument.
-enum class FpsKernel { kRegisters, kStriped, kChunks, kShared, kGlobal };
+enum class FpsKernel { kRegisters, kLeader, kStriped, kChunks, kShared, kGlobal };
 // How a thread of the register kernel finds the furthest of its points: a
 // pass for the largest distance and another for its lowest index, or a tree
 // over indices sorted in the thread (Note [A lane's furthest point by a
@@ -52,6 +54,7 @@ struct FpsPlan {
   int round = 1;                  // the largest number of picks per round (barrier)
   int cluster = 0;                // the striped kernel's blocks per cloud; 0: the fewest that fit
   FpsLane lane = FpsLane::kPass;  // the register kernel's furthest point of a thread
+  int threads = 0;                // the leader kernel's threads a block (512 or 1024)
 };
 FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n);
 void launch_furthest_point_sample(const FpsPlan& plan, const float* xyz, std::int64_t batch,
@@ -66,6 +69,15 @@ void launch_fps_registers(FpsLane lane, int round, const float* xyz, std::int64_
                           std::int64_t n, std::int64_t npoint, std::int64_t start,
                           std::int64_t* out, cudaStream_t stream);
 std::size_t fps_registers_shared_bytes(std::int64_t n);
+
+// The register kernel's layout with one warp making each pick
+// (furthest_point_sample_leader.cu, Note [FPS with one picking warp]):
+// n <= 8192, `threads` 512 or 1024 a block, and
+// fps_leader_shared_bytes(n, threads) of shared memory per block.
+void launch_fps_leader(int threads, const float* xyz, std::int64_t batch, std::int64_t n,
+                       std::int64_t npoint, std::int64_t start, std::int64_t* out,
+                       cudaStream_t stream);
+std::size_t fps_leader_shared_bytes(std::int64_t n, int threads);
 
 // The striped kernel (furthest_point_sample_striped.cu): points on chip,
 // skipping per chunk of 32 points, up to `round` (1, 2 or 4) picks per
