@@ -16,7 +16,10 @@
 // clusters of 2 to 8 blocks, whose barriers cost more than their SMs give),
 // so the plan keeps the register kernel there. The plan takes the clusters
 // only where this GPU can run one (fps_striped_runs_here: a small MIG slice
-// may hold none), else the chunk kernel.
+// may hold none), else the chunk kernel. The leader kernel (Note [FPS with
+// one picking warp]), written to beat the register kernel up to 8192
+// points, runs only when forced (DTRAIN_CUDA_FPS=leader) until a GPU has
+// timed it.
 // One block per batch element loops over the npoint picks. Each pick, every
 // thread updates its strided share of dist[j] = min(dist[j], d(j, last
 // pick)) and keeps its own first maximum; warp shuffles then shared memory
