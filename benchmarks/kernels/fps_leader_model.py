@@ -26,7 +26,7 @@ import sys
 import numpy as np
 
 from fps_striped_model import (F32, NO_INDEX, THREADS, box_distance, distance_key, key_distance,
-                               morton_order, one_block_clouds, sequential_fps, squared_distance)
+                               morton_order, replay_one_block, squared_distance)
 
 SCHEDULERS = 4
 
@@ -82,25 +82,14 @@ def leader_fps(points, npoint, start, threads):
 
 
 def main():
-    quick = "--quick" in sys.argv
-    clouds = one_block_clouds(np.random.default_rng(0))
-    if quick:
-        clouds = [c for c in clouds if len(c[1]) <= 4096 and c[2] <= 1024]
-    print("cloud,n,npoint,threads,points_per_lane,equal_to_sequential,warps_updating_per_pick,"
-          "busiest_scheduler_warps_per_pick")
-    failures = 0
-    for name, points, npoint, start in clouds:
-        expected = sequential_fps(points, npoint, start)
-        for threads in (1024, 512):
-            picks, warps, busiest = leader_fps(points, npoint, start, threads)
-            equal = picks == expected
-            failures += not equal
-            per_thread = points_per_thread(len(points), threads, 16)
-            picks_made = max(npoint - 1, 1)
-            print(f"{name},{len(points)},{npoint},{threads},{per_thread},"
-                  f"{'yes' if equal else 'NO'},{warps / picks_made:.2f},"
-                  f"{busiest / picks_made:.2f}", flush=True)
-    return 1 if failures else 0
+    def run(points, npoint, start, threads):
+        picks, warps, busiest = leader_fps(points, npoint, start, threads)
+        picks_made = max(npoint - 1, 1)
+        return picks, [str(points_per_thread(len(points), threads, 16)),
+                       f"{warps / picks_made:.2f}", f"{busiest / picks_made:.2f}"]
+
+    return replay_one_block((1024, 512), "threads,equal_to_sequential,points_per_lane,"
+                            "warps_updating_per_pick,busiest_scheduler_warps_per_pick", run)
 
 
 if __name__ == "__main__":

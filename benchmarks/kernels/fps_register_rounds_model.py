@@ -28,8 +28,7 @@ import sys
 import numpy as np
 
 from fps_striped_model import (F32, THREADS, WARPS, box_distance, distance_key, morton_order,
-                               one_block_clouds, sequential_fps, squared_distance,
-                               take_round)
+                               replay_one_block, squared_distance, take_round)
 
 SCHEDULERS = 4
 
@@ -95,23 +94,14 @@ def register_rounds(points, npoint, start, round_size):
 
 
 def main():
-    quick = "--quick" in sys.argv
-    clouds = one_block_clouds(np.random.default_rng(0))
-    if quick:
-        clouds = [c for c in clouds if len(c[1]) <= 4096 and c[2] <= 1024]
-    print("cloud,n,npoint,round,equal_to_sequential,picks_per_round,warps_updating_per_round,"
-          "busiest_scheduler_warps_per_round")
-    failures = 0
-    for name, points, npoint, start in clouds:
-        expected = sequential_fps(points, npoint, start)
-        for round_size in (1, 2, 4):
-            picks, rounds, warps, busiest = register_rounds(points, npoint, start, round_size)
-            equal = picks == expected
-            failures += not equal
-            print(f"{name},{len(points)},{npoint},{round_size},{'yes' if equal else 'NO'},"
-                  f"{(npoint - 1) / max(rounds, 1):.2f},{warps / max(rounds, 1):.2f},"
-                  f"{busiest / max(rounds, 1):.2f}", flush=True)
-    return 1 if failures else 0
+    def run(points, npoint, start, round_size):
+        picks, rounds, warps, busiest = register_rounds(points, npoint, start, round_size)
+        rounds = max(rounds, 1)
+        return picks, [f"{(npoint - 1) / rounds:.2f}", f"{warps / rounds:.2f}",
+                       f"{busiest / rounds:.2f}"]
+
+    return replay_one_block((1, 2, 4), "round,equal_to_sequential,picks_per_round,"
+                            "warps_updating_per_round,busiest_scheduler_warps_per_round", run)
 
 
 if __name__ == "__main__":

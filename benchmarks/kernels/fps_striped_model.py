@@ -217,6 +217,28 @@ def striped_fps(points, npoint, start, round_size, cluster=1):
     return picks, rounds, chunks_updated, warps_updated, blocks[0].slots
 
 
+def replay_one_block(settings, header, run):
+    """Replays a one-block model on one_block_clouds (the small ones with --quick) for each
+    setting: prints `cloud,n,npoint,` + header, then a row per cloud and setting, whose
+    columns are the setting, whether the picks equal sequential FPS and what
+    run(points, npoint, start, setting) returns beside its picks. Returns the exit status:
+    1 when any picks differ."""
+    clouds = one_block_clouds(np.random.default_rng(0))
+    if "--quick" in sys.argv:
+        clouds = [c for c in clouds if len(c[1]) <= 4096 and c[2] <= 1024]
+    print("cloud,n,npoint," + header)
+    failures = 0
+    for name, points, npoint, start in clouds:
+        expected = sequential_fps(points, npoint, start)
+        for setting in settings:
+            picks, columns = run(points, npoint, start, setting)
+            equal = picks == expected
+            failures += not equal
+            print(",".join([name, str(len(points)), str(npoint), str(setting),
+                            "yes" if equal else "NO", *columns]), flush=True)
+    return 1 if failures else 0
+
+
 def one_block_clouds(rng):
     """(name, points, npoint, start) of the clouds the one-block models replay: uniform and
     Gaussian at the CUDA goal's size, smaller uniform clouds, and the adversarial ones (a grid
