@@ -40,6 +40,14 @@ On the H200 the register kernel takes ~1,430 cycles a pick
 (benchmarks/results/gpu_fps_profile.txt), of which the update branch of the
 warps near the centre is the part the barrier waits for.
 
+`warp_instructions_per_pick` (one pick a barrier) is what every warp of the
+block issues for one pick, at the goal size: each warp its loop without the
+update branch, and the warps that update their branch too, as many as the
+CPU models count for 8192 uniform points -> 1024
+(benchmarks/results/fps_register_rounds_model.csv, round 1, for the
+register kernel; fps_leader_model.csv for the leader). The register
+kernel's profile on the H200 counted 2,436.
+
     python3 benchmarks/kernels/fps_sass_paths.py build/kernels/libdtrain_kernels.so \
         [--csv out.csv]
 
@@ -198,6 +206,35 @@ def leader_row(code, threads, per_thread):
     }
 
 
+def updating_warps(results):
+    """Warps updating per pick at the goal size, from the CPU models' CSVs in `results`:
+    {("registers", 512): ..., ("leader", 1024): ..., ("leader", 512): ...}."""
+    found = {}
+    goal = {"cloud": "uniform", "n": "8192", "npoint": "1024"}
+    with open(os.path.join(results, "fps_register_rounds_model.csv"), newline="") as f:
+        for row in csv.DictReader(f):
+            if all(row[k] == v for k, v in goal.items()) and row["round"] == "1":
+                found[("registers", 512)] = float(row["warps_updating_per_round"])
+    with open(os.path.join(results, "fps_leader_model.csv"), newline="") as f:
+        for row in csv.DictReader(f):
+            if all(row[k] == v for k, v in goal.items()):
+                found[("leader", int(row["threads"]))] = float(row["warps_updating_per_pick"])
+    return found
+
+
+def warp_instructions_per_pick(row, updating):
+    """Every warp's loop without its update, and the update in the warps that run it; for
+    the leader kernel, the leader's own loop in place of one other warp's."""
+    warps = row["threads"] // 32
+    if row["kernel"] == "registers":
+        return round(warps * row["rest_instructions"] + updating * row["update_instructions"])
+    others_updating = updating * (warps - 1) / warps
+    return round((warps - 1) * row["rest_instructions"]
+                 + others_updating * row["update_instructions"]
+                 + row["leader_rest_instructions"]
+                 + (updating - others_updating) * row["update_instructions"])
+
+
 def near_one_centre(update, rounds):
     """The update branch of a warp near one centre only: in rounds of two or
     four, without the other centres' passes (each centre's pass is a forward
@@ -215,7 +252,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("library", help="libdtrain_kernels.so (built with sm_90 code)")
     parser.add_argument("--csv", help="also write the rows here")
+    parser.add_argument("--models", default=os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "results"),
+        help="folder of the CPU models' CSVs (default: benchmarks/results)")
     args = parser.parse_args()
+    updating = updating_warps(args.models)
     sass = subprocess.run([cuobjdump_binary(), "-sass", "-arch", "sm_90", args.library],
                           check=True, capture_output=True, text=True).stdout
     rows = []
@@ -249,6 +290,10 @@ def main():
     if not rows:
         sys.exit("fps_sass_paths: no fps_registers_kernel<16, lane, round> with sm_90 code in "
                  + args.library)
+    for row in rows:
+        key = (row["kernel"], row["threads"])
+        if row["round"] == 1 and key in updating:
+            row["warp_instructions_per_pick"] = warp_instructions_per_pick(row, updating[key])
     rows.sort(key=lambda row: (row["kernel"], row["round"], row["lane"], row["threads"]))
     for row in rows:
         if row["kernel"] == "leader":
@@ -259,7 +304,8 @@ def main():
                   f"order); the leader's loop {row['leader_rest_instructions']} without its "
                   f"update, from barrier to barrier "
                   f"~{row['after_barrier_cycles_estimate']} cycles; a pick's chain "
-                  f"~{row['pick_chain_cycles_estimate']} cycles")
+                  f"~{row['pick_chain_cycles_estimate']} cycles; "
+                  f"~{row.get('warp_instructions_per_pick', '?')} warp-instructions a pick")
             continue
         print(f"register kernel, lane {row['lane']}, rounds of {row['round']}: loop "
               f"{row['loop_instructions']} "
@@ -269,7 +315,9 @@ def main():
               f"~{row['update_near_one_centre_cycles_estimate']}); the rest "
               f"{row['rest_instructions']}; after the barrier "
               f"~{row['after_barrier_cycles_estimate']} cycles; a pick's chain "
-              f"~{row['pick_chain_cycles_estimate']} cycles")
+              f"~{row['pick_chain_cycles_estimate']} cycles"
+              + (f"; ~{row['warp_instructions_per_pick']} warp-instructions a pick"
+                 if "warp_instructions_per_pick" in row else ""))
     if args.csv:
         with open(args.csv, "w", newline="") as out:
             fields = list(dict.fromkeys(key for row in rows for key in row))
