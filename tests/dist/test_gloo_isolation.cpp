@@ -1,7 +1,9 @@
 // Note [Two Glooes in one process] (sdk/src/dist/gloo/gloo_api.h), checked
 // in a live process: after a 2-rank all_reduce on the Gloo backend, every
 // gloo function libdtrain_gloo.so calls is Debian's libgloo's, none is
-// LibTorch's copy, and Debian's libgloo adds nothing to the global scope.
+// LibTorch's copy, and Debian's libgloo adds nothing to the global scope;
+// and libgloo's std::call_once goes through libdtrain_gloo.so's state (Note
+// [libgloo's std::call_once state] in sdk/src/dist/gloo/once_state.cpp).
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
@@ -74,10 +76,12 @@ struct BoundSymbol {
   std::string resolved_in;  // the file its GOT slot points into
 };
 
-// The gloo symbols libdtrain_gloo.so imports (undefined there, bound through
-// its GOT: PLT slots and GLOB_DAT), with the file each slot now points into.
-// It was loaded with RTLD_NOW, so every slot is bound.
-std::vector<BoundSymbol> bound_gloo_imports(const Loaded& object) {
+// The symbols `object` imports whose names `wanted` accepts (undefined
+// there, bound through its GOT: PLT slots and GLOB_DAT), with the file each
+// slot now points into. The Gloo objects were loaded with RTLD_NOW, so every
+// slot is bound.
+template <typename Wanted>
+std::vector<BoundSymbol> bound_imports(const Loaded& object, Wanted wanted) {
   std::vector<BoundSymbol> bound;
 #if defined(__x86_64__)
   // glibc relocates d_ptr in place on x86-64; an unrelocated (file) value is below the base.
@@ -125,7 +129,7 @@ std::vector<BoundSymbol> bound_gloo_imports(const Loaded& object) {
       }
       const ElfW(Sym)& sym = symtab[ELF64_R_SYM(table[i].r_info)];
       const std::string name = strtab + sym.st_name;
-      if (sym.st_shndx != SHN_UNDEF || name.rfind("_ZN4gloo", 0) != 0) {
+      if (sym.st_shndx != SHN_UNDEF || !wanted(name)) {
         continue;
       }
       const auto* slot = reinterpret_cast<void* const*>(object.base + table[i].r_offset);
@@ -161,11 +165,15 @@ void check_isolation() {
   EXPECT_NE(dlsym(RTLD_DEFAULT, kAllreduce), dlsym(handle, kAllreduce));
   // A name only Debian's libgloo defines is not visible globally at all.
   EXPECT_EQ(dlsym(RTLD_DEFAULT, kRedisStoreCtor), nullptr);
+  // The backend's scope finds its own call_once state before libstdc++'s.
+  EXPECT_TRUE(contains(library_file_of(dlsym(handle, "__once_proxy")), "libdtrain_gloo.so"));
+  EXPECT_NE(dlsym(handle, "_ZSt11__once_call"), dlsym(RTLD_DEFAULT, "_ZSt11__once_call"));
   dlclose(handle);
 
 #if defined(__x86_64__)
   // What the backend actually calls: its bound GOT slots.
-  const auto imports = bound_gloo_imports(backend[0]);
+  const auto imports = bound_imports(
+      backend[0], [](const std::string& name) { return name.rfind("_ZN4gloo", 0) == 0; });
   EXPECT_GE(imports.size(), 3u) << "too few gloo imports found in libdtrain_gloo.so";
   bool calls_allreduce = false;
   for (const auto& [name, file] : imports) {
@@ -173,6 +181,14 @@ void check_isolation() {
     calls_allreduce = calls_allreduce || name == kAllreduce;
   }
   EXPECT_TRUE(calls_allreduce) << "libdtrain_gloo.so does not import " << kAllreduce;
+
+  // libgloo's std::call_once hands pthread_once the backend's __once_proxy,
+  // which reads the backend's std::__once_call, not libstdc++'s.
+  const auto once = bound_imports(loaded_matching("libgloo.so")[0],
+                                  [](const std::string& name) { return name == "__once_proxy"; });
+  ASSERT_EQ(once.size(), 1u) << "libgloo does not import __once_proxy";
+  EXPECT_TRUE(contains(once[0].resolved_in, "libdtrain_gloo.so"))
+      << "libgloo's __once_proxy is bound to '" << once[0].resolved_in << "'";
 #endif
 }
 
