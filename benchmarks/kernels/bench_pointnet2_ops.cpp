@@ -154,8 +154,8 @@ void fps_row_if_it_runs(const at::Device& device, int repeats, std::ostream& csv
 // that the benchmark times beside the default: the register kernel's way for
 // a thread to find its furthest point (Note [A lane's furthest point by a
 // tree]) and picks per barrier (Note [FPS on registers in rounds of picks],
-// which take the tree), and the leader kernel on 1024 and 512 threads (Note
-// [FPS with one picking warp]).
+// which take the tree), and the leader kernel on 1024 and 512 threads, and
+// in rounds of two and four picks on 512 (Note [FPS with one picking warp]).
 struct RegisterVariant {
   const char* path;     // DTRAIN_CUDA_FPS
   const char* lane;     // DTRAIN_CUDA_FPS_LANE
@@ -170,6 +170,8 @@ constexpr RegisterVariant kRegisterVariants[] = {
     {"registers", "tree", "4", "", "registers_round4_lane_tree"},
     {"leader", "", "", "1024", "leader_1024"},
     {"leader", "", "", "512", "leader_512"},
+    {"leader", "", "2", "512", "leader_512_round2"},
+    {"leader", "", "4", "512", "leader_512_round4"},
 };
 
 // Forces a variant's settings for its lifetime.

@@ -21,32 +21,34 @@ centre cannot reach, and prints:
     scheduler, so it is a lower bound to compare variants by, not a time.
 
 Each instantiation is read: both lanes (DTRAIN_CUDA_FPS_LANE) and rounds of
-one, two or four picks (DTRAIN_CUDA_FPS_ROUND). `pick_chain_cycles_estimate`
-is what one pick waits for in order: after the barrier, then a warp near one
-centre updating.
+one, two or four picks (DTRAIN_CUDA_FPS_ROUND). `round_chain_cycles_estimate`
+is what one round waits for in order: after the barrier, then a warp near
+one centre updating; `pick_chain_cycles_estimate` divides it by the picks a
+round takes at the goal size (`picks_per_round`, from the CPU models).
 
 The leader kernel (fps_leader_kernel at the goal size: 1024 threads of 8
-points, 512 of 16; Note [FPS with one picking warp]) has two loops: the
+points, 512 of 16 with rounds of one, two or four picks; Note [FPS with one
+picking warp]) has two loops: the
 other warps' (arrive at barrier 1, wait at barrier 2, read the centre; the
 update branch when named) and the leader's (wait at barrier 1, reduce the
 slots, test every warp's box, publish, arrive at barrier 2). Its rows give
 the other warps' loop with and without the update, the leader's loop
-without its own update (`leader_rest_instructions`), and the pick's chain:
-from barrier 2 through a named warp's update to its arrival at barrier 1,
-then the leader from barrier 1 to its arrival at barrier 2 (the barriers'
-own latency left out).
+without its own update (`leader_rest_instructions`), and the round's
+chain: from barrier 2 through the update of a warp named for one centre to
+its arrival at barrier 1, then the leader from barrier 1 to its arrival at
+barrier 2 (the barriers' own latency left out).
 
 On the H200 the register kernel takes ~1,430 cycles a pick
 (benchmarks/results/gpu_fps_profile.txt), of which the update branch of the
 warps near the centre is the part the barrier waits for.
 
-`warp_instructions_per_pick` (one pick a barrier) is what every warp of the
-block issues for one pick, at the goal size: each warp its loop without the
-update branch, and the warps that update their branch too, as many as the
-CPU models count for 8192 uniform points -> 1024
-(benchmarks/results/fps_register_rounds_model.csv, round 1, for the
-register kernel; fps_leader_model.csv for the leader). The register
-kernel's profile on the H200 counted 2,436.
+`warp_instructions_per_pick` is what every warp of the block issues for one
+pick, at the goal size: each warp its loop without the update branch, and
+the warps that update the branch of a warp near one centre, as many as the
+CPU models count for 8192 uniform points -> 1024, divided by the picks a
+round takes (benchmarks/results/fps_register_rounds_model.csv,
+fps_leader_model.csv). The register kernel's profile on the H200 counted
+2,436.
 
     python3 benchmarks/kernels/fps_sass_paths.py build/kernels/libdtrain_kernels.so \
         [--csv out.csv]
@@ -175,64 +177,67 @@ def skipped_branch(loop, before):
     return []
 
 
-def leader_row(code, threads, per_thread):
+def leader_row(code, threads, per_thread, rounds):
     """The leader kernel's paths (see the module's docstring)."""
     arrive_slots = barrier_at(code, "ARV", 1)
     wait_centre = barrier_at(code, "SYNC", 2)
     others = loop_around(code, arrive_slots)
     update = skipped_branch(others, arrive_slots)
+    one_centre = near_one_centre(update, rounds)
     wait_slots = barrier_at(code, "SYNC", 1)
     arrive_centre = barrier_at(code, "ARV", 2)
     leader_loop = loop_around(code, wait_slots)
     leader_update = skipped_branch(leader_loop, wait_slots)
     leader = [(a, i) for a, i in leader_loop if wait_slots <= a <= arrive_centre]
+    # A warp near one centre: from barrier 2 round the loop to barrier 1.
+    skipped = {a for a, _ in update} - {a for a, _ in one_centre}
     worker_chain = ([(a, i) for a, i in others if a > wait_centre]
-                    + [(a, i) for a, i in others if a <= arrive_slots])
-    worker_cycles = in_order_cycles(worker_chain)
+                    + [(a, i) for a, i in others if a <= arrive_slots and a not in skipped])
     leader_cycles = in_order_cycles(leader)
     return {
         "kernel": "leader",
         "lane": "tree",
-        "round": 1,
+        "round": rounds,
         "threads": threads,
         "points_per_thread": per_thread,
         "loop_instructions": len(others),
         "update_instructions": len(update),
         "rest_instructions": len(others) - len(update),
         "update_cycles_estimate": in_order_cycles(update),
+        "update_near_one_centre_instructions": len(one_centre),
+        "update_near_one_centre_cycles_estimate": in_order_cycles(one_centre),
         "leader_rest_instructions": len(leader_loop) - len(leader_update),
         "after_barrier_cycles_estimate": leader_cycles,
-        "pick_chain_cycles_estimate": worker_cycles + leader_cycles,
+        "round_chain_cycles_estimate": in_order_cycles(worker_chain) + leader_cycles,
     }
 
 
-def updating_warps(results):
-    """Warps updating per pick at the goal size, from the CPU models' CSVs in `results`:
-    {("registers", 512): ..., ("leader", 1024): ..., ("leader", 512): ...}."""
+def goal_rounds(results):
+    """At the goal size, from the CPU models' CSVs in `results`: {(kernel, threads, round):
+    (warps updating per round, picks per round)}."""
     found = {}
     goal = {"cloud": "uniform", "n": "8192", "npoint": "1024"}
-    with open(os.path.join(results, "fps_register_rounds_model.csv"), newline="") as f:
-        for row in csv.DictReader(f):
-            if all(row[k] == v for k, v in goal.items()) and row["round"] == "1":
-                found[("registers", 512)] = float(row["warps_updating_per_round"])
-    with open(os.path.join(results, "fps_leader_model.csv"), newline="") as f:
-        for row in csv.DictReader(f):
-            if all(row[k] == v for k, v in goal.items()):
-                found[("leader", int(row["threads"]))] = float(row["warps_updating_per_pick"])
+    for kernel, name in (("registers", "fps_register_rounds_model.csv"),
+                         ("leader", "fps_leader_model.csv")):
+        with open(os.path.join(results, name), newline="") as f:
+            for row in csv.DictReader(f):
+                if all(row[k] == v for k, v in goal.items()):
+                    threads = int(row.get("threads", 512))
+                    found[(kernel, threads, int(row["round"]))] = (
+                        float(row["warps_updating_per_round"]), float(row["picks_per_round"]))
     return found
 
 
-def warp_instructions_per_pick(row, updating):
-    """Every warp's loop without its update, and the update in the warps that run it; for
-    the leader kernel, the leader's own loop in place of one other warp's."""
+def warp_instructions_per_round(row, updating):
+    """Every warp's loop without its update, and the update of a warp near one centre in the
+    warps that run it; for the leader kernel, the leader's own loop in place of one other
+    warp's."""
     warps = row["threads"] // 32
+    update = row["update_near_one_centre_instructions"]
     if row["kernel"] == "registers":
-        return round(warps * row["rest_instructions"] + updating * row["update_instructions"])
-    others_updating = updating * (warps - 1) / warps
-    return round((warps - 1) * row["rest_instructions"]
-                 + others_updating * row["update_instructions"]
-                 + row["leader_rest_instructions"]
-                 + (updating - others_updating) * row["update_instructions"])
+        return warps * row["rest_instructions"] + updating * update
+    return (warps - 1) * row["rest_instructions"] + updating * update + row[
+        "leader_rest_instructions"]
 
 
 def near_one_centre(update, rounds):
@@ -256,15 +261,15 @@ def main():
         os.path.dirname(os.path.abspath(__file__)), "..", "results"),
         help="folder of the CPU models' CSVs (default: benchmarks/results)")
     args = parser.parse_args()
-    updating = updating_warps(args.models)
+    counts = goal_rounds(args.models)
     sass = subprocess.run([cuobjdump_binary(), "-sass", "-arch", "sm_90", args.library],
                           check=True, capture_output=True, text=True).stdout
     rows = []
     for name, code in functions(sass).items():
-        leader = re.search(r"fps_leader_kernelILj(1024ELi8|512ELi16)E", name)
+        leader = re.search(r"fps_leader_kernelILj(1024ELi8|512ELi16)ELi([124])E", name)
         if leader:
             threads, per_thread = leader.group(1).split("ELi")
-            rows.append(leader_row(code, int(threads), int(per_thread)))
+            rows.append(leader_row(code, int(threads), int(per_thread), int(leader.group(2))))
             continue
         variant = re.search(r"fps_registers_kernelILi16ELb([01])ELi([124])E", name)
         if not variant:
@@ -285,26 +290,32 @@ def main():
             "update_near_one_centre_instructions": len(one_centre),
             "update_near_one_centre_cycles_estimate": in_order_cycles(one_centre),
             "after_barrier_cycles_estimate": after_cycles,
-            "pick_chain_cycles_estimate": after_cycles + in_order_cycles(one_centre),
+            "round_chain_cycles_estimate": after_cycles + in_order_cycles(one_centre),
         })
     if not rows:
         sys.exit("fps_sass_paths: no fps_registers_kernel<16, lane, round> with sm_90 code in "
                  + args.library)
     for row in rows:
-        key = (row["kernel"], row["threads"])
-        if row["round"] == 1 and key in updating:
-            row["warp_instructions_per_pick"] = warp_instructions_per_pick(row, updating[key])
+        key = (row["kernel"], row["threads"], row["round"])
+        if key in counts:
+            warps, picks = counts[key]
+            row["picks_per_round"] = picks
+            row["pick_chain_cycles_estimate"] = round(row["round_chain_cycles_estimate"] / picks)
+            row["warp_instructions_per_pick"] = round(
+                warp_instructions_per_round(row, warps) / picks)
     rows.sort(key=lambda row: (row["kernel"], row["round"], row["lane"], row["threads"]))
     for row in rows:
         if row["kernel"] == "leader":
             print(f"leader kernel, {row['threads']} threads of {row['points_per_thread']} "
-                  f"points: the other warps' loop {row['loop_instructions']} instructions, "
+                  f"points, rounds of {row['round']}: the other warps' loop "
+                  f"{row['loop_instructions']} instructions, "
                   f"{row['rest_instructions']} without the update branch "
                   f"({row['update_instructions']}, ~{row['update_cycles_estimate']} cycles in "
-                  f"order); the leader's loop {row['leader_rest_instructions']} without its "
-                  f"update, from barrier to barrier "
-                  f"~{row['after_barrier_cycles_estimate']} cycles; a pick's chain "
-                  f"~{row['pick_chain_cycles_estimate']} cycles; "
+                  f"order; near one centre {row['update_near_one_centre_instructions']}); the "
+                  f"leader's loop {row['leader_rest_instructions']} without its update, from "
+                  f"barrier to barrier ~{row['after_barrier_cycles_estimate']} cycles; a "
+                  f"round's chain ~{row['round_chain_cycles_estimate']} cycles, a pick's "
+                  f"~{row.get('pick_chain_cycles_estimate', '?')}; "
                   f"~{row.get('warp_instructions_per_pick', '?')} warp-instructions a pick")
             continue
         print(f"register kernel, lane {row['lane']}, rounds of {row['round']}: loop "
@@ -314,10 +325,10 @@ def main():
               f"{row['update_near_one_centre_instructions']}, "
               f"~{row['update_near_one_centre_cycles_estimate']}); the rest "
               f"{row['rest_instructions']}; after the barrier "
-              f"~{row['after_barrier_cycles_estimate']} cycles; a pick's chain "
-              f"~{row['pick_chain_cycles_estimate']} cycles"
-              + (f"; ~{row['warp_instructions_per_pick']} warp-instructions a pick"
-                 if "warp_instructions_per_pick" in row else ""))
+              f"~{row['after_barrier_cycles_estimate']} cycles; a round's chain "
+              f"~{row['round_chain_cycles_estimate']} cycles, a pick's "
+              f"~{row.get('pick_chain_cycles_estimate', '?')}; "
+              f"~{row.get('warp_instructions_per_pick', '?')} warp-instructions a pick")
     if args.csv:
         with open(args.csv, "w", newline="") as out:
             fields = list(dict.fromkeys(key for row in rows for key in row))

@@ -217,10 +217,10 @@ def striped_fps(points, npoint, start, round_size, cluster=1):
     return picks, rounds, chunks_updated, warps_updated, blocks[0].slots
 
 
-def replay_one_block(settings, header, run):
+def replay_one_block(settings, header, run, label=str):
     """Replays a one-block model on one_block_clouds (the small ones with --quick) for each
     setting: prints `cloud,n,npoint,` + header, then a row per cloud and setting, whose
-    columns are the setting, whether the picks equal sequential FPS and what
+    columns are label(setting), whether the picks equal sequential FPS and what
     run(points, npoint, start, setting) returns beside its picks. Returns the exit status:
     1 when any picks differ."""
     clouds = one_block_clouds(np.random.default_rng(0))
@@ -234,7 +234,7 @@ def replay_one_block(settings, header, run):
             picks, columns = run(points, npoint, start, setting)
             equal = picks == expected
             failures += not equal
-            print(",".join([name, str(len(points)), str(npoint), str(setting),
+            print(",".join([name, str(len(points)), str(npoint), label(setting),
                             "yes" if equal else "NO", *columns]), flush=True)
     return 1 if failures else 0
 

@@ -392,19 +392,19 @@ fi
 # ---- diagnostics -----------------------------------------------------------------
 # Where the FPS kernels' warps stall at the goal size (B = 32, N = 8192 ->
 # 1024): Nsight Compute profiles one launch of the leader kernel (1024, then
-# 512 threads: DTRAIN_CUDA_FPS_THREADS), of the register kernel (each
-# thread's furthest point by a pass, then by a tree: DTRAIN_CUDA_FPS_LANE;
-# then the tree with rounds of two and of four picks: DTRAIN_CUDA_FPS_ROUND)
-# and of the striped kernel (after two warm-ups each), and profile_fps.py
-# prints the details page and the SASS instructions with the most stall
-# samples. The leader comes first: it is the newest, and the step may run
-# out of time.
+# 512 threads: DTRAIN_CUDA_FPS_THREADS; then rounds of two picks on 512), of
+# the register kernel (each thread's furthest point by a pass, then by a
+# tree: DTRAIN_CUDA_FPS_LANE; then the tree with rounds of two and of four
+# picks: DTRAIN_CUDA_FPS_ROUND) and of the striped kernel (after two
+# warm-ups each), and profile_fps.py prints the details page and the SASS
+# instructions with the most stall samples. The leader comes first: it is
+# the newest, and the step may run out of time.
 profile_fps() {
   local ncu_bin setting kernel lane round threads rest name
   ncu_bin="$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)"
   [[ -n $ncu_bin ]] || { echo "no ncu on this machine"; return 1; }
-  for setting in leader:::1024 leader:::512 registers:pass:1: registers:tree:1: registers:tree:2: \
-    registers:tree:4: striped:::; do
+  for setting in leader:::1024 leader:::512 leader::2:512 registers:pass:1: registers:tree:1: \
+    registers:tree:2: registers:tree:4: striped:::; do
     IFS=: read -r kernel lane round threads <<<"$setting"
     name="$kernel$lane$round$threads"
     echo "--- fps_${kernel}_kernel${lane:+ (DTRAIN_CUDA_FPS_LANE=$lane)}${round:+ (DTRAIN_CUDA_FPS_ROUND=$round)}${threads:+ (DTRAIN_CUDA_FPS_THREADS=$threads)}"

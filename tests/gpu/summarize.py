@@ -24,6 +24,8 @@ REGISTER_VARIANTS = {
                                   "(ROUND=4, LANE=tree)",
     "leader_1024": "one warp picks, 1024 threads (DTRAIN_CUDA_FPS=leader)",
     "leader_512": "one warp picks, 512 threads (DTRAIN_CUDA_FPS=leader, THREADS=512)",
+    "leader_512_round2": "one warp picks, rounds of two on 512 threads (leader, ROUND=2)",
+    "leader_512_round4": "one warp picks, rounds of four on 512 threads (leader, ROUND=4)",
 }
 
 

@@ -110,7 +110,8 @@ class ForcedFps {
 // The spatial kernels on a setting: the default (the register kernel up to
 // 8192 points), the register kernel finding a thread's furthest point by a
 // tree, and taking rounds of two or four picks (which take the tree), the
-// leader kernel on 1024 and 512 threads, the chunk kernel, and the striped
+// leader kernel on 1024 and 512 threads and in rounds of two (512 threads)
+// and four (its block by default, 512), the chunk kernel, and the striped
 // kernel with 1, 2 and 4 picks per round.
 struct FpsSetting {
   const char* path;
@@ -124,6 +125,8 @@ constexpr FpsSetting kSpatialSettings[] = {{"auto", ""},
                                            {"registers", "4", "tree"},
                                            {"leader", "", "", "1024"},
                                            {"leader", "", "", "512"},
+                                           {"leader", "2", "", "512"},
+                                           {"leader", "4"},
                                            {"chunks", ""},
                                            {"striped", "1"},
                                            {"striped", "2"},
@@ -236,6 +239,13 @@ TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
   for (const char* path : {"registers", "leader"}) {
     const ForcedFps forced(path, "");
     EXPECT_THROW(k::furthest_point_sample(cuda(at::rand({1, 9000, 3})), 10), std::exception);
+  }
+  {
+    const ForcedFps forced("leader", "2", "", "", "1024");
+    dtrain::testing::expect_error<std::exception>(
+        [&] { k::furthest_point_sample(cuda(xyz), 10); },
+        "DTRAIN_CUDA_FPS_THREADS=1024: the leader kernel takes rounds of 2 picks "
+        "(DTRAIN_CUDA_FPS_ROUND) on 512 threads only");
   }
   {
     const ForcedFps forced("leader", "", "", "", "256");

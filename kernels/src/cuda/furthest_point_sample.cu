@@ -167,9 +167,10 @@ FpsPath requested_path() {
 }
 
 // DTRAIN_CUDA_FPS_THREADS: the leader kernel's threads a block (0: its
-// default, 1024 threads of up to 8 points: Note [FPS with one picking warp]).
+// default, Note [FPS with one picking warp]: 1024 threads of up to 8 points
+// for one pick a round, 512 of up to 16 for more, which need the registers).
 int requested_threads() {
-  constexpr int kThreads[] = {1024, 512, 1024};
+  constexpr int kThreads[] = {0, 512, 1024};
   return kThreads[detail::env_choice("DTRAIN_CUDA_FPS_THREADS", {"auto", "512", "1024"})];
 }
 
@@ -201,10 +202,11 @@ int requested_round() {
 }
 
 // Picks per round by default: the striped kernel's rounds of 4 measured
-// fastest on it (Note [Which FPS kernel]); the register kernel's rounds of
-// 2 and 4 have not run on a GPU yet.
+// fastest on it (Note [Which FPS kernel]); the register and leader kernels'
+// rounds of 2 and 4 have not run on a GPU yet.
 constexpr int kStripedRound = 4;
 constexpr int kRegistersRound = 1;
+constexpr int kLeaderRound = 1;
 
 // DTRAIN_CUDA_FPS_CLUSTER: the striped kernel's blocks per cloud (0: the
 // fewest that hold the cloud).
@@ -263,9 +265,16 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
                           : (fits_striped ? FpsPath::kStriped
                                           : (fits_chunks ? FpsPath::kChunks : FpsPath::kGlobal));
   }
+  const int leader_round = requested == 0 ? kLeaderRound : requested;
+  const int leader_threads = threads != 0 ? threads : (leader_round == 1 ? 1024 : 512);
+  if (path == FpsPath::kLeader && leader_threads == 1024 && leader_round > 1) {
+    throw std::invalid_argument("DTRAIN_CUDA_FPS_THREADS=1024: the leader kernel takes rounds of " +
+                                std::to_string(leader_round) +
+                                " picks (DTRAIN_CUDA_FPS_ROUND) on 512 threads only");
+  }
   if (path == FpsPath::kLeader &&
       (n > kRegisterPoints ||
-       static_cast<std::int64_t>(fps_leader_shared_bytes(n, threads)) > limit)) {
+       static_cast<std::int64_t>(fps_leader_shared_bytes(n, leader_threads)) > limit)) {
     throw std::invalid_argument("DTRAIN_CUDA_FPS=leader: the leader kernel takes at most " +
                                 std::to_string(kRegisterPoints) +
                                 " points (and their shared memory), got " + std::to_string(n));
@@ -299,8 +308,8 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
       const int registers_round = requested == 0 ? kRegistersRound : requested;
       return {FpsKernel::kRegisters, 0, registers_round, 0, register_lane(lane, registers_round)};
     }
-    case FpsPath::kLeader:  // one pick a barrier, the lane tree
-      return {FpsKernel::kLeader, 0, 1, 0, FpsLane::kTree, threads};
+    case FpsPath::kLeader:  // the lane tree
+      return {FpsKernel::kLeader, 0, leader_round, 0, FpsLane::kTree, leader_threads};
     case FpsPath::kStriped:  // by default rounds of 4, the fewest blocks that hold the cloud
       return {FpsKernel::kStriped, 0, requested == 0 ? kStripedRound : requested, cluster};
     case FpsPath::kChunks:  // sorted (x, y, z, distance) and original index per point
@@ -322,7 +331,7 @@ void launch_furthest_point_sample(const FpsPlan& plan, const float* xyz, std::in
     case FpsKernel::kRegisters:
       return launch_fps_registers(plan.lane, plan.round, xyz, batch, n, npoint, start, out, stream);
     case FpsKernel::kLeader:
-      return launch_fps_leader(plan.threads, xyz, batch, n, npoint, start, out, stream);
+      return launch_fps_leader(plan.threads, plan.round, xyz, batch, n, npoint, start, out, stream);
     case FpsKernel::kStriped:
       return launch_fps_striped(plan.round, plan.cluster, xyz, batch, n, npoint, start, out,
                                 stream);

@@ -44,9 +44,20 @@
 // more and smaller warps shorten the update of the warps near a centre
 // (half the points a lane), which is what a pick then waits for. With 1024
 // threads the leader's 32 lanes test the 32 warps one each.
+//
+// With DTRAIN_CUDA_FPS_ROUND=2 (or 4) the leader may take up to two (or
+// four) picks a round by the register kernel's exact rule (Note [FPS on
+// registers in rounds of picks]: each slot also holds the warp's rest, and
+// round_order / picks_of_round in fps_registers.cuh decide), and names for
+// each centre taken the warps that update with it; a warp marks the pick
+// it held and updates with each centre it is named for. The runner-up that
+// a rest needs does not fit in the 64 registers of 1024 threads (ptxas
+// spills it inside the loop), so rounds run on 512 threads of up to 16
+// points. benchmarks/kernels/fps_leader_model.py replays every setting.
 
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "../furthest_in_lane.h"
 #include "cuda_check.cuh"
@@ -79,30 +90,38 @@ __device__ inline void barrier_arrive(unsigned int id, unsigned int threads) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
-// What the leader publishes after each pick: the new centre, and bit w set
-// when warp w updates with it.
+// A centre the leader publishes: a pick and its point.
 struct alignas(16) Centre {
   float x, y, z;
-  unsigned int update;
+  unsigned int pick;
 };
 
-template <unsigned int kThreads, int kPerThread>
+// What else the leader publishes after a round: the picks it took, and for
+// each, the warps that update with its centre (bit w: warp w).
+template <int kRound>
+struct alignas(8) RoundNews {
+  unsigned int count;
+  unsigned int update[kRound];
+};
+
+template <unsigned int kThreads, int kPerThread, int kRound>
 __global__ void __launch_bounds__(kThreads)
     fps_leader_kernel(const float* __restrict__ xyz, int n, std::int64_t npoint_wide, int start,
                       std::int64_t* __restrict__ out) {
+  static_assert(kRound == 1 || kRound == 2 || kRound == 4, "rounds of one, two or four picks");
   constexpr unsigned int kWarps = kThreads / kWarp;
   static_assert(kWarps <= kWarp, "the leader tests one warp a lane");
+  using Slot = std::conditional_t<kRound == 1, WarpCandidate, RoundSlot>;
   const int npoint = static_cast<int>(npoint_wide);  // at most n, at most 8192
   extern __shared__ __align__(16) unsigned char shared[];
-  __shared__ WarpCandidate slots[kWarps];
+  __shared__ Slot slots[kWarps];
   __shared__ float boxes[kWarps][6];  // each warp's box: low x, y, z, high x, y, z
   __shared__ float scratch[kWarps];
-  __shared__ Centre centre;
-  __shared__ unsigned int last_pick;
+  __shared__ Centre centres[kRound];
+  __shared__ RoundNews<kRound> news;
   std::int64_t* picks = out + static_cast<std::int64_t>(blockIdx.x) * npoint_wide;
   const unsigned int warp = threadIdx.x / kWarp;
   const unsigned int lane = threadIdx.x % kWarp;
-  const bool leader = warp == 0;
 
   int idx[kPerThread];
   const Cloud cloud = deal_cloud<kThreads, kPerThread, false>(
@@ -110,97 +129,152 @@ __global__ void __launch_bounds__(kThreads)
   detail::sort_in_registers(idx);  // for the lane tree; the thread's points, still the same set
   float px[kPerThread], py[kPerThread], pz[kPerThread], dist[kPerThread];
   point_registers(cloud, n, start, idx, px, py, pz, dist);
-  // Each warp's box goes to the leader, whose lane l keeps warp l % kWarps's
-  // (lanes past kWarps repeat the first ones: same tests, same ballot bits).
-  float box_low[3], box_high[3];
-  points_warp_box(idx, n, px, py, pz, box_low, box_high);
-  if (lane == 0) {
+  {
+    // Each warp's box, for the leader's tests.
+    float low[3], high[3];
+    points_warp_box(idx, n, px, py, pz, low, high);
+    if (lane == 0) {
 #pragma unroll
-    for (int a = 0; a < 3; ++a) {
-      boxes[warp][a] = box_low[a];
-      boxes[warp][3 + a] = box_high[a];
+      for (int a = 0; a < 3; ++a) {
+        boxes[warp][a] = low[a];
+        boxes[warp][3 + a] = high[a];
+      }
     }
   }
   __syncthreads();
-  if (leader) {
-#pragma unroll
-    for (int a = 0; a < 3; ++a) {
-      box_low[a] = boxes[lane % kWarps][a];
-      box_high[a] = boxes[lane % kWarps][3 + a];
-    }
-  }
 
   if (threadIdx.x == 0) {
     picks[0] = start;
   }
-  // The first round: every warp finds its candidate, with the start as the
-  // centre (its own point is already sampled).
-  float cx = cloud.xs[start];
-  float cy = cloud.ys[start];
-  float cz = cloud.zs[start];
-  unsigned int pick = static_cast<unsigned int>(start);
-  unsigned int update = kFullMask;
+  // The last round's centres, and the warps that update with each. The
+  // first round: the start alone (already sampled), every warp updating to
+  // find its first candidate.
+  float cx[kRound] = {}, cy[kRound] = {}, cz[kRound] = {};
+  unsigned int pick[kRound] = {}, update[kRound] = {};
+  cx[0] = cloud.xs[start];
+  cy[0] = cloud.ys[start];
+  cz[0] = cloud.zs[start];
+  pick[0] = static_cast<unsigned int>(start);
+  update[0] = kFullMask;
+  int count = 1;
   WarpCandidate mine{0u, kNoIndex};
-  // Mark the last pick if this warp's candidate was it, update with the
-  // centre, and publish the warp's new candidate.
+  // Whether this warp updates with centre m (one centre: the warp updates
+  // only when named, so always).
+  auto with_centre = [&](int m) { return kRound == 1 || ((update[m] >> warp) & 1u) != 0; };
+  // Mark the picks this warp held, update with the centres it is named
+  // for, and publish the warp's new candidate.
   auto update_warp = [&] {
-    // A warp holds an index at most once; one with nothing left to pick
-    // holds key 0 and an index already sampled, never a pick.
-    if (pick == mine.index) {
-      mark_sampled(idx, pick, dist);
+#pragma unroll
+    for (int m = 0; m < kRound; ++m) {
+      if (with_centre(m)) {
+        // A warp holds an index at most once; one with nothing left to
+        // pick holds key 0 and an index already sampled, never a pick.
+        if (pick[m] == mine.index) {
+          mark_sampled(idx, pick[m], dist);
+        }
+        update_distances(cx[m], cy[m], cz[m], px, py, pz, dist);
+      }
     }
-    update_distances(cx, cy, cz, px, py, pz, dist);
     float best = 0.0f;
+    float second = 0.0f;
     int at = 0;
-    detail::furthest_in_registers(dist, idx, best, at);
-    const unsigned int key = distance_key(best);
-    mine.key = __reduce_max_sync(kFullMask, key);
-    mine.index =
-        __reduce_min_sync(kFullMask, key == mine.key ? static_cast<unsigned int>(at) : kNoIndex);
-    slots[warp] = mine;  // every lane stores the same candidate: one store
+    if constexpr (kRound > 1) {
+      detail::furthest_two_in_registers(dist, idx, best, at, second);
+    } else {
+      detail::furthest_in_registers(dist, idx, best, at);
+    }
+    const RoundSlot found = warp_slot<(kRound > 1)>(best, static_cast<unsigned int>(at), second);
+    mine = {found.key, found.index};
+    if constexpr (kRound > 1) {
+      slots[warp] = found;  // every lane stores the same candidate: one store
+    } else {
+      slots[warp] = mine;
+    }
+  };
+  auto named = [&] {
+    unsigned int any = 0;
+#pragma unroll
+    for (int m = 0; m < kRound; ++m) {
+      any |= update[m];
+    }
+    return ((any >> warp) & 1u) != 0;
   };
   // The leader and the others each run their own loop, so that neither
-  // tests which it is at every pick.
-  if (leader) {
-    for (int picked = 1; picked < npoint; ++picked) {
-      if (update & 1u) {
+  // tests which it is at every round.
+  if (warp == 0) {
+    for (int picked = 1; picked < npoint; picked += count) {
+      if (named()) {
         update_warp();
       }
+      // Warp lane % kWarps's box, read before the wait: off the path.
+      float low[3], high[3];
+#pragma unroll
+      for (int a = 0; a < 3; ++a) {
+        low[a] = boxes[lane % kWarps][a];
+        high[a] = boxes[lane % kWarps][3 + a];
+      }
       barrier_wait(kSlotsReady, kThreads);
-      const WarpCandidate slot = slots[lane % kWarps];
-      const unsigned int top = __reduce_max_sync(kFullMask, slot.key);
-      pick = __reduce_min_sync(kFullMask, slot.key == top ? slot.index : kNoIndex);
-      cx = cloud.xs[pick];
-      cy = cloud.ys[pick];
-      cz = cloud.zs[pick];
-      // Warp lane % kWarps updates when it holds the pick, or when the
-      // centre may come nearer to one of its points than that warp's
-      // largest running distance (NaN: it may).
-      const bool nearer =
-          slot.index == pick ||
-          !(box_squared_distance(cx, cy, cz, box_low, box_high) >= key_distance(slot.key));
-      update = __ballot_sync(kFullMask, nearer);
-      centre = {cx, cy, cz, update};  // every lane stores the same: one store
-      last_pick = pick;
+      const Slot slot = slots[lane % kWarps];
+      if constexpr (kRound == 1) {
+        const unsigned int top = __reduce_max_sync(kFullMask, slot.key);
+        pick[0] = __reduce_min_sync(kFullMask, slot.key == top ? slot.index : kNoIndex);
+        cx[0] = cloud.xs[pick[0]];
+        cy[0] = cloud.ys[pick[0]];
+        cz[0] = cloud.zs[pick[0]];
+      } else {
+        const RoundCandidates<kRound> round = round_order<kRound, kWarps>(slot);
+#pragma unroll
+        for (int j = 0; j < kRound; ++j) {
+          pick[j] = round.picks[j];
+        }
+        candidate_points(cloud, n, round.picks, cx, cy, cz);
+        count = picks_of_round(round, cx, cy, cz, npoint - picked);
+      }
+      // Warp lane % kWarps updates with centre m when it holds that pick,
+      // or when the centre may come nearer to one of its points than the
+      // warp's largest running distance (NaN: it may).
+      const float largest = key_distance(slot.key);
+      RoundNews<kRound> told;
+      told.count = static_cast<unsigned int>(count);
+#pragma unroll
+      for (int m = 0; m < kRound; ++m) {
+        const bool nearer = (kRound == 1 || m < count) &&
+                            (slot.index == pick[m] ||
+                             !(box_squared_distance(cx[m], cy[m], cz[m], low, high) >= largest));
+        update[m] = __ballot_sync(kFullMask, nearer);
+        told.update[m] = update[m];
+        centres[m] = {cx[m], cy[m], cz[m], pick[m]};  // every lane stores the same: one store
+      }
+      news = told;
       barrier_arrive(kCentreReady, kThreads);
-      if (lane == 0) {  // off the path the others wait on
-        picks[picked] = pick;
+#pragma unroll
+      for (int m = 0; m < kRound; ++m) {  // off the path the others wait on
+        if (lane == static_cast<unsigned int>(m) && (kRound == 1 || m < count)) {
+          picks[picked + m] = pick[m];
+        }
       }
     }
   } else {
-    for (int picked = 1; picked < npoint; ++picked) {
-      if ((update >> warp) & 1u) {
+    for (int picked = 1; picked < npoint; picked += count) {
+      if (named()) {
         update_warp();
       }
       barrier_arrive(kSlotsReady, kThreads);
       barrier_wait(kCentreReady, kThreads);
-      // Read whole, with no branch: both loads start at once.
-      const Centre next = centre;
-      cx = next.x;
-      cy = next.y;
-      cz = next.z;
-      update = next.update;
-      pick = last_pick;
+      // Read whole, with no branch: the loads start at once.
+      const RoundNews<kRound> told = news;
+      if constexpr (kRound > 1) {
+        count = static_cast<int>(told.count);
+      }
+#pragma unroll
+      for (int m = 0; m < kRound; ++m) {
+        update[m] = told.update[m];
+        const Centre centre = centres[m];
+        cx[m] = centre.x;
+        cy[m] = centre.y;
+        cz[m] = centre.z;
+        pick[m] = centre.pick;
+      }
     }
   }
 }
@@ -227,29 +301,43 @@ std::size_t fps_leader_shared_bytes(std::int64_t n, int threads) {
                         : bytes(std::integral_constant<unsigned int, 1024>{});
 }
 
-void launch_fps_leader(int threads, const float* xyz, std::int64_t batch, std::int64_t n,
+void launch_fps_leader(int threads, int round, const float* xyz, std::int64_t batch, std::int64_t n,
                        std::int64_t npoint, std::int64_t start, std::int64_t* out,
                        cudaStream_t stream) {
-  if (threads != 512 && threads != 1024) {
+  // Rounds of more than one pick hold more per thread than 64 registers
+  // (1024 threads) have room for: they run on 512.
+  if (!((threads == 1024 && round == 1) ||
+        (threads == 512 && (round == 1 || round == 2 || round == 4)))) {
     throw std::invalid_argument(
-        "furthest_point_sample: the leader kernel runs 512 or 1024 threads a block, got " +
-        std::to_string(threads));
+        "furthest_point_sample: the leader kernel runs 1024 threads a block with one pick a "
+        "round, or 512 with rounds of 1, 2 or 4 picks; got " +
+        std::to_string(threads) + " threads and rounds of " + std::to_string(round));
   }
   if (batch == 0) {
     return;
   }
-  auto launch = [&](auto block) {
+  auto launch = [&](auto block, auto picks_per_round) {
     constexpr unsigned int kThreads = decltype(block)::value;
+    constexpr int kRound = decltype(picks_per_round)::value;
     with_leader_points<kThreads>(n, [&](auto per_thread) {
       constexpr int kPerThread = decltype(per_thread)::value;
-      launch_on_chip<kThreads, kPerThread>(fps_leader_kernel<kThreads, kPerThread>, xyz, batch, n,
-                                           npoint, start, out, stream);
+      launch_on_chip<kThreads, kPerThread>(fps_leader_kernel<kThreads, kPerThread, kRound>, xyz,
+                                           batch, n, npoint, start, out, stream);
     });
   };
+  auto with_round = [&](auto block) {
+    if (round == 4) {
+      launch(block, std::integral_constant<int, 4>{});
+    } else if (round == 2) {
+      launch(block, std::integral_constant<int, 2>{});
+    } else {
+      launch(block, std::integral_constant<int, 1>{});
+    }
+  };
   if (threads == 512) {
-    launch(std::integral_constant<unsigned int, 512>{});
+    with_round(std::integral_constant<unsigned int, 512>{});
   } else {
-    launch(std::integral_constant<unsigned int, 1024>{});
+    launch(std::integral_constant<unsigned int, 1024>{}, std::integral_constant<int, 1>{});
   }
 }
 

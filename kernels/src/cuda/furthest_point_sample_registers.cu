@@ -124,54 +124,16 @@ __device__ inline void lane_furthest(const float (&dist)[kPerThread], const int 
   }
 }
 
-// A warp's entry for a round of picks: its candidate and its rest (16 bytes,
-// one shared-memory load).
-struct alignas(16) RoundSlot {
-  unsigned int key;
-  unsigned int index;
-  unsigned int rest;  // the largest key among the warp's other points
-  unsigned int unused;
-};
-
-// The candidates of a round, in order: keys[j] is the largest key among
-// the warps' slots below keys[j - 1], picks[j] the lowest index holding it,
-// rests[j] the rest of the warp it came from, and alone[j] whether one warp
-// holds keys[j]. While each key is held by one warp, this is the order in
-// which Note [FPS in rounds of independent picks] takes the warps'
-// candidates; after a tie it is not, and the round stops there.
-template <int kRound>
-struct RoundCandidates {
-  unsigned int keys[kRound];
-  unsigned int picks[kRound];  // kNoIndex, or an index already sampled, past the last real one
-  unsigned int rests[kRound];
-  bool alone[kRound];
-};
-
 // The round's candidates from every warp's slot (Note [FPS on registers in
-// rounds of picks]); slots alternate as in block_pick. Each key is one warp
-// reduction after the one before; a candidate's index, rest and tie test
-// then take one reduction each, in parallel.
+// rounds of picks]); slots alternate as in block_pick.
 template <int kRound>
 __device__ inline RoundCandidates<kRound> round_candidates(RoundSlot (&slots)[2][kWarps],
                                                            unsigned int parity,
                                                            const RoundSlot& mine) {
-  constexpr unsigned int kSlotLanes = (1u << kWarps) - 1u;  // lanes reading distinct slots
-  static_assert(kWarps < kWarp, "one lane per slot, the rest duplicates");
   const unsigned int lane = threadIdx.x % kWarp;
   slots[parity][threadIdx.x / kWarp] = mine;
   __syncthreads();
-  const RoundSlot slot = slots[parity][lane % kWarps];
-  RoundCandidates<kRound> round;
-#pragma unroll
-  for (int j = 0; j < kRound; ++j) {
-    const bool below = j == 0 || slot.key < round.keys[j > 0 ? j - 1 : 0];
-    round.keys[j] = __reduce_max_sync(kFullMask, below ? slot.key : 0u);
-    const bool top = slot.key == round.keys[j];
-    round.picks[j] = __reduce_min_sync(kFullMask, top ? slot.index : kNoIndex);
-    round.rests[j] = __reduce_max_sync(kFullMask, top ? slot.rest : 0u);
-    round.alone[j] = __popc(__ballot_sync(kFullMask, top) & kSlotLanes) == 1;
-  }
-  return round;
+  return round_order<kRound, kWarps>(slots[parity][lane % kWarps]);
 }
 
 template <int kPerThread, bool kLaneTree, int kRound>
@@ -234,16 +196,10 @@ __global__ void __launch_bounds__(kThreads)
       float second = 0.0f;
       unsigned int candidate = kNoIndex;
       lane_furthest<kPerThread, kLaneTree, (kRound > 1)>(dist, idx, best, candidate, second);
-      const unsigned int key = distance_key(best);
-      mine.key = __reduce_max_sync(kFullMask, key);
-      mine.index = __reduce_min_sync(kFullMask, key == mine.key ? candidate : kNoIndex);
+      const RoundSlot found = warp_slot<(kRound > 1)>(best, candidate, second);
+      mine = {found.key, found.index};
       if constexpr (kRound > 1) {
-        // The rest: the candidate's thread gives its runner-up, the others
-        // their best; a second thread reaching the key means a repeat.
-        const bool reaches = key == mine.key;
-        const unsigned int others =
-            __reduce_max_sync(kFullMask, reaches ? distance_key(second) : key);
-        rest = __popc(__ballot_sync(kFullMask, reaches)) > 1 ? mine.key : others;
+        rest = found.rest;
       }
       largest = key_distance(mine.key);
       stale = false;
@@ -265,21 +221,8 @@ __global__ void __launch_bounds__(kThreads)
     } else {
       const RoundCandidates<kRound> round =
           round_candidates<kRound>(slots, parity, {mine.key, mine.index, rest, 0u});
-#pragma unroll
-      for (int j = 0; j < kRound; ++j) {
-        const unsigned int at = round.picks[j] < static_cast<unsigned int>(n) ? round.picks[j] : 0u;
-        cx[j] = cloud.xs[at];
-        cy[j] = cloud.ys[at];
-        cz[j] = cloud.zs[at];
-      }
-      // After a key two warps hold, the next key skips one of them.
-      bool next_in_order[kRound];
-#pragma unroll
-      for (int j = 0; j < kRound; ++j) {
-        next_in_order[j] = j == 0 || round.alone[j > 0 ? j - 1 : 0];
-      }
-      const int accepted =
-          picks_that_follow(round.keys, round.rests, next_in_order, cx, cy, cz, npoint - picked);
+      candidate_points(cloud, n, round.picks, cx, cy, cz);
+      const int accepted = picks_of_round(round, cx, cy, cz, npoint - picked);
       bool owner = false;
 #pragma unroll
       for (int j = 0; j < kRound; ++j) {

@@ -36,8 +36,8 @@ void launch_count_correct(FloatType type, const void* logits, const std::int64_t
 // the register kernel's threads find their furthest point (default: pass
 // for one pick a round, tree for more, which need it);
 // DTRAIN_CUDA_FPS_ROUND=1, 2 or 4 sets the largest number of picks per
-// round (barrier), for the register kernel (default 1) and the striped
-// kernel (default 4); DTRAIN_CUDA_FPS_CLUSTER=1, 2, 4 or 8 sets the
+// round (barrier), for the register and leader kernels (default 1) and the
+// striped kernel (default 4); DTRAIN_CUDA_FPS_CLUSTER=1, 2, 4 or 8 sets the
 // striped kernel's blocks per cloud
 // (default: the fewest that hold the cloud). A forced kernel that cannot
 // take the cloud, or an unknown value, throws std::invalid_argument.
@@ -72,9 +72,10 @@ std::size_t fps_registers_shared_bytes(std::int64_t n);
 
 // The register kernel's layout with one warp making each pick
 // (furthest_point_sample_leader.cu, Note [FPS with one picking warp]):
-// n <= 8192, `threads` 512 or 1024 a block, and
-// fps_leader_shared_bytes(n, threads) of shared memory per block.
-void launch_fps_leader(int threads, const float* xyz, std::int64_t batch, std::int64_t n,
+// n <= 8192, `threads` 512 or 1024 a block, `round` (1, 2 or 4) picks per
+// barrier at most, and fps_leader_shared_bytes(n, threads) of shared
+// memory per block.
+void launch_fps_leader(int threads, int round, const float* xyz, std::int64_t batch, std::int64_t n,
                        std::int64_t npoint, std::int64_t start, std::int64_t* out,
                        cudaStream_t stream);
 std::size_t fps_leader_shared_bytes(std::int64_t n, int threads);
