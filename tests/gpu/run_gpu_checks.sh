@@ -21,9 +21,11 @@
 #   DTRAIN_GPU_RESERVE_S   seconds kept for tests and benchmarks after the
 #                          build (default: 150)
 #   DTRAIN_GPU_CMAKE_ARGS  extra arguments for dtrain's configure
-#   DTRAIN_GPU_FOCUS       "kernels": build and run only what the PointNet++
-#                          kernels need (their GPU tests, bench_pointnet2_ops,
-#                          profile_fps), for quick rounds on a kernel
+#   DTRAIN_GPU_FOCUS       build and run only some parts, a comma list, for
+#                          quick rounds: "kernels" (the PointNet++ kernels'
+#                          GPU tests, bench_pointnet2_ops, profile_fps),
+#                          "gloo" (the Gloo GPU tests, gloo_smoke and
+#                          gloo_debug); default "all"
 set -uo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -34,10 +36,14 @@ jobs="${DTRAIN_GPU_JOBS:-$(nproc)}"
 test_jobs="${DTRAIN_GPU_TEST_JOBS:-4}"
 budget="${DTRAIN_GPU_BUDGET_S:-450}"
 focus="${DTRAIN_GPU_FOCUS:-all}"
-[[ $focus == all || $focus == kernels ]] || {
-  echo "DTRAIN_GPU_FOCUS must be all or kernels, got '$focus'" >&2
-  exit 1
-}
+for part in ${focus//,/ }; do
+  [[ $part == all || $part == kernels || $part == gloo ]] || {
+    echo "DTRAIN_GPU_FOCUS must be all, or a comma list of kernels and gloo, got '$focus'" >&2
+    exit 1
+  }
+done
+# in_focus PART: whether the run includes PART (kernels or gloo).
+in_focus() { [[ ,$focus, == *,all,* || ,$focus, == *,$1,* ]]; }
 out="${1:-${OUT:-$build/results}}"
 mkdir -p "$out" "$build"
 export PYTHONUNBUFFERED=1 # a Python step stopped by its timeout still leaves its output
@@ -61,9 +67,9 @@ say() { printf '[gpu-checks %3ds] %s\n' $((SECONDS - t0)) "$*"; }
 step() {
   local name="$1" cap="$2" log="$3"
   shift 3
-  if [[ $focus == kernels ]] && ! focused "$name"; then
-    say "$name: skipped (DTRAIN_GPU_FOCUS=kernels)"
-    printf '%s\tskipped\t0\tDTRAIN_GPU_FOCUS=kernels\n' "$name" >>"$steps"
+  if ! focused "$name"; then
+    say "$name: skipped (DTRAIN_GPU_FOCUS=$focus)"
+    printf '%s\tskipped\t0\tDTRAIN_GPU_FOCUS=%s\n' "$name" "$focus" >>"$steps"
     return 0
   fi
   local limit=$(($(left) - 15))
@@ -95,17 +101,20 @@ step() {
   return $rc
 }
 
-# The steps DTRAIN_GPU_FOCUS=kernels keeps.
+# Whether DTRAIN_GPU_FOCUS keeps step NAME.
 focused() {
+  in_focus all && return 0
   case "$1" in
-    googletest | configure | build | bench_pointnet2_ops | tests | profile_fps) return 0 ;;
+    googletest | configure | build | tests) return 0 ;;
+    bench_pointnet2_ops | profile_fps) in_focus kernels ;;
+    gloo_smoke | gloo_debug) in_focus gloo ;;
     *) return 1 ;;
   esac
 }
 
 skip() { # skip NAME REASON
   local reason="$2"
-  [[ $focus == kernels ]] && ! focused "$1" && reason="DTRAIN_GPU_FOCUS=kernels"
+  focused "$1" || reason="DTRAIN_GPU_FOCUS=$focus"
   say "$1: skipped ($reason)"
   printf '%s\tskipped\t0\t%s\n' "$1" "$reason" >>"$steps"
 }
@@ -244,9 +253,13 @@ found_paths | tee -a "$build_log" | sed 's/^/    /'
 gpu_targets=(dtrain_gpu_tests dtrain_data_parallel_gpu_tests dtrain_train_apps_gpu_tests
   bench_pointnet2_ops bench_allreduce bench_amp_toycnn bench_pointnet2_train)
 test_filter=()
-if [[ $focus == kernels ]]; then
-  gpu_targets=(dtrain_gpu_tests bench_pointnet2_ops)
-  test_filter=(-R 'PointNet2|CountCorrect')
+if ! in_focus all; then
+  gpu_targets=(dtrain_gpu_tests)
+  tests_of=()
+  in_focus kernels && gpu_targets+=(bench_pointnet2_ops) && tests_of+=('PointNet2|CountCorrect')
+  in_focus gloo && gpu_targets+=(bench_allreduce) && tests_of+=('GlooCuda')
+  joined="${tests_of[*]}"
+  test_filter=(-R "${joined// /|}")
 fi
 # The tests and benchmarks need some 150 s after the build (less when the
 # benchmarks may be cut short). A build cut short is carried on by the next
