@@ -134,14 +134,7 @@ def in_order_cycles(path):
 
 def pick_paths(code):
     """The pick loop's parts: (loop, update branch, after the barrier)."""
-    # The pick loop: the outermost backward branch around the last barrier
-    # (not, say, the jump back from the fallback of a warp reduction that the
-    # compiler could not prove convergent, which lands inside the loop).
-    last_barrier = [a for a, i in code if "BAR.SYNC" in i][-1]
-    backward = [(a, i) for a, i in code if "BRA" in i
-                and branch_target(i) <= last_barrier < a]
-    end, jump = min(backward, key=lambda branch: branch_target(branch[1]))
-    loop = [(a, i) for a, i in code if branch_target(jump) <= a <= end]
+    loop = loop_around(code, [a for a, i in code if "BAR.SYNC" in i][-1])
     barrier = next(a for a, i in loop if "BAR.SYNC" in i)
     reductions = [a for a, i in loop if "REDUX" in i and a < barrier]
     update = []
@@ -161,7 +154,9 @@ def barrier_at(code, kind, barrier_id):
 
 
 def loop_around(code, address):
-    """The instructions of the outermost loop whose backward branch jumps over `address`."""
+    """The instructions of the outermost loop whose backward branch jumps over `address`
+    (not, say, the jump back from the fallback of a warp reduction that the compiler could
+    not prove convergent, which lands inside the loop)."""
     backward = [(a, i) for a, i in code if "BRA" in i and branch_target(i) <= address < a]
     end, jump = min(backward, key=lambda branch: branch_target(branch[1]))
     return [(a, i) for a, i in code if branch_target(jump) <= a <= end]

@@ -39,11 +39,11 @@
 // The picks are those of sequential FPS, so the CPU kernel's.
 //
 // Each thread's furthest point is found by the tree of Note [A lane's
-// furthest point by a tree]. 1024 threads of up to 8 points (the default) or
-// 512 of up to 16 (DTRAIN_CUDA_FPS_THREADS): with the common path gone,
-// more and smaller warps shorten the update of the warps near a centre
-// (half the points a lane), which is what a pick then waits for. With 1024
-// threads the leader's 32 lanes test the 32 warps one each.
+// furthest point by a tree]. 1024 threads of up to 8 points (the default for
+// one pick a round) or 512 of up to 16 (DTRAIN_CUDA_FPS_THREADS): with the
+// common path gone, more and smaller warps shorten the update of the warps
+// near a centre (half the points a lane), which is what a pick then waits
+// for. With 1024 threads the leader's 32 lanes test the 32 warps one each.
 //
 // With DTRAIN_CUDA_FPS_ROUND=2 (or 4) the leader may take up to two (or
 // four) picks a round by the register kernel's exact rule (Note [FPS on
@@ -206,7 +206,8 @@ __global__ void __launch_bounds__(kThreads)
       if (named()) {
         update_warp();
       }
-      // Warp lane % kWarps's box, read before the wait: off the path.
+      // Warp lane % kWarps's box, read again each round (1024 threads have
+      // no registers to keep it), before the wait: off the path.
       float low[3], high[3];
 #pragma unroll
       for (int a = 0; a < 3; ++a) {

@@ -31,7 +31,8 @@ void launch_count_correct(FloatType type, const void* logits, const std::int64_t
 // global memory.
 // DTRAIN_CUDA_FPS=registers, leader, striped, chunks, shared or global
 // forces a kernel (tests and benchmarks); DTRAIN_CUDA_FPS_THREADS=512 or
-// 1024 sets the leader kernel's block (default 1024);
+// 1024 sets the leader kernel's block (default 1024 for one pick a round,
+// 512 for more, which 1024 threads cannot take);
 // DTRAIN_CUDA_FPS_LANE=pass or tree sets how
 // the register kernel's threads find their furthest point (default: pass
 // for one pick a round, tree for more, which need it);
@@ -72,9 +73,9 @@ std::size_t fps_registers_shared_bytes(std::int64_t n);
 
 // The register kernel's layout with one warp making each pick
 // (furthest_point_sample_leader.cu, Note [FPS with one picking warp]):
-// n <= 8192, `threads` 512 or 1024 a block, `round` (1, 2 or 4) picks per
-// barrier at most, and fps_leader_shared_bytes(n, threads) of shared
-// memory per block.
+// n <= 8192, `threads` 1024 a block with one pick a round, or 512 with
+// `round` 1, 2 or 4 picks per barrier at most, and
+// fps_leader_shared_bytes(n, threads) of shared memory per block.
 void launch_fps_leader(int threads, int round, const float* xyz, std::int64_t batch, std::int64_t n,
                        std::int64_t npoint, std::int64_t start, std::int64_t* out,
                        cudaStream_t stream);

@@ -25,7 +25,8 @@
 // checks that libgloo's __once_proxy is this one.
 #include <mutex>
 
-namespace std {  // NOLINT(cert-dcl58-cpp): the definitions <mutex> declares
+// The definitions of what <mutex> declares `extern __thread`.
+namespace std {
 
 __thread void* __once_callable;
 __thread void (*__once_call)();
