@@ -5,7 +5,9 @@
 #include <ATen/OpMathType.h>
 #include <ATen/core/Tensor.h>
 
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "dtrain/kernels/pointnet2.h"
 
@@ -77,6 +79,8 @@ at::Tensor three_interpolate_weight_grad_cpu(const at::Tensor& grad_out, const a
 
 // CUDA (src/cuda/pointnet2_host.cpp; src/no_cuda.cpp raises without CUDA).
 at::Tensor furthest_point_sample_cuda(const at::Tensor& xyz, int64_t npoint, int64_t start);
+// furthest_point_sample_cuda_choices (empty without CUDA).
+std::vector<std::string> furthest_point_sample_cuda_choices();
 // Returns (idx, count).
 std::tuple<at::Tensor, at::Tensor> ball_query_cuda(const at::Tensor& new_xyz, const at::Tensor& xyz,
                                                    float radius2, int64_t nsample);

@@ -23,4 +23,8 @@ at::Tensor furthest_point_sample(const at::Tensor& xyz, int64_t npoint, int64_t 
   return detail::furthest_point_sample_cpu(points, npoint, start);
 }
 
+std::vector<std::string> furthest_point_sample_cuda_choices() {
+  return detail::furthest_point_sample_cuda_choices();
+}
+
 }  // namespace dtrain::kernels

@@ -123,6 +123,14 @@ def pointnet2_lines(out):
                 lines.append(f"  {what}: {goal[impl]:.3f} ms, "
                              f"{goal['dtrain'] / goal[impl]:.2f}x the default "
                              f"(goal {'met' if goal[impl] < 0.5 else 'NOT met'})")
+        # What the default measured to choose its kernel (bench_pointnet2_ops
+        # prints it; Note [Choosing the CUDA FPS kernel by timing it]).
+        bench_log = os.path.join(out, "gpu_bench.log")
+        if os.path.exists(bench_log):
+            prefix = "FPS kernel measured for "
+            with open(bench_log) as f:
+                lines += ["  default: " + line[len(prefix):].rstrip()
+                          for line in f if line.startswith(prefix)]
         # The fastest setting at the goal; every row's picks equal the default's.
         timed = {impl: ms for impl, ms in goal.items() if not impl.startswith("one_block")}
         fastest = min(timed, key=timed.get)

@@ -4,8 +4,13 @@
 //
 // Note [Which FPS kernel]
 // ~~~~~~~~~~~~~~~~~~~~~~~
-// Up to 8192 points, the register kernel (Note [FPS on registers with
-// spatial skipping]); from 8193 to 65536 on sm_90 and later, the striped
+// Up to 8192 points, the fastest on this GPU of the kernels that hold the
+// cloud on chip, measured on the first input of each kind (Note [Choosing
+// the CUDA FPS kernel by timing it] in furthest_point_sample_fastest.cu):
+// the register kernel (Note [FPS on registers with spatial skipping]) in
+// its settings, and the leader kernel (Note [FPS with one picking warp]) in
+// its; with measuring off, the register kernel. From 8193 to 65536 on sm_90
+// and later, the striped
 // kernel on a cluster of 2, 4 or 8 blocks per cloud with rounds of up to 4
 // picks (Note [FPS on a cluster of blocks]); beyond, or before sm_90, the
 // chunk kernel (Note [FPS in spatial chunks]). Measured on an H200 (B = 8,
@@ -14,12 +19,9 @@
 // to 8192 points it is slower than the register kernel (B = 32, N = 8192 ->
 // 1024: 0.81 ms against 0.75 with one block per cloud, 1.3 to 7.3 ms on
 // clusters of 2 to 8 blocks, whose barriers cost more than their SMs give),
-// so the plan keeps the register kernel there. The plan takes the clusters
-// only where this GPU can run one (fps_striped_runs_here: a small MIG slice
-// may hold none), else the chunk kernel. The leader kernel (Note [FPS with
-// one picking warp]), written to beat the register kernel up to 8192
-// points, runs only when forced (DTRAIN_CUDA_FPS=leader) until a GPU has
-// timed it.
+// so it is not among the kernels measured there. The plan takes the
+// clusters only where this GPU can run one (fps_striped_runs_here: a small
+// MIG slice may hold none), else the chunk kernel.
 // One block per batch element loops over the npoint picks. Each pick, every
 // thread updates its strided share of dist[j] = min(dist[j], d(j, last
 // pick)) and keeps its own first maximum; warp shuffles then shared memory
@@ -33,6 +35,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "../kernel_choice.h"
 #include "cuda_check.cuh"
@@ -201,12 +204,51 @@ int requested_round() {
   return kRounds[detail::env_choice("DTRAIN_CUDA_FPS_ROUND", {"auto", "1", "2", "4"})];
 }
 
-// Picks per round by default: the striped kernel's rounds of 4 measured
-// fastest on it (Note [Which FPS kernel]); the register and leader kernels'
-// rounds of 2 and 4 have not run on a GPU yet.
+// Picks per round by default when a kernel is forced: the striped kernel's
+// rounds of 4 measured fastest on it (Note [Which FPS kernel]); one for the
+// register and leader kernels, whose rounds the plan measures when nothing
+// is forced.
 constexpr int kStripedRound = 4;
 constexpr int kRegistersRound = 1;
 constexpr int kLeaderRound = 1;
+
+// DTRAIN_CUDA_FPS_MEASURE: whether the plan times the kernels that hold a
+// cloud on chip and takes the fastest (Note [Choosing the CUDA FPS kernel
+// by timing it]).
+bool measure_requested() {
+  return detail::env_choice("DTRAIN_CUDA_FPS_MEASURE", {"on", "off"}) == 0;
+}
+
+// The settings of the kernels that hold a cloud of up to 8192 points on
+// chip, the register kernel's default first (it runs before a measurement,
+// and wins ties). The leader's are those whose shared memory fits for the
+// largest cloud of n's kind (n rounded up to a power of two), so that one
+// kind has one list.
+std::vector<FpsCandidate> on_chip_candidates(std::int64_t n, std::int64_t shared_limit) {
+  std::vector<FpsCandidate> candidates = {
+      {{FpsKernel::kRegisters, 0, 1, 0, FpsLane::kPass}, "registers"},
+      {{FpsKernel::kRegisters, 0, 1, 0, FpsLane::kTree}, "registers_lane_tree"},
+      {{FpsKernel::kRegisters, 0, 2, 0, FpsLane::kTree}, "registers_round2_lane_tree"},
+      {{FpsKernel::kRegisters, 0, 4, 0, FpsLane::kTree}, "registers_round4_lane_tree"},
+  };
+  std::int64_t largest = 1;
+  while (largest < n) {
+    largest *= 2;
+  }
+  const FpsCandidate leaders[] = {
+      {{FpsKernel::kLeader, 0, 1, 0, FpsLane::kTree, 1024}, "leader_1024"},
+      {{FpsKernel::kLeader, 0, 1, 0, FpsLane::kTree, 512}, "leader_512"},
+      {{FpsKernel::kLeader, 0, 2, 0, FpsLane::kTree, 512}, "leader_512_round2"},
+      {{FpsKernel::kLeader, 0, 4, 0, FpsLane::kTree, 512}, "leader_512_round4"},
+  };
+  for (const FpsCandidate& leader : leaders) {
+    if (static_cast<std::int64_t>(fps_leader_shared_bytes(largest, leader.plan.threads)) <=
+        shared_limit) {
+      candidates.push_back(leader);
+    }
+  }
+  return candidates;
+}
 
 // DTRAIN_CUDA_FPS_CLUSTER: the striped kernel's blocks per cloud (0: the
 // fewest that hold the cloud).
@@ -236,14 +278,18 @@ void launch_one_block_per_cloud(bool shared, const float* xyz, std::int64_t batc
   DTRAIN_CUDA_CHECK_LAUNCH();
 }
 
+// The dynamic shared memory a block may ask for, leaving room for the
+// kernels' static shared memory.
+std::int64_t dynamic_shared_limit() {
+  constexpr std::int64_t kStaticReserve = 8192;
+  return device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin) - kStaticReserve;
+}
+
 }  // namespace
 
 FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
   constexpr std::int64_t kRegisterPoints = 8192;
-  // Leave room for the kernels' static shared memory.
-  constexpr std::int64_t kStaticReserve = 8192;
-  const std::int64_t limit =
-      device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin) - kStaticReserve;
+  const std::int64_t limit = dynamic_shared_limit();
   const bool fits_shared = 4 * n * static_cast<std::int64_t>(sizeof(float)) <= limit;
   const bool fits_registers =
       n <= kRegisterPoints && static_cast<std::int64_t>(fps_registers_shared_bytes(n)) <= limit;
@@ -253,8 +299,10 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
   const int cluster = requested_cluster();
   const LaneChoice lane = requested_lane();
   const int threads = requested_threads();
+  const bool measure = measure_requested();
   const bool fits_chunks = static_cast<std::int64_t>(fps_chunks_shared_bytes(n)) <= limit;
-  FpsPath path = requested_path();
+  const FpsPath requested_kernel = requested_path();
+  FpsPath path = requested_kernel;
   if (path == FpsPath::kAuto) {
     // Asked only within its range (beyond, its count throws); a GPU that
     // cannot hold its cluster (a small MIG slice) keeps the chunk kernel.
@@ -264,6 +312,11 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n) {
     path = fits_registers ? FpsPath::kRegisters
                           : (fits_striped ? FpsPath::kStriped
                                           : (fits_chunks ? FpsPath::kChunks : FpsPath::kGlobal));
+  }
+  const bool forced = requested_kernel != FpsPath::kAuto || requested != 0 || cluster != 0 ||
+                      lane != LaneChoice::kAuto || threads != 0;
+  if (path == FpsPath::kRegisters && !forced && measure) {
+    return {FpsKernel::kFastest, 0};
   }
   const int leader_round = requested == 0 ? kLeaderRound : requested;
   const int leader_threads = threads != 0 ? threads : (leader_round == 1 ? 1024 : 512);
@@ -328,6 +381,9 @@ void launch_furthest_point_sample(const FpsPlan& plan, const float* xyz, std::in
     return;
   }
   switch (plan.kernel) {
+    case FpsKernel::kFastest:
+      return launch_fps_fastest(on_chip_candidates(n, dynamic_shared_limit()), xyz, batch, n,
+                                npoint, start, out, stream);
     case FpsKernel::kRegisters:
       return launch_fps_registers(plan.lane, plan.round, xyz, batch, n, npoint, start, out, stream);
     case FpsKernel::kLeader:

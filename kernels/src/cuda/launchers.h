@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace dtrain::kernels::cuda {
 
@@ -24,11 +26,13 @@ void launch_count_correct(FloatType type, const void* logits, const std::int64_t
 
 // Furthest point sampling (src/cuda/furthest_point_sample.cu), in two
 // steps so that the caller allocates the scratch the chosen kernel needs.
-// The plan chooses the kernel (Note [Which FPS kernel]): the register kernel
-// up to 8192 points, the striped kernel on a cluster of blocks up to 65536
-// (sm_90 and later), else the chunk kernel, else (shared memory too small
-// for its chunk table) one block per batch element with the points in
-// global memory.
+// The plan chooses the kernel (Note [Which FPS kernel]): up to 8192 points,
+// the fastest of the kernels that hold a cloud on chip, measured on the
+// first input of each kind (Note [Choosing the CUDA FPS kernel by timing
+// it]; the register kernel with DTRAIN_CUDA_FPS_MEASURE=off); the striped
+// kernel on a cluster of blocks up to 65536 (sm_90 and later), else the
+// chunk kernel, else (shared memory too small for its chunk table) one block
+// per batch element with the points in global memory.
 // DTRAIN_CUDA_FPS=registers, leader, striped, chunks, shared or global
 // forces a kernel (tests and benchmarks); DTRAIN_CUDA_FPS_THREADS=512 or
 // 1024 sets the leader kernel's block (default 1024 for one pick a round,
@@ -41,8 +45,9 @@ void launch_count_correct(FloatType type, const void* logits, const std::int64_t
 // striped kernel (default 4); DTRAIN_CUDA_FPS_CLUSTER=1, 2, 4 or 8 sets the
 // striped kernel's blocks per cloud
 // (default: the fewest that hold the cloud). A forced kernel that cannot
-// take the cloud, or an unknown value, throws std::invalid_argument.
-enum class FpsKernel { kRegisters, kLeader, kStriped, kChunks, kShared, kGlobal };
+// take the cloud, or an unknown value, throws std::invalid_argument. Any of
+// these settings but DTRAIN_CUDA_FPS=auto turns the measuring off.
+enum class FpsKernel { kFastest, kRegisters, kLeader, kStriped, kChunks, kShared, kGlobal };
 // How a thread of the register kernel finds the furthest of its points: a
 // pass for the largest distance and another for its lowest index, or a tree
 // over indices sorted in the thread (Note [A lane's furthest point by a
@@ -61,6 +66,27 @@ FpsPlan plan_furthest_point_sample(std::int64_t batch, std::int64_t n);
 void launch_furthest_point_sample(const FpsPlan& plan, const float* xyz, std::int64_t batch,
                                   std::int64_t n, std::int64_t npoint, std::int64_t start,
                                   void* scratch, std::int64_t* out, cudaStream_t stream);
+
+// A setting of an on-chip kernel that kFastest measures, and its name in
+// reports (the benchmark's impl names).
+struct FpsCandidate {
+  FpsPlan plan;
+  const char* name;
+};
+// The fastest of `candidates` (which need no scratch) for inputs of this
+// kind (furthest_point_sample_fastest.cu, Note [Choosing the CUDA FPS
+// kernel by timing it]): on the first input of a kind, each candidate runs
+// on it (the same picks), timed; then the fastest runs. The kind is the
+// device and B, N and npoint each rounded up to a power of two; the
+// candidates must be the same for every input of a kind. On a stream being
+// captured into a CUDA graph nothing is timed: the kind's remembered choice
+// runs, or the first candidate.
+void launch_fps_fastest(const std::vector<FpsCandidate>& candidates, const float* xyz,
+                        std::int64_t batch, std::int64_t n, std::int64_t npoint, std::int64_t start,
+                        std::int64_t* out, cudaStream_t stream);
+// What has been measured in this process, a line a kind: "cuda:0 B<=32
+// N<=8192 npoint<=1024: leader_512_round2 (0.401 ms; registers 0.752, ...)".
+std::vector<std::string> fps_fastest_choices();
 
 // The register kernel (furthest_point_sample_registers.cu): n <= 8192, and
 // fps_registers_shared_bytes(n) of shared memory per block; `round` (1, 2

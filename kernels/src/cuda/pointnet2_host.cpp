@@ -38,6 +38,10 @@ at::Tensor furthest_point_sample_cuda(const at::Tensor& xyz, int64_t npoint, int
   return out;
 }
 
+std::vector<std::string> furthest_point_sample_cuda_choices() {
+  return cuda::fps_fastest_choices();
+}
+
 std::tuple<at::Tensor, at::Tensor> ball_query_cuda(const at::Tensor& new_xyz, const at::Tensor& xyz,
                                                    float radius2, int64_t nsample) {
   const c10::cuda::CUDAGuard device_guard(new_xyz.device());

@@ -37,6 +37,8 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace dtrain::kernels {
 
@@ -73,6 +75,15 @@ ScatterMode backward_scatter_mode();
 // once every remaining point coincides with a sampled one, the lowest
 // unsampled indices follow in order.
 at::Tensor furthest_point_sample(const at::Tensor& xyz, int64_t npoint, int64_t start = 0);
+
+// On CUDA, up to 8192 points a cloud, several kernels give these picks;
+// which runs is measured on the first input of each kind (device, and B, N
+// and npoint each rounded up to a power of two) and kept for the process
+// (docs/kernels.md, "CUDA FPS: measured, not guessed"). What was measured,
+// a line a kind: "cuda:0 B<=32 N<=8192 npoint<=1024: leader_512_round2
+// (0.401 ms; registers 0.752, registers_lane_tree 0.731, ...)". Empty before
+// the first such call, and without CUDA.
+std::vector<std::string> furthest_point_sample_cuda_choices();
 
 // out[b][c][m] = features[b][c][idx[b][m]].
 //

@@ -1,0 +1,149 @@
+// The CUDA FPS kernel for clouds up to 8192 points, chosen by timing the
+// candidates on the first input of each kind (Note [Choosing the CUDA FPS
+// kernel by timing it]).
+//
+// Note [Choosing the CUDA FPS kernel by timing it]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Up to 8192 points several kernels hold a cloud on chip (the register
+// kernel with a pass or a tree for a thread's furthest point and one, two
+// or four picks a round; the leader kernel on 1024 or 512 threads, one, two
+// or four picks a round). Every one of them takes the picks of sequential
+// FPS, ties to the lowest index, so the CPU kernel's: they differ in speed
+// only, and which is fastest depends on the GPU (its clock, its schedulers,
+// its shared memory), on N (points a thread) and on B against the SM count.
+// A table written from one GPU's measurements would be wrong on the next,
+// so the plan measures instead, as cuDNN's benchmark mode does, and unlike
+// cuDNN can do it always: no choice changes a result.
+//
+// The kind of an input is its device and B, N and npoint each rounded up to
+// a power of two: a training run's set abstractions give a few kinds, each
+// measured once, and clouds of varying size share their kind's choice. On
+// the first input of a kind, on the caller's stream, each candidate runs
+// once untimed (its first launch may load its module), then three times in
+// turn, timed by CUDA events around the launch alone; the one with the
+// shortest run is remembered (FastestChoice, src/fastest_choice.h) and runs
+// on every input of the kind, this one included. That first call waits for
+// the stream, once per kind: at the benchmark's goal size (B = 32, N = 8192
+// -> 1024) about 30 runs of about a millisecond.
+//
+// A stream being captured into a CUDA graph cannot be waited for: there the
+// kind's remembered choice runs, or, before any, the first candidate (the
+// register kernel, the choice before measuring). Run one step before
+// capturing, as graph capture needs anyway, and the graph holds the
+// fastest. DTRAIN_CUDA_FPS_MEASURE=off, or any forcing setting
+// (DTRAIN_CUDA_FPS and the rest, launchers.h), turns measuring off.
+// fps_fastest_choices() tells what was measured; the benchmark prints it.
+
+#include <cstdio>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "../fastest_choice.h"
+#include "cuda_check.cuh"
+#include "launchers.h"
+
+namespace dtrain::kernels::cuda {
+
+namespace {
+
+constexpr int kTimedRounds = 3;
+
+// device, B, N, npoint (each a power of two at least the input's)
+using InputKind = std::tuple<int, std::int64_t, std::int64_t, std::int64_t>;
+
+detail::FastestChoice<InputKind>& fastest() {
+  static detail::FastestChoice<InputKind> choice(kTimedRounds);
+  return choice;
+}
+
+std::int64_t power_of_two_at_least(std::int64_t value) {
+  std::int64_t power = 1;
+  while (power < value) {
+    power *= 2;
+  }
+  return power;
+}
+
+// Two CUDA events, destroyed however the scope is left.
+class EventPair {
+ public:
+  EventPair() {
+    DTRAIN_CUDA_CHECK(cudaEventCreate(&begin_));
+    const cudaError_t status = cudaEventCreate(&end_);
+    if (status != cudaSuccess) {
+      cudaEventDestroy(begin_);
+      DTRAIN_CUDA_CHECK(status);
+    }
+  }
+  ~EventPair() {
+    cudaEventDestroy(begin_);
+    cudaEventDestroy(end_);
+  }
+  EventPair(const EventPair&) = delete;
+  EventPair& operator=(const EventPair&) = delete;
+
+  cudaEvent_t begin() const { return begin_; }
+  cudaEvent_t end() const { return end_; }
+
+ private:
+  cudaEvent_t begin_ = nullptr;
+  cudaEvent_t end_ = nullptr;
+};
+
+}  // namespace
+
+void launch_fps_fastest(const std::vector<FpsCandidate>& candidates, const float* xyz,
+                        std::int64_t batch, std::int64_t n, std::int64_t npoint, std::int64_t start,
+                        std::int64_t* out, cudaStream_t stream) {
+  auto launch = [&](std::size_t i) {
+    launch_furthest_point_sample(candidates.at(i).plan, xyz, batch, n, npoint, start, nullptr, out,
+                                 stream);
+  };
+  int device = 0;
+  DTRAIN_CUDA_CHECK(cudaGetDevice(&device));
+  const InputKind kind{device, power_of_two_at_least(batch), power_of_two_at_least(n),
+                       power_of_two_at_least(npoint)};
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  DTRAIN_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone) {
+    return launch(fastest().remembered(kind).value_or(0));
+  }
+  std::vector<std::string> names;
+  for (const FpsCandidate& candidate : candidates) {
+    names.emplace_back(candidate.name);
+  }
+  const EventPair events;
+  const std::size_t chosen = fastest().choose(kind, names, [&](std::size_t i) {
+    DTRAIN_CUDA_CHECK(cudaEventRecord(events.begin(), stream));
+    launch(i);
+    DTRAIN_CUDA_CHECK(cudaEventRecord(events.end(), stream));
+    DTRAIN_CUDA_CHECK(cudaEventSynchronize(events.end()));
+    float ms = 0.0f;
+    DTRAIN_CUDA_CHECK(cudaEventElapsedTime(&ms, events.begin(), events.end()));
+    return 1e-3 * ms;
+  });
+  launch(chosen);
+}
+
+std::vector<std::string> fps_fastest_choices() {
+  std::vector<std::string> lines;
+  for (const auto& [kind, measured] : fastest().measured()) {
+    const auto& [device, batch, n, npoint] = kind;
+    auto ms = [&](std::size_t i) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.3f", 1e3 * measured.seconds[i]);
+      return std::string(text);
+    };
+    std::string line = "cuda:" + std::to_string(device) + " B<=" + std::to_string(batch) +
+                       " N<=" + std::to_string(n) + " npoint<=" + std::to_string(npoint) + ": " +
+                       measured.names[measured.chosen] + " (" + ms(measured.chosen) + " ms";
+    for (std::size_t i = 0; i < measured.names.size(); ++i) {
+      line += (i == 0 ? "; " : ", ") + measured.names[i] + " " + ms(i);
+    }
+    lines.push_back(line + ")");
+  }
+  return lines;
+}
+
+}  // namespace dtrain::kernels::cuda
