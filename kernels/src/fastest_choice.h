@@ -44,8 +44,9 @@ class FastestChoice {
   // measured with `seconds_of_run(i)`, which runs candidate i once and
   // returns how long it took, on the first call for `key`; remembered after
   // (so a key must stand for one list of candidates). One caller measures
-  // a key while others wait for it. A run that throws leaves the key
-  // unmeasured and the exception goes to the caller.
+  // at a time, the others waiting (a key is measured once); measuring is
+  // rare, so one lock serves. A run that throws leaves the key unmeasured
+  // and the exception goes to the caller.
   std::size_t choose(const Key& key, const std::vector<std::string>& names,
                      const std::function<double(std::size_t)>& seconds_of_run) {
     if (names.empty()) {
