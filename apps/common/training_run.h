@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "dtrain/dist/same_settings.h"
+#include "dtrain/kernels/pointnet2.h"
 #include "dtrain/train/graceful_stop.h"
 #include "dtrain/util/errors.h"
 #include "dtrain/util/launch_env.h"
@@ -122,6 +123,13 @@ int run_training(const CommonTrainOptions& options, const util::LaunchEnv& env, 
     // The row before the checkpoint: a crash between the two repeats the
     // epoch on resume (its row then appears twice) rather than losing it.
     report.record(epoch, stats, eval, comm);
+    if (epoch == first_epoch) {
+      // The CUDA FPS kernel the epoch timed fastest for each kind of batch
+      // (docs/kernels.md; none on the CPU).
+      for (const std::string& line : kernels::furthest_point_sample_cuda_choices()) {
+        spdlog::info("CUDA FPS kernel measured for {}", line);
+      }
+    }
     if (epoch < options.epochs) {  // (auto: the next epoch's split, kept in the checkpoint)
       sharding.measure(stats, comm, job);
     }
