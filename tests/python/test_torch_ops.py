@@ -91,6 +91,17 @@ class TorchOps(unittest.TestCase):
         self.assertTrue(torch.equal(got, fps_reference(xyz, 30)))
         got = torch.ops.dtrain.furthest_point_sample(xyz, 30, 5)
         self.assertTrue(torch.equal(got, fps_reference(xyz, 30, 5)))
+        # What the CUDA plan measured: a line per kind of input (CUDA clouds
+        # of up to 8192 points), nothing while only the CPU has sampled.
+        choices = torch.ops.dtrain.furthest_point_sample_cuda_choices()
+        self.assertIsInstance(choices, list)
+        if not torch.cuda.is_available():
+            self.assertEqual(choices, [])
+        else:
+            torch.ops.dtrain.furthest_point_sample(xyz.cuda(), 30)
+            kinds = torch.ops.dtrain.furthest_point_sample_cuda_choices()
+            self.assertTrue(any(line.startswith("cuda:0 B<=2 N<=128 npoint<=32: ")
+                                for line in kinds), kinds)
 
     def test_ball_query(self):
         xyz = torch.rand(2, 200, 3)
