@@ -1,5 +1,5 @@
 // Shared helpers for dtrain's .cu files: error checks that throw (never
-// exit) and the grid arithmetic every launcher uses.
+// exit) and the grid arithmetic the launchers use.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -20,6 +20,15 @@ inline void throw_cuda_error(cudaError_t status, const char* expression, const c
 // Blocks of `threads` threads needed to cover `work` items.
 inline unsigned int blocks_for(std::int64_t work, unsigned int threads) {
   return static_cast<unsigned int>((work + threads - 1) / threads);
+}
+
+// The least power of two at least `value` (1 for value <= 1).
+inline std::int64_t power_of_two_at_least(std::int64_t value) {
+  std::int64_t power = 1;
+  while (power < value) {
+    power *= 2;
+  }
+  return power;
 }
 
 }  // namespace dtrain::kernels::cuda

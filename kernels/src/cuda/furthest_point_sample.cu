@@ -231,10 +231,7 @@ std::vector<FpsCandidate> on_chip_candidates(std::int64_t n, std::int64_t shared
       {{FpsKernel::kRegisters, 0, 2, 0, FpsLane::kTree}, "registers_round2_lane_tree"},
       {{FpsKernel::kRegisters, 0, 4, 0, FpsLane::kTree}, "registers_round4_lane_tree"},
   };
-  std::int64_t largest = 1;
-  while (largest < n) {
-    largest *= 2;
-  }
+  const std::int64_t largest = power_of_two_at_least(n);
   const FpsCandidate leaders[] = {
       {{FpsKernel::kLeader, 0, 1, 0, FpsLane::kTree, 1024}, "leader_1024"},
       {{FpsKernel::kLeader, 0, 1, 0, FpsLane::kTree, 512}, "leader_512"},

@@ -57,14 +57,6 @@ detail::FastestChoice<InputKind>& fastest() {
   return choice;
 }
 
-std::int64_t power_of_two_at_least(std::int64_t value) {
-  std::int64_t power = 1;
-  while (power < value) {
-    power *= 2;
-  }
-  return power;
-}
-
 // Two CUDA events, destroyed however the scope is left.
 class EventPair {
  public:
