@@ -23,7 +23,8 @@
 #   DTRAIN_GPU_CMAKE_ARGS  extra arguments for dtrain's configure
 #   DTRAIN_GPU_FOCUS       build and run only some parts, a comma list, for
 #                          quick rounds: "kernels" (the PointNet++ kernels'
-#                          GPU tests, bench_pointnet2_ops, profile_fps),
+#                          GPU tests, their Python tests on CUDA,
+#                          bench_pointnet2_ops, profile_fps),
 #                          "gloo" (the Gloo GPU tests, gloo_smoke and
 #                          gloo_debug); default "all"
 set -uo pipefail
@@ -106,7 +107,7 @@ focused() {
   in_focus all && return 0
   case "$1" in
     googletest | configure | build | tests) return 0 ;;
-    bench_pointnet2_ops | profile_fps) in_focus kernels ;;
+    bench_pointnet2_ops | profile_fps | python_torch_ops_cuda) in_focus kernels ;;
     gloo_smoke | gloo_debug) in_focus gloo ;;
     *) return 1 ;;
   esac
@@ -297,6 +298,18 @@ tests_cap=$(($(left) - 90))
 ((tests_cap > 240)) && tests_cap=240
 step tests "$tests_cap" "$tests_log" ctest --test-dir "$build" -L gpu "${test_filter[@]}" -j "$test_jobs" \
   --output-on-failure --no-tests=error --timeout 150
+
+# The ops from Python on CUDA tensors (torch.ops.dtrain.*, the image's
+# torch), against the CPU: the class of tests/python/test_torch_ops.py
+# that needs a GPU. Its lines go to the tests' log.
+if ((!gpu)); then
+  skip python_torch_ops_cuda "no CUDA device"
+elif [[ -f "$build/kernels/libdtrain_kernels.so" ]]; then
+  step python_torch_ops_cuda 60 "$tests_log" "$py" "$repo/tests/python/test_torch_ops.py" \
+    "$build/kernels/libdtrain_kernels.so" TorchOpsCuda
+else
+  skip python_torch_ops_cuda "libdtrain_kernels.so not built"
+fi
 
 if [[ -f "$build/kernels/libdtrain_kernels.so" ]]; then
   step bench_pointnet2_vs_torch 90 "$bench_log" "$py" "$repo/benchmarks/peers/pointnet2_ops_torch.py" \

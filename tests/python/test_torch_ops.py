@@ -4,8 +4,10 @@ Usage: python test_torch_ops.py path/to/libdtrain_kernels.so
 
 Loads the library with torch.ops.load_library, calls every
 torch.ops.dtrain.* op on CPU against a pure-PyTorch reference, and checks
-the backward passes with torch.autograd.gradcheck (float64). Exits 77 (the
-SKIP_RETURN_CODE ctest is told about) when torch cannot be imported.
+the backward passes with torch.autograd.gradcheck (float64); with a GPU,
+TorchOpsCuda calls them on CUDA tensors against the CPU (`... TorchOpsCuda`
+runs that class alone). Exits 77 (the SKIP_RETURN_CODE ctest is told
+about) when torch cannot be imported.
 """
 
 import sys
@@ -91,17 +93,9 @@ class TorchOps(unittest.TestCase):
         self.assertTrue(torch.equal(got, fps_reference(xyz, 30)))
         got = torch.ops.dtrain.furthest_point_sample(xyz, 30, 5)
         self.assertTrue(torch.equal(got, fps_reference(xyz, 30, 5)))
-        # What the CUDA plan measured: a line per kind of input (CUDA clouds
-        # of up to 8192 points), nothing while only the CPU has sampled.
-        choices = torch.ops.dtrain.furthest_point_sample_cuda_choices()
-        self.assertIsInstance(choices, list)
+        # What the CUDA plan measured (TorchOpsCuda): nothing without CUDA.
         if not torch.cuda.is_available():
-            self.assertEqual(choices, [])
-        else:
-            torch.ops.dtrain.furthest_point_sample(xyz.cuda(), 30)
-            kinds = torch.ops.dtrain.furthest_point_sample_cuda_choices()
-            self.assertTrue(any(line.startswith("cuda:0 B<=2 N<=128 npoint<=32: ")
-                                for line in kinds), kinds)
+            self.assertEqual(torch.ops.dtrain.furthest_point_sample_cuda_choices(), [])
 
     def test_ball_query(self):
         xyz = torch.rand(2, 200, 3)
@@ -207,6 +201,88 @@ class TorchOps(unittest.TestCase):
             torch.ops.dtrain.furthest_point_sample(torch.rand(1, 10, 3), 11)
         with self.assertRaisesRegex(RuntimeError, "radius must be a finite value > 0"):
             torch.ops.dtrain.ball_query(torch.rand(1, 2, 3), torch.rand(1, 10, 3), 0.0, 4)
+
+
+class TorchOpsCuda(unittest.TestCase):
+    """The ops on CUDA tensors from Python, as pointnet2_ops users call
+    them: indices equal to the CPU's, features and gradients within
+    tolerance, autocast keeping coordinates in float32. Skipped without a
+    GPU (tests/gpu/run_gpu_checks.sh runs it on one)."""
+
+    def setUp(self):
+        if not torch.cuda.is_available():
+            self.skipTest("no CUDA device visible")
+        torch.manual_seed(1)
+
+    def assert_same(self, got, expected, what):
+        self.assertTrue(got.is_cuda, what)
+        self.assertTrue(torch.equal(got.cpu(), expected), what)
+
+    def test_coordinate_ops_agree_with_the_cpu(self):
+        ops = torch.ops.dtrain
+        for n in (100, 3000, 20000):  # the measured on-chip kernels, then the striped one
+            xyz = torch.rand(3, n, 3)
+            self.assert_same(ops.furthest_point_sample(xyz.cuda(), 64, 7),
+                             ops.furthest_point_sample(xyz, 64, 7), f"FPS n={n}")
+        kinds = ops.furthest_point_sample_cuda_choices()
+        self.assertTrue(any(line.startswith("cuda:0 B<=4 N<=128 npoint<=64: ") for line in kinds),
+                        kinds)
+        xyz = torch.rand(2, 500, 3)
+        centres = torch.rand(2, 40, 3)
+        for got, expected, what in zip(ops.ball_query(centres.cuda(), xyz.cuda(), 0.2, 16),
+                                       ops.ball_query(centres, xyz, 0.2, 16),
+                                       ("ball_query idx", "ball_query count")):
+            self.assert_same(got, expected, what)
+        for got, expected, what in zip(ops.knn(centres.cuda(), xyz.cuda(), 10),
+                                       ops.knn(centres, xyz, 10), ("knn idx", "knn dist2")):
+            self.assert_same(got, expected, what)
+        for got, expected, what in zip(ops.three_nn(xyz.cuda(), centres.cuda()),
+                                       ops.three_nn(xyz, centres),
+                                       ("three_nn dist2", "three_nn idx")):
+            self.assert_same(got, expected, what)
+
+    def test_feature_ops_and_their_gradients_agree_with_the_cpu(self):
+        ops = torch.ops.dtrain
+        idx = torch.randint(0, 60, (2, 20))
+        gidx = torch.randint(0, 60, (2, 20, 8))
+        tidx = torch.randint(0, 20, (2, 60, 3))
+        weight = torch.rand(2, 60, 3)
+        weight = weight / weight.sum(-1, keepdim=True)
+        for dtype, tolerance in ((torch.float32, 1e-6), (torch.float16, 1e-2),
+                                 (torch.bfloat16, 2e-2)):
+            features = torch.randn(2, 5, 60).to(dtype)
+            coarse = torch.randn(2, 5, 20).to(dtype)
+            calls = {
+                "gather_points": (lambda t: ops.gather_points(t, idx.to(t.device)), features),
+                "group_points": (lambda t: ops.group_points(t, gidx.to(t.device)), features),
+                "three_interpolate": (
+                    lambda t: ops.three_interpolate(t, tidx.to(t.device), weight.to(t.device)),
+                    coarse),
+            }
+            for name, (call, source) in calls.items():
+                what = f"{name} {dtype}"
+                cpu_in = source.clone().requires_grad_()
+                gpu_in = source.cuda().requires_grad_()
+                cpu_out = call(cpu_in)
+                gpu_out = call(gpu_in)
+                self.assertEqual(gpu_out.dtype, dtype, what)
+                torch.testing.assert_close(gpu_out.cpu().float(), cpu_out.float(),
+                                           atol=tolerance, rtol=tolerance, msg=what)
+                grad = torch.randn(cpu_out.shape).to(dtype)
+                cpu_out.backward(grad)
+                gpu_out.backward(grad.cuda())
+                torch.testing.assert_close(gpu_in.grad.cpu().float(), cpu_in.grad.float(),
+                                           atol=4 * tolerance, rtol=4 * tolerance, msg=what)
+
+    def test_autocast_keeps_coordinates_in_float32(self):
+        ops = torch.ops.dtrain
+        xyz = torch.rand(2, 300, 3)
+        expected = ops.furthest_point_sample(xyz, 50)
+        with torch.autocast("cuda", dtype=torch.float16):
+            got = ops.furthest_point_sample(xyz.cuda(), 50)
+            dist2, _ = ops.three_nn(xyz.cuda(), xyz[:, :30].cuda())
+        self.assert_same(got, expected, "FPS under CUDA autocast")
+        self.assertEqual(dist2.dtype, torch.float32)
 
 
 if __name__ == "__main__":
