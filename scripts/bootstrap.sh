@@ -5,6 +5,8 @@
 #   Debian packages  build tools and libraries (apt-get; needs root or sudo)
 #   LibTorch         the pinned PyPI torch wheel, in a virtual environment
 #                    outside the repository ($DTRAIN_VENV)
+#   CUDA toolkit     only where the machine has none: NVIDIA's CUDA 13.0
+#                    wheels in that venv, gathered in $DTRAIN_WHEEL_CUDA_HOME
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -68,7 +70,48 @@ install_libtorch() {
     dtrain_die "pip install torch==$DTRAIN_TORCH_VERSION failed"
 }
 
+# The PyPI torch wheel is a CUDA build, and its CMake config stops without
+# a CUDA toolkit (nvcc), even for a CPU-only consumer. Where the machine has
+# none, NVIDIA's wheels of the same CUDA 13.0 (nvcc, NVVM, its headers, CUB)
+# go into the venv beside the runtime libraries torch brought, and
+# DTRAIN_WHEEL_CUDA_HOME gathers them, by symbolic links, in a toolkit's
+# layout: bin, nvvm, include (with NCCL's header), lib64 (with the names
+# the linker looks for). nvcc finds its tree relative to the bin it is
+# started from.
+install_cuda_toolkit() {
+  if nvcc --version >/dev/null 2>&1; then
+    dtrain_log "CUDA: $(nvcc --version | tail -n 2 | head -n 1) ($(command -v nvcc))"
+    return
+  fi
+  local site
+  site="$("$DTRAIN_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  local cu13="$site/nvidia/cu13" nccl="$site/nvidia/nccl"
+  if [ ! -x "$cu13/bin/nvcc" ] || [ ! -d "$cu13/nvvm" ] || [ ! -d "$cu13/include/cccl" ]; then
+    dtrain_log "CUDA: no toolkit on this machine; installing NVIDIA's CUDA $DTRAIN_CUDA_WHEEL_VERSION wheels into $DTRAIN_VENV"
+    "$DTRAIN_VENV/bin/pip" install -q --progress-bar off \
+      "nvidia-cuda-nvcc==$DTRAIN_CUDA_WHEEL_VERSION" "nvidia-nvvm==$DTRAIN_CUDA_WHEEL_VERSION" \
+      "nvidia-cuda-crt==$DTRAIN_CUDA_WHEEL_VERSION" "nvidia-cuda-cccl==$DTRAIN_CCCL_WHEEL_VERSION" ||
+      dtrain_die "pip install of the CUDA $DTRAIN_CUDA_WHEEL_VERSION wheels failed"
+  fi
+  local home="$DTRAIN_WHEEL_CUDA_HOME" file name
+  rm -rf "$home.new"
+  mkdir -p "$home.new/bin" "$home.new/include" "$home.new/lib64"
+  ln -s "$cu13/nvvm" "$home.new/nvvm"
+  for file in "$cu13"/bin/*; do ln -s "$file" "$home.new/bin/"; done
+  for file in "$cu13"/include/* "$nccl"/include/*; do ln -s "$file" "$home.new/include/"; done
+  for file in "$cu13"/lib/* "$nccl"/lib/*; do
+    name="$(basename "$file")"
+    ln -sf "$file" "$home.new/lib64/$name"
+    # libcudart.so.13 -> libcudart.so, as a toolkit has it for -lcudart.
+    [[ $name =~ ^(lib[A-Za-z0-9_]+\.so)\.[0-9.]+$ ]] &&
+      [ ! -e "$home.new/lib64/${BASH_REMATCH[1]}" ] && ln -s "$file" "$home.new/lib64/${BASH_REMATCH[1]}"
+  done
+  rm -rf "$home" && mv "$home.new" "$home"
+  export PATH="$home/bin:$PATH" CUDA_HOME="$home"
+  nvcc --version >/dev/null 2>&1 || dtrain_die "the CUDA toolkit assembled in $home does not run nvcc"
+  dtrain_log "CUDA: $(nvcc --version | tail -n 2 | head -n 1) (NVIDIA's wheels, in $home)"
+}
+
 install_debian_packages
 install_libtorch
-command -v nvcc >/dev/null 2>&1 && dtrain_log "CUDA: $(nvcc --version | tail -n 2 | head -n 1)" ||
-  dtrain_log "CUDA: nvcc not found; building without CUDA kernels"
+install_cuda_toolkit

@@ -13,8 +13,21 @@ DTRAIN_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DTRAIN_BUILD_DIR="${DTRAIN_BUILD_DIR:-$DTRAIN_REPO/build}"
 export CCACHE_DIR="${CCACHE_DIR:-$DTRAIN_HOME/ccache}"
 
+# The CUDA 13.0 toolkit that bootstrap.sh assembles from NVIDIA's PyPI
+# wheels where the machine has none (the torch wheel's CMake config needs
+# nvcc even to build CPU-only): its versions, and where it is put together.
+DTRAIN_CUDA_WHEEL_VERSION="${DTRAIN_CUDA_WHEEL_VERSION:-13.0.88}"
+DTRAIN_CCCL_WHEEL_VERSION="${DTRAIN_CCCL_WHEEL_VERSION:-13.0.85}"
+DTRAIN_WHEEL_CUDA_HOME="${DTRAIN_WHEEL_CUDA_HOME:-$DTRAIN_HOME/cuda-13.0}"
+
 if [ -d /usr/local/cuda/bin ] && ! command -v nvcc >/dev/null 2>&1; then
   export PATH="/usr/local/cuda/bin:$PATH"
+fi
+# Without a system toolkit, the assembled one (nvcc on PATH is how LibTorch's
+# CMake config and dtrain's find it).
+if ! nvcc --version >/dev/null 2>&1 && [ -x "$DTRAIN_WHEEL_CUDA_HOME/bin/nvcc" ]; then
+  export PATH="$DTRAIN_WHEEL_CUDA_HOME/bin:$PATH"
+  export CUDA_HOME="$DTRAIN_WHEEL_CUDA_HOME"
 fi
 
 dtrain_log() { printf '[dtrain] %s\n' "$*" >&2; }
