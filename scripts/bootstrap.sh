@@ -86,7 +86,8 @@ install_cuda_toolkit() {
   local site
   site="$("$DTRAIN_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
   local cu13="$site/nvidia/cu13" nccl="$site/nvidia/nccl"
-  if [ ! -x "$cu13/bin/nvcc" ] || [ ! -d "$cu13/nvvm" ] || [ ! -d "$cu13/include/cccl" ]; then
+  if [ ! -x "$cu13/bin/nvcc" ] || [ ! -d "$cu13/nvvm" ] || [ ! -d "$cu13/include/cccl" ] ||
+    [ ! -f "$cu13/include/crt/host_config.h" ]; then
     dtrain_log "CUDA: no toolkit on this machine; installing NVIDIA's CUDA $DTRAIN_CUDA_WHEEL_VERSION wheels into $DTRAIN_VENV"
     "$DTRAIN_VENV/bin/pip" install -q --progress-bar off \
       "nvidia-cuda-nvcc==$DTRAIN_CUDA_WHEEL_VERSION" "nvidia-nvvm==$DTRAIN_CUDA_WHEEL_VERSION" \
