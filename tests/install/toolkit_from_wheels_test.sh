@@ -3,8 +3,9 @@
 # system toolkit (/usr/local/cuda*) and every nvcc on PATH are hidden. Then
 # scripts/bootstrap.sh must put CUDA 13.0 together from NVIDIA's wheels, its
 # nvcc must compile and link a file that uses CUB and warp reductions for
-# sm_90 (as dtrain's kernels do), and dtrain must configure against it,
-# LibTorch's CUDA config included (which stops without nvcc).
+# sm_90 (as dtrain's kernels do), and a configure run by hand (CMake finding
+# the toolkit itself) must take it, LibTorch's CUDA config included (which
+# stops without nvcc).
 #
 #   toolkit_from_wheels_test.sh WORK_DIR
 #
@@ -39,6 +40,7 @@ fi
 # shared venv (installed there on the first run).
 export DTRAIN_WHEEL_CUDA_HOME="$work/cuda-13.0"
 bash "$repo/scripts/bootstrap.sh"
+path_before="$PATH"
 source "$repo/scripts/common.sh"
 nvcc --version | grep -q "release 13.0" || { echo "FAILED: no CUDA 13.0 nvcc after bootstrap"; exit 1; }
 case "$(command -v nvcc)" in
@@ -59,11 +61,14 @@ int main() {
 CU
 nvcc -arch=sm_90 -std=c++17 "$work/probe.cu" -o "$work/probe"
 
+# Configured as by hand, with the PATH from before the scripts' settings:
+# CMake itself must find the assembled toolkit.
 torch_prefix="$("$DTRAIN_VENV/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"
-cmake -S "$repo" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+PATH="$path_before" cmake -S "$repo" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_PREFIX_PATH="$torch_prefix" -DDTRAIN_BUILD_TESTS=OFF -DDTRAIN_BUILD_BENCHMARKS=OFF \
   >"$work/configure.log" 2>&1 || { cat "$work/configure.log"; echo "FAILED: configure"; exit 1; }
-for line in "dtrain: CUDA 13.0" "PyTorch: CUDA detected: 13.0" "dtrain: NCCL"; do
+for line in "the one from NVIDIA's wheels in $DTRAIN_WHEEL_CUDA_HOME" "dtrain: CUDA 13.0" \
+  "PyTorch: CUDA detected: 13.0" "dtrain: NCCL"; do
   grep -q "$line" "$work/configure.log" || { cat "$work/configure.log"; echo "FAILED: no '$line'"; exit 1; }
 done
 echo "toolkit from wheels ok: $(nvcc --version | tail -n 1), probe compiled, dtrain configured"
