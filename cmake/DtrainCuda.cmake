@@ -3,28 +3,10 @@
 # and GPU tests skip at run time.
 set(DTRAIN_WITH_CUDA OFF)
 
-# A machine without a CUDA toolkit: the one scripts/bootstrap.sh puts
-# together from NVIDIA's wheels (docs/libtorch.md), for a configure run by
-# hand (the scripts put it on PATH). LibTorch's config finds nvcc on PATH,
-# and needs it even with DTRAIN_CUDA=OFF.
-if(NOT CMAKE_CUDA_COMPILER AND NOT EXISTS /usr/local/cuda/bin/nvcc)
-  execute_process(COMMAND nvcc --version RESULT_VARIABLE _dtrain_nvcc_status
-                  OUTPUT_QUIET ERROR_QUIET)
-  if(DEFINED ENV{DTRAIN_WHEEL_CUDA_HOME})
-    set(_dtrain_wheel_cuda "$ENV{DTRAIN_WHEEL_CUDA_HOME}")
-  elseif(DEFINED ENV{DTRAIN_HOME})
-    set(_dtrain_wheel_cuda "$ENV{DTRAIN_HOME}/cuda-13.0")
-  elseif(DEFINED ENV{XDG_CACHE_HOME})
-    set(_dtrain_wheel_cuda "$ENV{XDG_CACHE_HOME}/dtrain/cuda-13.0")
-  else()
-    set(_dtrain_wheel_cuda "$ENV{HOME}/.cache/dtrain/cuda-13.0")
-  endif()
-  if(NOT _dtrain_nvcc_status EQUAL 0 AND EXISTS "${_dtrain_wheel_cuda}/bin/nvcc")
-    set(ENV{PATH} "${_dtrain_wheel_cuda}/bin:$ENV{PATH}")
-    set(CMAKE_CUDA_COMPILER "${_dtrain_wheel_cuda}/bin/nvcc")
-    message(STATUS "dtrain: no CUDA toolkit on PATH; the one from NVIDIA's wheels in ${_dtrain_wheel_cuda}")
-  endif()
-endif()
+# Without a system toolkit, the one bootstrap put together from NVIDIA's
+# wheels (DtrainWheelCuda.cmake).
+include(DtrainWheelCuda)
+dtrain_find_wheel_cuda()
 
 if(NOT DTRAIN_CUDA STREQUAL "OFF")
   include(CheckLanguage)

@@ -25,4 +25,5 @@ install(FILES
   "${PROJECT_BINARY_DIR}/dtrainConfig.cmake"
   "${PROJECT_BINARY_DIR}/dtrainConfigVersion.cmake"
   "${PROJECT_SOURCE_DIR}/cmake/DtrainTorchIncludes.cmake"
+  "${PROJECT_SOURCE_DIR}/cmake/DtrainWheelCuda.cmake"
   DESTINATION ${DTRAIN_CMAKE_INSTALL_DIR})
