@@ -14,12 +14,10 @@ endif()
 # scripts/ or by hand, next to the LibTorch venv (DTRAIN_HOME).
 if(DEFINED ENV{CCACHE_DIR})
   set(DTRAIN_CCACHE_DIR "$ENV{CCACHE_DIR}")
-elseif(DEFINED ENV{DTRAIN_HOME})
-  set(DTRAIN_CCACHE_DIR "$ENV{DTRAIN_HOME}/ccache")
-elseif(DEFINED ENV{XDG_CACHE_HOME})
-  set(DTRAIN_CCACHE_DIR "$ENV{XDG_CACHE_HOME}/dtrain/ccache")
 else()
-  set(DTRAIN_CCACHE_DIR "$ENV{HOME}/.cache/dtrain/ccache")
+  include(DtrainHome)
+  dtrain_home(_dtrain_home)
+  set(DTRAIN_CCACHE_DIR "${_dtrain_home}/ccache")
 endif()
 set(_dtrain_launcher
   "${CMAKE_COMMAND}" -E env

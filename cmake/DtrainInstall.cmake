@@ -26,4 +26,5 @@ install(FILES
   "${PROJECT_BINARY_DIR}/dtrainConfigVersion.cmake"
   "${PROJECT_SOURCE_DIR}/cmake/DtrainTorchIncludes.cmake"
   "${PROJECT_SOURCE_DIR}/cmake/DtrainWheelCuda.cmake"
+  "${PROJECT_SOURCE_DIR}/cmake/DtrainHome.cmake"
   DESTINATION ${DTRAIN_CMAKE_INSTALL_DIR})

@@ -5,6 +5,8 @@
 # finds it for a configure run by hand. Used by dtrain's own build and by
 # the installed dtrainConfig.cmake alike.
 
+include("${CMAKE_CURRENT_LIST_DIR}/DtrainHome.cmake")
+
 # Where no nvcc runs (none at /usr/local/cuda, none on PATH) and the
 # assembled toolkit exists: puts its bin on this configure's PATH and sets
 # CMAKE_CUDA_COMPILER to its nvcc.
@@ -14,12 +16,9 @@ macro(dtrain_find_wheel_cuda)
                     OUTPUT_QUIET ERROR_QUIET)
     if(DEFINED ENV{DTRAIN_WHEEL_CUDA_HOME})
       set(_dtrain_wheel_cuda "$ENV{DTRAIN_WHEEL_CUDA_HOME}")
-    elseif(DEFINED ENV{DTRAIN_HOME})
-      set(_dtrain_wheel_cuda "$ENV{DTRAIN_HOME}/cuda-13.0")
-    elseif(DEFINED ENV{XDG_CACHE_HOME})
-      set(_dtrain_wheel_cuda "$ENV{XDG_CACHE_HOME}/dtrain/cuda-13.0")
     else()
-      set(_dtrain_wheel_cuda "$ENV{HOME}/.cache/dtrain/cuda-13.0")
+      dtrain_home(_dtrain_wheel_cuda)
+      string(APPEND _dtrain_wheel_cuda "/cuda-13.0")
     endif()
     if(NOT _dtrain_nvcc_status EQUAL 0 AND EXISTS "${_dtrain_wheel_cuda}/bin/nvcc")
       set(ENV{PATH} "${_dtrain_wheel_cuda}/bin:$ENV{PATH}")

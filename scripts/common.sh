@@ -25,7 +25,7 @@ if [ -d /usr/local/cuda/bin ] && ! command -v nvcc >/dev/null 2>&1; then
 fi
 # Without a system toolkit, the assembled one (nvcc on PATH is how LibTorch's
 # CMake config and dtrain's find it).
-if ! nvcc --version >/dev/null 2>&1 && [ -x "$DTRAIN_WHEEL_CUDA_HOME/bin/nvcc" ]; then
+if [ -x "$DTRAIN_WHEEL_CUDA_HOME/bin/nvcc" ] && ! nvcc --version >/dev/null 2>&1; then
   export PATH="$DTRAIN_WHEEL_CUDA_HOME/bin:$PATH"
   export CUDA_HOME="$DTRAIN_WHEEL_CUDA_HOME"
 fi

@@ -5,13 +5,8 @@
 # as two processes under the installed dtrun (Gloo and DDP from the install).
 #
 # Inputs: DTRAIN_BUILD_DIR, CONSUMER_SOURCE_DIR, WORK_DIR, TORCH_DIR, [CCACHE]
-function(run_step description)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE out)
-  if(NOT status EQUAL 0)
-    message(FATAL_ERROR "install test: ${description} failed (${status}):\n${out}")
-  endif()
-  set(step_output "${out}" PARENT_SCOPE)
-endfunction()
+set(RUN_STEP_CONTEXT "install test")
+include("${CMAKE_CURRENT_LIST_DIR}/run_step.cmake")
 
 file(REMOVE_RECURSE "${WORK_DIR}")
 set(prefix "${WORK_DIR}/prefix")

@@ -8,13 +8,8 @@
 # one file is compiled here, to keep CI short.
 #
 # Inputs: SOURCE_DIR, WORK_DIR, TORCH_PREFIX, NM, [CCACHE_ON]
-function(run_step description)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE out)
-  if(NOT status EQUAL 0)
-    message(FATAL_ERROR "build without CUDA: ${description} failed (${status}):\n${out}")
-  endif()
-  set(step_output "${out}" PARENT_SCOPE)
-endfunction()
+set(RUN_STEP_CONTEXT "build without CUDA")
+include("${CMAKE_CURRENT_LIST_DIR}/run_step.cmake")
 
 file(REMOVE_RECURSE "${WORK_DIR}")
 run_step("configuring with DTRAIN_CUDA=OFF" ${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${WORK_DIR}"
