@@ -125,9 +125,14 @@ int run_training(const CommonTrainOptions& options, const util::LaunchEnv& env, 
     report.record(epoch, stats, eval, comm);
     if (epoch == first_epoch) {
       // The CUDA FPS kernel the epoch timed fastest for each kind of batch
-      // (docs/kernels.md; none on the CPU).
+      // (docs/kernels.md; none on the CPU). A kernel whose picks differed
+      // from the register kernel's was left out, which is worth a report.
       for (const std::string& line : kernels::furthest_point_sample_cuda_choices()) {
-        spdlog::info("CUDA FPS kernel measured for {}", line);
+        if (line.find("DIFFERS") != std::string::npos) {
+          spdlog::warn("CUDA FPS kernel measured for {}", line);
+        } else {
+          spdlog::info("CUDA FPS kernel measured for {}", line);
+        }
       }
     }
     if (epoch < options.epochs) {  // (auto: the next epoch's split, kept in the checkpoint)

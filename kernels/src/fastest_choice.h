@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <map>
@@ -20,11 +21,19 @@ namespace dtrain::kernels::detail {
 // What the first input of a kind measured: each candidate's name and
 // fastest timed run, in seconds, and the candidate chosen (the fastest; the
 // lowest position on a tie, so the caller lists its default first).
+// differs[i]: candidate i gave another result than the first candidate on
+// that input, so it was neither timed (its seconds stay infinite) nor
+// chosen.
 struct MeasuredChoice {
   std::vector<std::string> names;
   std::vector<double> seconds;
+  std::vector<bool> differs;
   std::size_t chosen = 0;
 };
+
+// A run's result, for comparing candidates that should agree (FPS: the
+// picks).
+using RunResult = std::vector<std::int64_t>;
 
 template <class Key>
 class FastestChoice {
@@ -47,8 +56,15 @@ class FastestChoice {
   // at a time, the others waiting (a key is measured once); measuring is
   // rare, so one lock serves. A run that throws leaves the key unmeasured
   // and the exception goes to the caller.
+  //
+  // With `last_result` (the result of the run just made), the candidates
+  // are meant to be interchangeable and the first is the reference: after
+  // each untimed run the result is compared with the first candidate's, and
+  // a candidate that differs is dropped, never timed nor chosen, and named
+  // in `differs`. So a wrong kernel costs its speed-up, never a result.
   std::size_t choose(const Key& key, const std::vector<std::string>& names,
-                     const std::function<double(std::size_t)>& seconds_of_run) {
+                     const std::function<double(std::size_t)>& seconds_of_run,
+                     const std::function<RunResult()>& last_result = {}) {
     if (names.empty()) {
       throw std::invalid_argument("FastestChoice: no candidates to choose from");
     }
@@ -60,11 +76,23 @@ class FastestChoice {
     MeasuredChoice measured;
     measured.names = names;
     measured.seconds.assign(candidates, std::numeric_limits<double>::infinity());
+    measured.differs.assign(candidates, false);
+    RunResult reference;
     for (std::size_t i = 0; i < candidates; ++i) {
       seconds_of_run(i);  // untimed
+      if (last_result) {
+        if (i == 0) {
+          reference = last_result();
+        } else {
+          measured.differs[i] = last_result() != reference;
+        }
+      }
     }
     for (int round = 0; round < rounds_; ++round) {
       for (std::size_t i = 0; i < candidates; ++i) {
+        if (measured.differs[i]) {
+          continue;
+        }
         const double seconds = seconds_of_run(i);
         if (seconds < measured.seconds[i]) {
           measured.seconds[i] = seconds;

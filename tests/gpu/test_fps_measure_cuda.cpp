@@ -1,6 +1,6 @@
 // The CUDA FPS plan's measured choice up to 8192 points (Note [Choosing the
 // CUDA FPS kernel by timing it]): one measurement per kind of input, every
-// candidate in it, the picks the CPU's; nothing timed on a stream being
+// candidate in it and none whose picks differ, the picks the CPU's; nothing timed on a stream being
 // captured into a CUDA graph, whose replay still gives the CPU's picks;
 // DTRAIN_CUDA_FPS_MEASURE=off and forced kernels measure nothing. Each test
 // uses kinds (B, N, npoint rounded up to powers of two) of its own, as the
@@ -59,6 +59,9 @@ TEST(FpsMeasureCuda, MeasuresEachKindOnceOverEveryCandidate) {
                            "leader_512_round2 ", "leader_512_round4 "}) {
     EXPECT_NE(lines[0].find(name), std::string::npos) << name << " in " << lines[0];
   }
+  // Each candidate's picks were compared with the register kernel's on this
+  // input; none may differ.
+  EXPECT_EQ(lines[0].find("DIFFERS"), std::string::npos) << lines[0];
   // Another input of the same kind takes the choice: still one line.
   const at::Tensor other = at::randn({7, 3000, 3});
   expect_cpu_picks(k::furthest_point_sample(other.cuda(), 128), other, 128, "same kind");

@@ -227,6 +227,7 @@ class TorchOpsCuda(unittest.TestCase):
         kinds = ops.furthest_point_sample_cuda_choices()
         self.assertTrue(any(line.startswith("cuda:0 B<=4 N<=128 npoint<=64: ") for line in kinds),
                         kinds)
+        self.assertFalse(any("DIFFERS" in line for line in kinds), kinds)
         xyz = torch.rand(2, 500, 3)
         centres = torch.rand(2, 40, 3)
         for got, expected, what in zip(ops.ball_query(centres.cuda(), xyz.cuda(), 0.2, 16),

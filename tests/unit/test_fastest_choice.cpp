@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -126,6 +127,29 @@ TEST(FastestChoice, OneCallerMeasuresAKeyWhileTheOthersWait) {
   }
   EXPECT_EQ(chose_two.load(), 8);
   EXPECT_EQ(runs.load(), 4 * (1 + 2));  // one measurement: 4 candidates, 1 + 2 runs each
+}
+
+TEST(FastestChoice, ACandidateWhoseResultDiffersFromTheFirstIsNeitherTimedNorChosen) {
+  FastestChoice<int> choice(2);
+  // Candidate 2 would be the fastest, but its result is not the first's.
+  ScriptedRuns runs({{3.0}, {2.0}, {0.5}, {1.0}});
+  const std::vector<dtrain::kernels::detail::RunResult> results = {
+      {4, 1, 7}, {4, 1, 7}, {4, 1, 6}, {4, 1, 7}};
+  auto last_result = [&] { return results.at(runs.log.back()); };
+  EXPECT_EQ(choice.choose(0, named(4), std::ref(runs), last_result), 3u);
+  // Each ran once untimed; the timed rounds leave candidate 2 out.
+  EXPECT_EQ(runs.log, (std::vector<std::size_t>{0, 1, 2, 3, 0, 1, 3, 0, 1, 3}));
+  const auto measured = choice.measured().at(0);
+  EXPECT_EQ(measured.differs, (std::vector<bool>{false, false, true, false}));
+  EXPECT_EQ(measured.seconds[2], std::numeric_limits<double>::infinity());
+  EXPECT_EQ(measured.seconds[3], 1.0);
+}
+
+TEST(FastestChoice, WithoutResultsEveryCandidateIsTimed) {
+  FastestChoice<int> choice(1);
+  ScriptedRuns runs({{2.0}, {1.0}});
+  EXPECT_EQ(choice.choose(0, named(2), std::ref(runs)), 1u);
+  EXPECT_EQ(choice.measured().at(0).differs, (std::vector<bool>{false, false}));
 }
 
 TEST(FastestChoice, RefusesNoCandidatesAndNoRounds) {

@@ -33,6 +33,15 @@
 // fastest. DTRAIN_CUDA_FPS_MEASURE=off, or any forcing setting
 // (DTRAIN_CUDA_FPS and the rest, launchers.h), turns measuring off.
 // fps_fastest_choices() tells what was measured; the benchmark prints it.
+//
+// "No choice changes a result" is checked, not assumed: after each
+// candidate's untimed run its picks are copied back and compared with the
+// first candidate's (the register kernel, the choice before measuring), and
+// a candidate whose picks differ is left out of the timing and of the
+// choice, and named in fps_fastest_choices(). A fault in one kernel on some
+// GPU then costs its speed, not the caller's picks; the GPU tests fail on
+// such a line. The copies cost one B x npoint transfer per candidate, once
+// per kind.
 
 #include <cstdio>
 #include <optional>
@@ -112,7 +121,7 @@ void launch_fps_fastest(const std::vector<FpsCandidate>& candidates, const float
     names.emplace_back(candidate.name);
   }
   const EventPair events;
-  const std::size_t chosen = fastest().choose(kind, names, [&](std::size_t i) {
+  auto seconds_of_run = [&](std::size_t i) {
     DTRAIN_CUDA_CHECK(cudaEventRecord(events.begin(), stream));
     launch(i);
     DTRAIN_CUDA_CHECK(cudaEventRecord(events.end(), stream));
@@ -120,8 +129,16 @@ void launch_fps_fastest(const std::vector<FpsCandidate>& candidates, const float
     float ms = 0.0f;
     DTRAIN_CUDA_CHECK(cudaEventElapsedTime(&ms, events.begin(), events.end()));
     return 1e-3 * ms;
-  });
-  launch(chosen);
+  };
+  // The picks of the run just made (the events' end: it has finished).
+  auto picks_of_run = [&] {
+    detail::RunResult picks(static_cast<std::size_t>(batch * npoint));
+    DTRAIN_CUDA_CHECK(cudaMemcpyAsync(picks.data(), out, picks.size() * sizeof(std::int64_t),
+                                      cudaMemcpyDeviceToHost, stream));
+    DTRAIN_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return picks;
+  };
+  launch(fastest().choose(kind, names, seconds_of_run, picks_of_run));
 }
 
 std::vector<std::string> fps_fastest_choices() {
@@ -137,7 +154,8 @@ std::vector<std::string> fps_fastest_choices() {
                        " N<=" + std::to_string(n) + " npoint<=" + std::to_string(npoint) + ": " +
                        measured.names[measured.chosen] + " (" + ms(measured.chosen) + " ms";
     for (std::size_t i = 0; i < measured.names.size(); ++i) {
-      line += (i == 0 ? "; " : ", ") + measured.names[i] + " " + ms(i);
+      line += (i == 0 ? "; " : ", ") + measured.names[i] + " " +
+              (measured.differs[i] ? "DIFFERS from " + measured.names[0] + ", left out" : ms(i));
     }
     lines.push_back(line + ")");
   }
