@@ -257,7 +257,7 @@ test_filter=()
 if ! in_focus all; then
   gpu_targets=(dtrain_gpu_tests)
   tests_of=()
-  in_focus kernels && gpu_targets+=(bench_pointnet2_ops) && tests_of+=('PointNet2|CountCorrect|FpsMeasure')
+  in_focus kernels && gpu_targets+=(bench_pointnet2_ops) && tests_of+=('PointNet2|CountCorrect|FpsMeasure|EventWait')
   in_focus gloo && gpu_targets+=(bench_allreduce) && tests_of+=('GlooCuda')
   joined="${tests_of[*]}"
   test_filter=(-R "${joined// /|}")

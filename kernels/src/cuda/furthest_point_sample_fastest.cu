@@ -42,15 +42,24 @@
 // GPU then costs its speed, not the caller's picks; the GPU tests fail on
 // such a line. The copies cost one B x npoint transfer per candidate, once
 // per kind.
+//
+// Nor does a kernel that never finishes hang the caller: every run after
+// the first candidate's first waits at most 100 times as long as that one
+// took, plus two seconds (event_done_within), and then the call throws,
+// naming the kernel and DTRAIN_CUDA_FPS_MEASURE=off. The device may stay
+// busy, but the caller learns why.
 
+#include <chrono>
 #include <cstdio>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "../fastest_choice.h"
 #include "cuda_check.cuh"
+#include "event_wait.h"
 #include "launchers.h"
 
 namespace dtrain::kernels::cuda {
@@ -58,6 +67,25 @@ namespace dtrain::kernels::cuda {
 namespace {
 
 constexpr int kTimedRounds = 3;
+
+// A candidate's run that takes longer than kRunLimitFactor times the first
+// candidate's first run, plus kRunLimitFloor, is taken for hung.
+constexpr auto kRunLimitFloor = std::chrono::seconds(2);
+constexpr int kRunLimitFactor = 100;
+
+[[noreturn]] void throw_hung(const std::string& name, const std::string& first,
+                             std::chrono::steady_clock::duration limit) {
+  const double seconds = std::chrono::duration<double>(limit).count();
+  char waited[32];
+  std::snprintf(waited, sizeof waited, "%.1f", seconds);
+  throw std::runtime_error("furthest_point_sample: the CUDA FPS kernel '" + name +
+                           "' did not finish within " + waited +
+                           " s while its speed was measured (" + std::to_string(kRunLimitFactor) +
+                           " times the '" + first +
+                           "' kernel's first run); it may still hold the device. Set "
+                           "DTRAIN_CUDA_FPS_MEASURE=off to run the '" +
+                           first + "' kernel alone, and report it");
+}
 
 // device, B, N, npoint (each a power of two at least the input's)
 using InputKind = std::tuple<int, std::int64_t, std::int64_t, std::int64_t>;
@@ -121,11 +149,21 @@ void launch_fps_fastest(const std::vector<FpsCandidate>& candidates, const float
     names.emplace_back(candidate.name);
   }
   const EventPair events;
+  // How long a run may take before it counts as hung: set by the first
+  // run, the first candidate's (Note [Choosing the CUDA FPS kernel by timing
+  // it]).
+  std::optional<std::chrono::steady_clock::duration> run_limit;
   auto seconds_of_run = [&](std::size_t i) {
+    const auto launched = std::chrono::steady_clock::now();
     DTRAIN_CUDA_CHECK(cudaEventRecord(events.begin(), stream));
     launch(i);
     DTRAIN_CUDA_CHECK(cudaEventRecord(events.end(), stream));
-    DTRAIN_CUDA_CHECK(cudaEventSynchronize(events.end()));
+    if (!run_limit) {
+      DTRAIN_CUDA_CHECK(cudaEventSynchronize(events.end()));
+      run_limit = kRunLimitFloor + kRunLimitFactor * (std::chrono::steady_clock::now() - launched);
+    } else if (!event_done_within(events.end(), *run_limit)) {
+      throw_hung(candidates.at(i).name, candidates.front().name, *run_limit);
+    }
     float ms = 0.0f;
     DTRAIN_CUDA_CHECK(cudaEventElapsedTime(&ms, events.begin(), events.end()));
     return 1e-3 * ms;
