@@ -11,6 +11,17 @@ dtrain_put_libstdcxx_first()
 get_filename_component(DTRAIN_TORCH_LIB_DIR "${TORCH_LIBRARY}" DIRECTORY)
 message(STATUS "dtrain: LibTorch ${Torch_VERSION} from ${DTRAIN_TORCH_LIB_DIR}")
 
+# How dtrain's libraries link LibTorch. TORCH_LIBRARIES holds this machine's
+# absolute paths (libc10.so, libc10_cuda.so, libnvrtc.so beside the
+# targets), which an installed package must not carry to the machines that
+# use it: the build links them through dtrain_torch_libraries, and the
+# installed targets name dtrain::torch_libraries, which dtrainConfig.cmake
+# makes from the TORCH_LIBRARIES of the consumer's own find_package(Torch).
+add_library(dtrain_torch_libraries INTERFACE)
+target_link_libraries(dtrain_torch_libraries INTERFACE ${TORCH_LIBRARIES})
+set(DTRAIN_TORCH_LINK
+  $<BUILD_INTERFACE:dtrain_torch_libraries> $<INSTALL_INTERFACE:dtrain::torch_libraries>)
+
 find_package(Threads REQUIRED)
 find_package(ZLIB REQUIRED)
 find_package(fmt REQUIRED)

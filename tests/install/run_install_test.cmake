@@ -11,6 +11,33 @@ include("${CMAKE_CURRENT_LIST_DIR}/run_step.cmake")
 file(REMOVE_RECURSE "${WORK_DIR}")
 set(prefix "${WORK_DIR}/prefix")
 run_step("installing dtrain" ${CMAKE_COMMAND} --install "${DTRAIN_BUILD_DIR}" --prefix "${prefix}")
+# The installed targets name their dependencies as targets (LibTorch's as
+# dtrain::torch_libraries, made by the consumer's config), never a path of
+# the machine that built them.
+file(READ "${prefix}/lib/cmake/dtrain/dtrainTargets.cmake" targets)
+if(targets MATCHES "INTERFACE_LINK_LIBRARIES \"([^\"]*;)?/[^\";]*")
+  message(FATAL_ERROR "install test: an installed target links a path of the build machine: "
+    "${CMAKE_MATCH_0}")
+endif()
+if(NOT targets MATCHES "INTERFACE_LINK_LIBRARIES \"[^\"]*dtrain::torch_libraries")
+  message(FATAL_ERROR "install test: no installed target links dtrain::torch_libraries")
+endif()
+
+# A LibTorch of another release is refused by name at configure time (its
+# C++ ABI differs): a stand-in package that says it is 2.0.0, alone on the
+# prefix path.
+set(other_torch "${WORK_DIR}/other-torch/share/cmake/Torch")
+file(WRITE "${other_torch}/TorchConfigVersion.cmake"
+  "set(PACKAGE_VERSION 2.0.0)\nset(PACKAGE_VERSION_COMPATIBLE TRUE)\n")
+file(WRITE "${other_torch}/TorchConfig.cmake" "set(Torch_FOUND TRUE)\n")
+execute_process(COMMAND ${CMAKE_COMMAND} -E env
+  "CMAKE_PREFIX_PATH=${prefix}:${WORK_DIR}/other-torch" ${CMAKE_COMMAND}
+  -S "${CONSUMER_SOURCE_DIR}" -B "${WORK_DIR}/build-other-torch" -G Ninja
+  RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE out)
+if(status EQUAL 0 OR NOT out MATCHES "Torch" OR NOT out MATCHES "2\\.0\\.0")
+  message(FATAL_ERROR "install test: a LibTorch 2.0.0 was not refused by name (${status}):\n${out}")
+endif()
+file(REMOVE_RECURSE "${WORK_DIR}/build-other-torch")
 
 set(launcher "")
 if(CCACHE)
