@@ -46,6 +46,7 @@ std::vector<dist::Setting> shared_settings(const PointNet2RecipeOptions& options
                    {"--num-points", text(options.num_points)},
                    {"--model", options.model},
                    {"--weight-decay", text(options.weight_decay)},
+                   {"--lr-schedule", options.lr_schedule},
                    {"--lr-decay", text(options.lr_decay)},
                    {"--lr-step", text(options.lr_step)},
                    {"--augment", text(options.augment)}});
@@ -57,11 +58,18 @@ void add_recipe_flags(CLI::App& app, PointNet2RecipeOptions& options) {
   app.add_option("--weight-decay", options.weight_decay, "Adam weight decay")
       ->check(dtrain::util::non_negative())
       ->capture_default_str();
+  app.add_option("--lr-schedule", options.lr_schedule,
+                 "step: the rate times --lr-decay every --lr-step epochs (PointNet++'s, for "
+                 "runs of hundreds of epochs); cosine: from the rate down along half a cosine "
+                 "over --epochs (short runs end settled)")
+      ->check(CLI::IsMember({"step", "cosine"}))
+      ->capture_default_str();
   app.add_option("--lr-decay", options.lr_decay,
-                 "Factor applied to the learning rate every --lr-step epochs")
+                 "Factor applied to the learning rate every --lr-step epochs (--lr-schedule step)")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  app.add_option("--lr-step", options.lr_step, "Epochs between learning-rate decays")
+  app.add_option("--lr-step", options.lr_step,
+                 "Epochs between learning-rate decays (--lr-schedule step)")
       ->check(dtrain::util::positive())
       ->capture_default_str();
   app.add_flag("--augment,!--no-augment", options.augment,
@@ -108,6 +116,10 @@ bool synthetic_in_memory(const PointNet2RecipeOptions& options) {
 }
 
 double lr_at(const PointNet2RecipeOptions& options, int world, int epoch) {
+  if (options.lr_schedule == "cosine") {
+    const double done = static_cast<double>(epoch - 1) / options.epochs;  // of the run, in [0, 1)
+    return options.scaled_lr(world) * 0.5 * (1.0 + std::cos(M_PI * done));
+  }
   return options.scaled_lr(world) * std::pow(options.lr_decay, (epoch - 1) / options.lr_step);
 }
 
@@ -118,8 +130,12 @@ TrainingOptimizer adam_training_optimizer(const PointNet2RecipeOptions& options,
           .lr_at = [options](int world, int epoch) { return lr_at(options, world, epoch); },
           .summary =
               [options](int world) {
-                return fmt::format("Adam at {} ({}), x{} every {} epochs", options.scaled_lr(world),
-                                   options.lr_scaling_words(), options.lr_decay, options.lr_step);
+                const std::string schedule =
+                    options.lr_schedule == "cosine"
+                        ? fmt::format("down along a cosine over {} epochs", options.epochs)
+                        : fmt::format("x{} every {} epochs", options.lr_decay, options.lr_step);
+                return fmt::format("Adam at {} ({}), {}", options.scaled_lr(world),
+                                   options.lr_scaling_words(), schedule);
               }};
 }
 

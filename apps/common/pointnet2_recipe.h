@@ -1,7 +1,8 @@
 // PointNet++'s training recipe, shared by train_pointnet2 (classification)
 // and train_partseg (part segmentation): the flags both take, Adam at 1e-3
-// with weight decay 1e-4 and the rate times 0.7 every 20 epochs, the
-// synthetic shapes as the default data.
+// with weight decay 1e-4 and the rate times 0.7 every 20 epochs (or a
+// cosine over the run, for short ones), the synthetic shapes as the default
+// data.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +31,9 @@ struct PointNet2RecipeOptions : CommonTrainOptions {
   int64_t num_points = 1024;  // points of each cloud fed to the model
   std::string model = "ssg";
   double weight_decay = 1e-4;
+  // "step": the rate times lr_decay every lr_step epochs (PointNet++'s);
+  // "cosine": down from the rate along half a cosine over the run's epochs.
+  std::string lr_schedule = "step";
   double lr_decay = 0.7;  // the rate is multiplied by this every lr_step epochs
   int lr_step = 20;
   bool augment = true;  // random scale, shift and jitter, and a new point order
@@ -47,8 +51,9 @@ std::vector<dist::Setting> shared_settings(const PointNet2RecipeOptions& options
 
 // --synthetic-classes, --synthetic-train-per-class, --synthetic-test-per-class, --num-points.
 void add_synthetic_flags(CLI::App& app, PointNet2RecipeOptions& options);
-// The common flags, then --weight-decay, --lr-decay, --lr-step, --augment,
-// --checkpoint and --resume (which needs --checkpoint).
+// The common flags, then --weight-decay, --lr-schedule, --lr-decay,
+// --lr-step, --augment, --checkpoint and --resume (which needs
+// --checkpoint).
 void add_recipe_flags(CLI::App& app, PointNet2RecipeOptions& options);
 
 // The synthetic shapes these options ask for; clouds hold at least 1,024
@@ -67,7 +72,10 @@ void check_num_points(const PointNet2RecipeOptions& options,
 // in memory (and this says so in the log).
 bool synthetic_in_memory(const PointNet2RecipeOptions& options);
 
-// The step schedule: lr (scaled for `world`) * decay^floor((epoch - 1) / step).
+// The rate of epoch `epoch` (1-based) for `world` processes, lr scaled by
+// --lr-scaling: step, lr * decay^floor((epoch - 1) / step); cosine,
+// lr * (1 + cos(pi * (epoch - 1) / epochs)) / 2, the full rate in the first
+// epoch and a small one in the last, whatever --epochs is.
 double lr_at(const PointNet2RecipeOptions& options, int world, int epoch);
 // Adam over `parameters` with --weight-decay, stepped down by lr_at.
 TrainingOptimizer adam_training_optimizer(const PointNet2RecipeOptions& options,

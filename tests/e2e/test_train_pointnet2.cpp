@@ -592,39 +592,25 @@ TEST(TrainPointNet2, RankWeightsAutoResumesWithTheMeasuredWeights) {
 }
 
 // The README's main job as scripts/run.sh starts it (10 kinds of shape, 100
-// training clouds each, 512 points, ssg-lite, 5 epochs with the rate halved
-// every 2, two processes): it learns the shapes, far above chance (10%);
-// seeds 0-7 gave 85-94% on the machine that set the bound.
+// training clouds each, 512 points, ssg-lite, 5 epochs with the rate along
+// a cosine, two processes): it learns the shapes, far above chance (10%);
+// seeds 0-7 gave 81-92% on the machine that set the bound.
 TEST(TrainPointNet2, MainJobLearnsTheShapes) {
   TempDir dir;
   const std::string csv = dir.file("report.csv");
-  const auto result = run_process({DTRAIN_DTRUN_PATH,
-                                   "--standalone",
-                                   "--nproc-per-node",
-                                   "2",
-                                   DTRAIN_TRAIN_POINTNET2_PATH,
-                                   "--data-dir",
-                                   dir.file("shapes"),
-                                   "--model",
-                                   "ssg-lite",
-                                   "--num-points",
-                                   "512",
-                                   "--epochs",
-                                   "5",
-                                   "--lr-step",
-                                   "2",
-                                   "--lr-decay",
-                                   "0.5",
-                                   "--threads",
-                                   "1",
-                                   "--csv",
-                                   csv});
+  const std::vector<std::string> run_sh_defaults = {
+      "--model", "ssg-lite", "--num-points", "512", "--epochs", "5", "--lr-schedule", "cosine"};
+  std::vector<std::string> command = {DTRAIN_DTRUN_PATH, "--standalone", "--nproc-per-node", "2",
+                                      DTRAIN_TRAIN_POINTNET2_PATH};
+  command.insert(command.end(), run_sh_defaults.begin(), run_sh_defaults.end());
+  command.insert(command.end(), {"--data-dir", dir.file("shapes"), "--threads", "1", "--csv", csv});
+  const auto result = run_process(command);
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const auto rows = read_csv(csv);
   ASSERT_EQ(rows.size(), 6u) << result.output;
   EXPECT_EQ(rows[5][1], "1000");
   EXPECT_LT(std::stod(rows[5][5]), std::stod(rows[1][5])) << "training loss did not fall";
-  EXPECT_GE(std::stod(rows[5][7]), 0.8) << "final test accuracy";
+  EXPECT_GE(std::stod(rows[5][7]), 0.75) << "final test accuracy";
 }
 
 // The processes `pid` started that still run (Linux's /proc children list).
