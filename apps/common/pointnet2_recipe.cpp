@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -118,7 +119,7 @@ bool synthetic_in_memory(const PointNet2RecipeOptions& options) {
 double lr_at(const PointNet2RecipeOptions& options, int world, int epoch) {
   if (options.lr_schedule == "cosine") {
     const double done = static_cast<double>(epoch - 1) / options.epochs;  // of the run, in [0, 1)
-    return options.scaled_lr(world) * 0.5 * (1.0 + std::cos(M_PI * done));
+    return options.scaled_lr(world) * 0.5 * (1.0 + std::cos(std::numbers::pi * done));
   }
   return options.scaled_lr(world) * std::pow(options.lr_decay, (epoch - 1) / options.lr_step);
 }

@@ -128,7 +128,7 @@ int run_training(const CommonTrainOptions& options, const util::LaunchEnv& env, 
       // (docs/kernels.md; none on the CPU). A kernel whose picks differed
       // from the register kernel's was left out, which is worth a report.
       for (const std::string& line : kernels::furthest_point_sample_cuda_choices()) {
-        if (line.find("DIFFERS") != std::string::npos) {
+        if (line.find(kernels::kFpsKernelDiffers) != std::string::npos) {
           spdlog::warn("CUDA FPS kernel measured for {}", line);
         } else {
           spdlog::info("CUDA FPS kernel measured for {}", line);

@@ -61,7 +61,7 @@ TEST(FpsMeasureCuda, MeasuresEachKindOnceOverEveryCandidate) {
   }
   // Each candidate's picks were compared with the register kernel's on this
   // input; none may differ.
-  EXPECT_EQ(lines[0].find("DIFFERS"), std::string::npos) << lines[0];
+  EXPECT_EQ(lines[0].find(k::kFpsKernelDiffers), std::string::npos) << lines[0];
   // Another input of the same kind takes the choice: still one line.
   const at::Tensor other = at::randn({7, 3000, 3});
   expect_cpu_picks(k::furthest_point_sample(other.cuda(), 128), other, 128, "same kind");

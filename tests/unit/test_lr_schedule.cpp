@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numbers>
 #include <string>
 #include <vector>
 
@@ -47,7 +48,8 @@ TEST(LrSchedule, CosineFallsFromTheFullRateOverTheRunWhateverItsLength) {
   }
   // Half the rate halfway; 5 epochs: (1 + cos(pi * k / 5)) / 2 for k = 0..4.
   EXPECT_NEAR(lr_at(recipe("cosine", 20), 1, 11), 0.5e-3, 1e-15);
-  EXPECT_NEAR(lr_at(recipe("cosine", 5), 1, 5), 1e-3 * (1 + std::cos(M_PI * 0.8)) / 2, 1e-15);
+  EXPECT_NEAR(lr_at(recipe("cosine", 5), 1, 5), 1e-3 * (1 + std::cos(std::numbers::pi * 0.8)) / 2,
+              1e-15);
   PointNet2RecipeOptions unscaled = recipe("cosine", 5);
   unscaled.lr_scaling = "none";
   EXPECT_DOUBLE_EQ(lr_at(unscaled, 4, 1), 1e-3);

@@ -59,6 +59,7 @@
 
 #include "../fastest_choice.h"
 #include "cuda_check.cuh"
+#include "dtrain/kernels/fps_choices.h"
 #include "event_wait.h"
 #include "launchers.h"
 
@@ -199,7 +200,9 @@ std::vector<std::string> fps_fastest_choices() {
                        measured.names[measured.chosen] + " (" + ms(measured.chosen) + " ms";
     for (std::size_t i = 0; i < measured.names.size(); ++i) {
       line += (i == 0 ? "; " : ", ") + measured.names[i] + " " +
-              (measured.differs[i] ? "DIFFERS from " + measured.names[0] + ", left out" : ms(i));
+              (measured.differs[i]
+                   ? std::string(kFpsKernelDiffers) + " from " + measured.names[0] + ", left out"
+                   : ms(i));
     }
     lines.push_back(line + ")");
   }

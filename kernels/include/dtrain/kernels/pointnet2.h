@@ -40,6 +40,8 @@
 #include <string>
 #include <vector>
 
+#include "dtrain/kernels/fps_choices.h"
+
 namespace dtrain::kernels {
 
 // How the backward passes of gather_points, group_points and
@@ -81,8 +83,10 @@ at::Tensor furthest_point_sample(const at::Tensor& xyz, int64_t npoint, int64_t 
 // and npoint each rounded up to a power of two) and kept for the process
 // (docs/kernels.md, "CUDA FPS: measured, not guessed"). What was measured,
 // a line a kind: "cuda:0 B<=32 N<=8192 npoint<=1024: leader_512_round2
-// (0.401 ms; registers 0.752, registers_lane_tree 0.731, ...)". Empty before
-// the first such call, and without CUDA.
+// (0.401 ms; registers 0.752, registers_lane_tree 0.731, ...)"; a kernel
+// whose picks differed from the register kernel's is marked
+// kFpsKernelDiffers (fps_choices.h) instead of timed. Empty before the
+// first such call, and without CUDA.
 std::vector<std::string> furthest_point_sample_cuda_choices();
 
 // out[b][c][m] = features[b][c][idx[b][m]].
