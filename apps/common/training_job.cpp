@@ -64,12 +64,15 @@ c10::Device choose_device(const util::LaunchEnv& env, const std::string& device)
                "hides them, or LibTorch was built without CUDA)");
   // A process that sees one GPU uses it, whatever its local rank: Slurm's
   // --gpus-per-task=1 and per-process CUDA_VISIBLE_DEVICES show each rank
-  // its own GPU as device 0.
+  // its own GPU as device 0. Ranks that share a GPU (dtrun --share-gpu)
+  // all take device 0.
   const int64_t local_rank = env.local_rank.value_or(0);
-  DTRAIN_CHECK(visible == 1 || local_rank < visible, "--device cuda: this process has local rank ",
+  const bool first_device = visible == 1 || env.share_gpu;
+  DTRAIN_CHECK(first_device || local_rank < visible, "--device cuda: this process has local rank ",
                local_rank, " but only ", visible,
-               " CUDA device(s) are visible: start at most that many processes per node");
-  const auto index = static_cast<c10::DeviceIndex>(visible == 1 ? 0 : local_rank);
+               " CUDA device(s) are visible: start at most that many processes per node, or "
+               "share one GPU with dtrun --share-gpu");
+  const auto index = static_cast<c10::DeviceIndex>(first_device ? 0 : local_rank);
   at::accelerator::setDeviceIndex(index);
   return {c10::kCUDA, index};
 }

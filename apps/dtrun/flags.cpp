@@ -135,6 +135,9 @@ void add_dtrun_flags(CLI::App& app, DtrunFlags& f) {
                  "Only these local ranks' output reaches the console, e.g. 0,1");
   app.add_flag("--bind-devices,--bind_devices", f.bind_devices,
                "Give each worker one GPU as its CUDA_VISIBLE_DEVICES (by local rank)");
+  app.add_flag("--share-gpu,--share_gpu", f.share_gpu,
+               "Put every worker on GPU 0, each its own host to NCCL over loopback sockets "
+               "(DTRAIN_SHARE_GPU=1): for checking multi-rank code on one GPU, not for speed");
   app.add_flag("--no-python,--no_python", f.no_python,
                "Execute PROGRAM itself even when it ends in .py");
   app.add_flag("-m,--module", f.module,
@@ -176,6 +179,7 @@ launch::LaunchOptions to_launch_options(const CLI::App& app, const DtrunFlags& f
   options.tee = launch::parse_streams(f.tee, "--tee");
   options.local_ranks_filter = launch::parse_local_ranks_filter(f.local_ranks_filter);
   options.bind_devices = f.bind_devices;
+  options.share_gpu = f.share_gpu;
 
   const bool master_given = given(app, "--master-addr") || given(app, "--master-port");
   if (f.standalone) {

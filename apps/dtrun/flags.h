@@ -33,6 +33,7 @@ struct DtrunFlags {
   std::string tee = "0";
   std::string local_ranks_filter;
   bool bind_devices = false;
+  bool share_gpu = false;
   bool no_python = false;
   bool module = false;
   std::string start_method = "fork";

@@ -132,6 +132,28 @@ TEST_F(Dtrun, GpuCountAndDeviceBindingFollowCudaVisibleDevices) {
   EXPECT_NE(output_.find("no GPU is visible"), std::string::npos) << output_;
 }
 
+// --share-gpu tells every worker (DTRAIN_SHARE_GPU=1), whose process then
+// puts itself on GPU 0 as an NCCL host of its own; with --bind-devices it
+// is a contradiction, named before anything starts.
+TEST_F(Dtrun, ShareGpuReachesEveryWorkerAndExcludesBindDevices) {
+  const std::string script = "env > \"$OUT/env.$RANK\"";
+  ASSERT_EQ(run({"--standalone", "--nproc-per-node", "2", "--share-gpu"}, script), 0) << output_;
+  EXPECT_EQ(read_env_file(file("env.0")).at("DTRAIN_SHARE_GPU"), "1");
+  EXPECT_EQ(read_env_file(file("env.1")).at("DTRAIN_SHARE_GPU"), "1");
+  ASSERT_EQ(run({"--standalone", "--nproc-per-node", "2"}, script), 0) << output_;
+  EXPECT_EQ(read_env_file(file("env.1")).count("DTRAIN_SHARE_GPU"), 0u);
+
+  ::setenv("CUDA_VISIBLE_DEVICES", "2,3", 1);
+  const int both =
+      run({"--standalone", "--nproc-per-node", "2", "--share-gpu", "--bind-devices"}, script);
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(both, 2) << output_;
+  EXPECT_NE(output_.find("--bind-devices gives each worker its own GPU, --share-gpu puts them "
+                         "all on one: choose one"),
+            std::string::npos)
+      << output_;
+}
+
 TEST_F(Dtrun, StaticRendezvousOfTwoAgentsNumbersRanksByNodeRank) {
   const std::string port = std::to_string(dtrain::testing::free_port());
   const std::string script = "env > \"$OUT/env.$RANK\"";

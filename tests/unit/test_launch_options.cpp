@@ -248,6 +248,11 @@ TEST(WorkerEnv, SetsTorchrunsVariables) {
   place.local_world_size = 1;
   EXPECT_EQ(worker_environment({}, place, round).count("OMP_NUM_THREADS"), 0u);
 
+  EXPECT_EQ(worker_environment({}, place, round).count("DTRAIN_SHARE_GPU"), 0u);
+  round.share_gpu = true;
+  EXPECT_EQ(worker_environment({}, place, round)["DTRAIN_SHARE_GPU"], "1");
+  round.share_gpu = false;
+
   round.bind_devices = {"2", "3"};
   EXPECT_EQ(worker_environment({}, place, round)["CUDA_VISIBLE_DEVICES"], "3");
   place.local_rank = 2;  // more workers than GPUs: round robin

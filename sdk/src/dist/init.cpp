@@ -16,6 +16,7 @@
 #include "dtrain/dist/prefix_store.h"
 #include "dtrain/dist/process_group_gloo.h"
 #include "dtrain/dist/process_group_nccl.h"
+#include "dtrain/dist/shared_gpu.h"
 #include "dtrain/dist/tcp_store.h"
 #include "dtrain/dist/torch_tcp_store.h"
 #include "dtrain/util/build_info.h"
@@ -217,7 +218,11 @@ ProcessGroupPtr init_process_group(const InitOptions& options) {
   if (backend == "mpi") {
     check_mpi_world(rdzv.rank, rdzv.world_size);  // before anyone waits in the store
   }
-  util::set_log_rank(rdzv.rank, util::read_launch_env().local_rank);
+  const util::LaunchEnv launch = util::read_launch_env();
+  util::set_log_rank(rdzv.rank, launch.local_rank);
+  if (backend == "nccl" && launch.share_gpu) {
+    use_shared_gpu_nccl_variables(rdzv.rank);  // before NCCL's first call in this process
+  }
   util::retain_freed_host_memory();  // Note [Freed host memory stays with the process]
 
   std::shared_ptr<Store> store;

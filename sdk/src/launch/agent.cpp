@@ -212,6 +212,7 @@ void Agent::start_workers(const Membership& m) {
   facts.max_restarts = options_.max_restarts;
   facts.run_id = options_.run_id;
   facts.role = options_.role;
+  facts.share_gpu = options_.share_gpu;
   if (options_.bind_devices) {
     facts.bind_devices = options_.devices;
   }

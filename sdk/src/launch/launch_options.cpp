@@ -294,6 +294,9 @@ void validate(const LaunchOptions& options) {
     DTRAIN_CHECK(rank < options.nproc_per_node, "--local-ranks-filter names local rank ", rank,
                  " but --nproc-per-node is ", options.nproc_per_node);
   }
+  DTRAIN_CHECK(!(options.bind_devices && options.share_gpu),
+               "--bind-devices gives each worker its own GPU, --share-gpu puts them all on one: "
+               "choose one");
   if (options.bind_devices) {
     DTRAIN_CHECK(!options.devices.empty(),
                  "--bind-devices: no GPU is visible on this node (CUDA_VISIBLE_DEVICES, "

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include "dtrain/util/launch_env.h"
+
 extern char** environ;
 
 namespace dtrain::launch {
@@ -30,6 +32,9 @@ Environment worker_environment(const Environment& base, const WorkerPlace& place
   env["DTRUN_RUN_ID"] = round.run_id;
   if (place.local_world_size > 1 && env.find("OMP_NUM_THREADS") == env.end()) {
     env["OMP_NUM_THREADS"] = "1";
+  }
+  if (round.share_gpu) {
+    env[util::kShareGpuVariable] = "1";
   }
   if (!round.bind_devices.empty()) {
     env["CUDA_VISIBLE_DEVICES"] =

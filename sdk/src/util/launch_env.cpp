@@ -64,6 +64,10 @@ LaunchEnv read_launch_env() {
   if (!env.local_rank) {
     env.local_rank = env_int("LOCAL_RANK");
   }
+  const std::optional<int> share_gpu = env_int(kShareGpuVariable);
+  DTRAIN_CHECK(share_gpu.value_or(0) <= 1, "environment variable ", kShareGpuVariable, "='",
+               *share_gpu, "' is not 0 or 1");
+  env.share_gpu = share_gpu.value_or(0) == 1;
   return env;
 }
 

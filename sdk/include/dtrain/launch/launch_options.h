@@ -126,6 +126,9 @@ struct LaunchOptions {
   std::set<int> local_ranks_filter;  // empty: every local rank
   // Give each worker its own CUDA_VISIBLE_DEVICES (one of `devices`).
   bool bind_devices = false;
+  // --share-gpu: every worker on GPU 0, each its own host to NCCL
+  // (DTRAIN_SHARE_GPU=1, dtrain/dist/shared_gpu.h).
+  bool share_gpu = false;
   std::vector<std::string> devices;
   // The program and its arguments.
   std::vector<std::string> program;

@@ -35,6 +35,8 @@ struct RoundFacts {
   std::string role = "default";  // ROLE_NAME
   // When non-empty, the worker sees only devices[local_rank % size].
   std::vector<std::string> bind_devices;
+  // Sets DTRAIN_SHARE_GPU=1 (LaunchOptions::share_gpu).
+  bool share_gpu = false;
 };
 
 // `base` (normally the launcher's own environment) with the worker's

@@ -5,7 +5,7 @@
 // The first launcher whose variables are present wins, in that order.
 //
 // Throws dtrain::Error when a variable is set but is not a non-negative
-// integer, naming the variable and its value.
+// integer (DTRAIN_SHARE_GPU: not 0 or 1), naming the variable and its value.
 #pragma once
 
 #include <optional>
@@ -20,7 +20,14 @@ struct LaunchEnv {
   std::optional<int> local_world_size;
   // Which launcher's variables were found: "torchrun", "openmpi", "pmi", "slurm" or "none".
   std::string source = "none";
+  // DTRAIN_SHARE_GPU=1 (dtrun --share-gpu): every local rank on GPU 0, each
+  // its own host to NCCL (dtrain/dist/shared_gpu.h). For debugging
+  // multi-rank code on a machine with one GPU.
+  bool share_gpu = false;
 };
+
+// The variable behind LaunchEnv::share_gpu: "1" shares, "0" or unset does not.
+inline constexpr const char* kShareGpuVariable = "DTRAIN_SHARE_GPU";
 
 LaunchEnv read_launch_env();
 
