@@ -1,14 +1,19 @@
-// DDP on 2 and 3 Gloo ranks against one process trained on the global
-// batch: after K optimizer steps every parameter must match (max abs
-// difference < 1e-5 in fp32; the fp16 hook within a looser bound). Each
-// rank trains its replica and, in the same process, the reference.
+// DDP on 2 and 3 ranks against one process trained on the global batch:
+// after K optimizer steps every parameter must match (max abs difference
+// < 1e-5 in fp32; the fp16 hook within a looser bound). Each rank trains
+// its replica and, in the same process, the reference. Built twice: on
+// Gloo ranks on the CPU (label dist), and with DTRAIN_TEST_DDP_ON_NCCL on
+// NCCL ranks sharing GPU 0 (label gpu; skips without a GPU), which also
+// print each fp32 case's difference for the GPU checks' summary.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/sgd.h>
 
+#include "backend_ranks.h"
 #include "ddp_test_models.h"
+#include "dtrain/config.h"
 #include "dtrain/ddp/broadcast.h"
 #include "dtrain/ddp/comm_hook.h"
 #include "dtrain/ddp/distributed_data_parallel.h"
@@ -16,7 +21,6 @@
 #include "dtrain/ddp/sync_batch_norm.h"
 #include "dtrain/models/pointnet2_cls.h"
 #include "dtrain/models/toy_cnn.h"
-#include "gloo_ranks.h"
 
 namespace {
 
@@ -25,7 +29,46 @@ namespace F = torch::nn::functional;
 using dtrain::testing::ManySizes;
 using dtrain::testing::max_abs_difference;
 using dtrain::testing::rank_slice;
-using dtrain::testing::run_gloo_ranks;
+
+#if DTRAIN_TEST_DDP_ON_NCCL
+const char* const kBackend = "nccl";
+dtrain::testing::RankBackend backend_here() {
+  return dtrain::testing::nccl_on_shared_gpu();
+}
+#else
+const char* const kBackend = "gloo";
+dtrain::testing::RankBackend backend_here() {
+  return dtrain::testing::gloo_on_cpu();
+}
+#endif
+
+// Runs body(rank, world, device) on `world` ranks of this build's backend;
+// skips the test where it cannot run. On CUDA, convolutions in TF32 (cuDNN's
+// default) would round the reference and the replicas differently.
+template <typename Body>
+void run_ranks_here(int world, Body body) {
+  const auto backend = backend_here();
+  if (!backend.available()) {
+    GTEST_SKIP() << backend.missing;
+  }
+  dtrain::testing::run_backend_ranks(backend, world, std::chrono::seconds(60),
+                                     [&](int rank, int size, c10::Device device) {
+                                       at::globalContext().setAllowTF32CuDNN(false);
+                                       body(rank, size, device);
+                                     });
+}
+
+// The difference on this rank within `tolerance`; for fp32's bound, rank 0
+// prints it as the GPU checks' summary reads it:
+// "ddp_equivalence nccl world=2 ToyCnnMatchesGlobalBatch: max_abs_diff=3e-07".
+void expect_within(double diff, double tolerance, int rank, int world) {
+  EXPECT_LT(diff, tolerance) << "rank " << rank;
+  if (rank == 0 && tolerance <= 1e-5) {
+    std::printf("ddp_equivalence %s world=%d %s: max_abs_diff=%.3g\n", kBackend, world,
+                ::testing::UnitTest::GetInstance()->current_test_info()->name(), diff);
+    std::fflush(stdout);
+  }
+}
 
 struct Scenario {
   int steps = 3;
@@ -64,17 +107,19 @@ at::Tensor run_forward(ddp::DistributedDataParallel<Holder>& model, const at::Te
 // Trains `make_model()` replicas with DDP and one reference; returns the
 // largest parameter difference seen on this rank.
 template <typename Holder, typename MakeModel>
-double train_and_compare(int rank, int world, const Scenario& s, MakeModel make_model,
-                         std::vector<std::int64_t> sample_shape) {
+double train_and_compare(int rank, int world, c10::Device device, const Scenario& s,
+                         MakeModel make_model, std::vector<std::int64_t> sample_shape) {
   std::int64_t global = 0;
   for (auto n : s.sizes) {
     global += n;
   }
   at::manual_seed(11);
   Holder reference = make_model();
+  reference->to(device);
   // Different initial weights per rank: DDP must broadcast rank 0's.
   at::manual_seed(11 + rank);
   Holder replica = make_model();
+  replica->to(device);
   if (s.sync_batch_norm) {
     EXPECT_GT(ddp::convert_sync_batchnorm(replica), 0);
   }
@@ -86,15 +131,15 @@ double train_and_compare(int rank, int world, const Scenario& s, MakeModel make_
   auto generator = at::make_generator<at::CPUGeneratorImpl>(1234);
   sample_shape.insert(sample_shape.begin(), global);
   // Rank 0's rows of the global batch, for a branch only rank 0 takes.
-  const at::Tensor rank_0_rows = (at::arange(global) < s.sizes[0]).unsqueeze(1);
+  const at::Tensor rank_0_rows = (at::arange(global) < s.sizes[0]).unsqueeze(1).to(device);
   for (int step = 0; step < s.steps; ++step) {
     const bool skip_step = s.alternate_skip && step % 2 == 1;
     const bool use_skip = skip_step && (!s.skip_on_rank_0_only || rank == 0);
     reference_optimizer.zero_grad();
     optimizer.zero_grad();
     for (int micro = 0; micro < s.micro_batches; ++micro) {
-      const at::Tensor x = at::randn(sample_shape, generator);
-      const at::Tensor y = at::randint(10, {global}, generator);
+      const at::Tensor x = at::randn(sample_shape, generator).to(device);
+      const at::Tensor y = at::randint(10, {global}, generator).to(device);
       const at::Tensor logits = skip_step && s.skip_on_rank_0_only
                                     ? at::where(rank_0_rows, run_forward(reference, x, true),
                                                 run_forward(reference, x, false))
@@ -144,23 +189,23 @@ dtrain::models::PointNet2Cls make_small_pointnet2() {
 class DdpEquivalence : public ::testing::TestWithParam<int> {};
 
 TEST_P(DdpEquivalence, ToyCnnMatchesGlobalBatch) {
-  run_gloo_ranks(GetParam(), [](int rank, int world) {
+  run_ranks_here(GetParam(), [](int rank, int world, c10::Device device) {
     Scenario s;
     s.sizes = even_sizes(world, 4);
-    const double diff =
-        train_and_compare<dtrain::models::ToyCnn>(rank, world, s, make_toy_cnn, {1, 32, 32});
-    EXPECT_LT(diff, s.tolerance) << "rank " << rank;
+    const double diff = train_and_compare<dtrain::models::ToyCnn>(rank, world, device, s,
+                                                                  make_toy_cnn, {1, 32, 32});
+    expect_within(diff, s.tolerance, rank, world);
   });
 }
 
 TEST_P(DdpEquivalence, ToyCnnWithGradientsAsBucketViews) {
-  run_gloo_ranks(GetParam(), [](int rank, int world) {
+  run_ranks_here(GetParam(), [](int rank, int world, c10::Device device) {
     Scenario s;
     s.sizes = even_sizes(world, 4);
     s.options.gradient_as_bucket_view = true;
-    const double diff =
-        train_and_compare<dtrain::models::ToyCnn>(rank, world, s, make_toy_cnn, {1, 32, 32});
-    EXPECT_LT(diff, s.tolerance) << "rank " << rank;
+    const double diff = train_and_compare<dtrain::models::ToyCnn>(rank, world, device, s,
+                                                                  make_toy_cnn, {1, 32, 32});
+    expect_within(diff, s.tolerance, rank, world);
   });
 }
 
@@ -169,7 +214,7 @@ TEST_P(DdpEquivalence, ToyCnnWithGradientsAsBucketViews) {
 // whose batch norms, made SyncBatchNorm, normalise over the global batch:
 // DDP with gradients as bucket views equals one process on that batch.
 TEST_P(DdpEquivalence, PointNet2WithSyncBatchNormMatchesGlobalBatch) {
-  run_gloo_ranks(GetParam(), [](int rank, int world) {
+  run_ranks_here(GetParam(), [](int rank, int world, c10::Device device) {
     Scenario s;
     s.sizes = even_sizes(world, 3);
     s.sync_batch_norm = true;
@@ -180,13 +225,13 @@ TEST_P(DdpEquivalence, PointNet2WithSyncBatchNormMatchesGlobalBatch) {
     // rank normalising alone) the difference is 0.6 and more.
     s.tolerance = 1e-4;
     const double diff = train_and_compare<dtrain::models::PointNet2Cls>(
-        rank, world, s, make_small_pointnet2, {32, 3});
-    EXPECT_LT(diff, s.tolerance) << "rank " << rank;
+        rank, world, device, s, make_small_pointnet2, {32, 3});
+    expect_within(diff, s.tolerance, rank, world);
   });
 }
 
 TEST_P(DdpEquivalence, ManySizesOverSeveralBuckets) {
-  run_gloo_ranks(GetParam(), [](int rank, int world) {
+  run_ranks_here(GetParam(), [](int rank, int world, c10::Device device) {
     Scenario s;
     s.sizes = even_sizes(world, 5);
     s.steps = 4;
@@ -196,25 +241,25 @@ TEST_P(DdpEquivalence, ManySizesOverSeveralBuckets) {
     ddp::DistributedDataParallel<ManySizes> probe(ManySizes(), s.options);
     EXPECT_GE(probe.reducer().buckets().size(), 4u);
     const double diff =
-        train_and_compare<ManySizes>(rank, world, s, [] { return ManySizes(); }, {16});
-    EXPECT_LT(diff, s.tolerance) << "rank " << rank;
+        train_and_compare<ManySizes>(rank, world, device, s, [] { return ManySizes(); }, {16});
+    expect_within(diff, s.tolerance, rank, world);
   });
 }
 
 TEST_P(DdpEquivalence, NoSyncAccumulation) {
-  run_gloo_ranks(GetParam(), [](int rank, int world) {
+  run_ranks_here(GetParam(), [](int rank, int world, c10::Device device) {
     Scenario s;
     s.sizes = even_sizes(world, 3);
     s.micro_batches = 3;
     s.options.bucket_cap_mb = 0.03;
     const double diff =
-        train_and_compare<ManySizes>(rank, world, s, [] { return ManySizes(); }, {16});
-    EXPECT_LT(diff, s.tolerance) << "rank " << rank;
+        train_and_compare<ManySizes>(rank, world, device, s, [] { return ManySizes(); }, {16});
+    expect_within(diff, s.tolerance, rank, world);
   });
 }
 
 TEST_P(DdpEquivalence, UnusedParametersFoundEveryStep) {
-  run_gloo_ranks(GetParam(), [](int rank, int world) {
+  run_ranks_here(GetParam(), [](int rank, int world, c10::Device device) {
     Scenario s;
     s.sizes = even_sizes(world, 4);
     s.steps = 4;
@@ -222,15 +267,15 @@ TEST_P(DdpEquivalence, UnusedParametersFoundEveryStep) {
     s.options.find_unused_parameters = true;
     s.options.bucket_cap_mb = 0.03;
     const double diff = train_and_compare<ManySizes>(
-        rank, world, s, [] { return ManySizes(/*with_unused_layers=*/true); }, {16});
-    EXPECT_LT(diff, s.tolerance) << "rank " << rank;
+        rank, world, device, s, [] { return ManySizes(/*with_unused_layers=*/true); }, {16});
+    expect_within(diff, s.tolerance, rank, world);
   });
 }
 
 // The skip layer used by rank 0 alone (a data-dependent branch): the
 // used-parameter vote keeps it, and the other ranks contribute zeros.
 TEST_P(DdpEquivalence, ParametersOnlyOneRankUsesAreAveraged) {
-  run_gloo_ranks(GetParam(), [](int rank, int world) {
+  run_ranks_here(GetParam(), [](int rank, int world, c10::Device device) {
     Scenario s;
     s.sizes = even_sizes(world, 4);
     s.steps = 4;
@@ -239,53 +284,53 @@ TEST_P(DdpEquivalence, ParametersOnlyOneRankUsesAreAveraged) {
     s.options.find_unused_parameters = true;
     s.options.bucket_cap_mb = 0.03;
     const double diff = train_and_compare<ManySizes>(
-        rank, world, s, [] { return ManySizes(/*with_unused_layers=*/true); }, {16});
-    EXPECT_LT(diff, s.tolerance) << "rank " << rank;
+        rank, world, device, s, [] { return ManySizes(/*with_unused_layers=*/true); }, {16});
+    expect_within(diff, s.tolerance, rank, world);
   });
 }
 
 TEST_P(DdpEquivalence, StaticGraphWithAnUnusedLayer) {
-  run_gloo_ranks(GetParam(), [](int rank, int world) {
+  run_ranks_here(GetParam(), [](int rank, int world, c10::Device device) {
     Scenario s;
     s.sizes = even_sizes(world, 4);
     s.steps = 4;
     s.options.static_graph = true;
     s.options.bucket_cap_mb = 0.03;
     const double diff = train_and_compare<ManySizes>(
-        rank, world, s, [] { return ManySizes(/*with_unused_layers=*/true); }, {16});
-    EXPECT_LT(diff, s.tolerance) << "rank " << rank;
+        rank, world, device, s, [] { return ManySizes(/*with_unused_layers=*/true); }, {16});
+    expect_within(diff, s.tolerance, rank, world);
   });
 }
 
 TEST_P(DdpEquivalence, SampleCountWeightingWithUnevenBatches) {
-  run_gloo_ranks(GetParam(), [](int rank, int world) {
+  run_ranks_here(GetParam(), [](int rank, int world, c10::Device device) {
     Scenario s;
     for (int r = 0; r < world; ++r) {
       s.sizes.push_back(2 + 3 * r);  // 2, 5, 8 rows
     }
     s.options.averaging = ddp::GradientAveraging::kSampleCount;
-    const double diff =
-        train_and_compare<dtrain::models::ToyCnn>(rank, world, s, make_toy_cnn, {1, 32, 32});
-    EXPECT_LT(diff, s.tolerance) << "rank " << rank;
+    const double diff = train_and_compare<dtrain::models::ToyCnn>(rank, world, device, s,
+                                                                  make_toy_cnn, {1, 32, 32});
+    expect_within(diff, s.tolerance, rank, world);
   });
 }
 
 TEST_P(DdpEquivalence, WorldAveragingIsWrongForUnevenBatches) {
   // The control for the test above: plain averaging cannot give the global
   // batch's gradient when batch sizes differ, so the difference is large.
-  run_gloo_ranks(GetParam(), [](int rank, int world) {
+  run_ranks_here(GetParam(), [](int rank, int world, c10::Device device) {
     Scenario s;
     for (int r = 0; r < world; ++r) {
       s.sizes.push_back(2 + 3 * r);
     }
-    const double diff =
-        train_and_compare<dtrain::models::ToyCnn>(rank, world, s, make_toy_cnn, {1, 32, 32});
+    const double diff = train_and_compare<dtrain::models::ToyCnn>(rank, world, device, s,
+                                                                  make_toy_cnn, {1, 32, 32});
     EXPECT_GT(diff, 1e-4) << "rank " << rank;
   });
 }
 
 TEST_P(DdpEquivalence, Fp16CompressionHookWithinHalfPrecision) {
-  run_gloo_ranks(GetParam(), [](int rank, int world) {
+  run_ranks_here(GetParam(), [](int rank, int world, c10::Device device) {
     Scenario s;
     s.sizes = even_sizes(world, 4);
     s.options.comm_hook = ddp::compression_hook(at::kHalf);
@@ -293,22 +338,22 @@ TEST_P(DdpEquivalence, Fp16CompressionHookWithinHalfPrecision) {
     // element and per partial sum); over 3 steps at lr 0.05 the weights
     // move by far less than 1e-3 from the exact run.
     s.tolerance = 1e-3;
-    const double diff =
-        train_and_compare<dtrain::models::ToyCnn>(rank, world, s, make_toy_cnn, {1, 32, 32});
-    EXPECT_LT(diff, s.tolerance) << "rank " << rank;
+    const double diff = train_and_compare<dtrain::models::ToyCnn>(rank, world, device, s,
+                                                                  make_toy_cnn, {1, 32, 32});
+    expect_within(diff, s.tolerance, rank, world);
     EXPECT_GT(diff, 0.0) << "fp16 rounding should be visible";
   });
 }
 
 TEST_P(DdpEquivalence, Bf16CompressionHookWithinBfloat16Precision) {
-  run_gloo_ranks(GetParam(), [](int rank, int world) {
+  run_ranks_here(GetParam(), [](int rank, int world, c10::Device device) {
     Scenario s;
     s.sizes = even_sizes(world, 4);
     s.options.comm_hook = ddp::compression_hook(at::kBFloat16);
     s.tolerance = 1e-2;  // bf16 keeps 8 bits of mantissa
-    const double diff =
-        train_and_compare<dtrain::models::ToyCnn>(rank, world, s, make_toy_cnn, {1, 32, 32});
-    EXPECT_LT(diff, s.tolerance) << "rank " << rank;
+    const double diff = train_and_compare<dtrain::models::ToyCnn>(rank, world, device, s,
+                                                                  make_toy_cnn, {1, 32, 32});
+    expect_within(diff, s.tolerance, rank, world);
   });
 }
 
@@ -316,14 +361,16 @@ TEST_P(DdpEquivalence, Bf16CompressionHookWithinBfloat16Precision) {
 // passes run before each step with backward_passes_per_step = k; with
 // `skip_on_rank_0` only rank 0 takes the model's skip branch (its samples'
 // rows in the reference), so the skip layer's gradient exists on one rank.
-double distributed_optimizer_difference(int rank, int world, int k, int passes,
+double distributed_optimizer_difference(int rank, int world, c10::Device device, int k, int passes,
                                         bool skip_on_rank_0) {
   const auto sizes = even_sizes(world, 3);
   const std::int64_t global = 3 * world;
   at::manual_seed(5);
   ManySizes reference(/*with_unused_layers=*/true);
+  reference->to(device);
   at::manual_seed(5 + rank);
   ManySizes replica(/*with_unused_layers=*/true);
+  replica->to(device);
   ddp::broadcast_parameters(*replica, 0);
   torch::optim::SGD reference_optimizer(reference->parameters(), sgd_options());
   auto sgd = std::make_shared<torch::optim::SGD>(replica->parameters(), sgd_options());
@@ -332,14 +379,14 @@ double distributed_optimizer_difference(int rank, int world, int k, int passes,
   options.fusion_mb = 0.02;
   ddp::DistributedOptimizer optimizer(sgd, options);
   // Rank 0's rows of the global batch take the skip branch.
-  const at::Tensor rank_0_rows = (at::arange(global) < sizes[0]).unsqueeze(1);
+  const at::Tensor rank_0_rows = (at::arange(global) < sizes[0]).unsqueeze(1).to(device);
   auto generator = at::make_generator<at::CPUGeneratorImpl>(99);
   for (int step = 0; step < 3; ++step) {
     reference_optimizer.zero_grad();
     optimizer.zero_grad();
     for (int pass = 0; pass < passes; ++pass) {
-      const at::Tensor x = at::randn({global, 16}, generator);
-      const at::Tensor y = at::randint(10, {global}, generator);
+      const at::Tensor x = at::randn({global, 16}, generator).to(device);
+      const at::Tensor y = at::randint(10, {global}, generator).to(device);
       const at::Tensor plain = reference->forward(x);
       const at::Tensor logits =
           skip_on_rank_0 ? at::where(rank_0_rows, reference->forward(x, true), plain) : plain;
@@ -358,10 +405,10 @@ double distributed_optimizer_difference(int rank, int world, int k, int passes,
 // Every k-th pass reduces as backward runs; step() reduces what is left, so
 // fewer or more passes than k between steps give the global batch too.
 TEST_P(DdpEquivalence, DistributedOptimizerMatchesGlobalBatch) {
-  run_gloo_ranks(GetParam(), [](int rank, int world) {
+  run_ranks_here(GetParam(), [](int rank, int world, c10::Device device) {
     for (const auto& [k, passes] :
          std::vector<std::pair<int, int>>{{1, 1}, {2, 2}, {1, 2}, {2, 1}, {2, 3}, {3, 5}}) {
-      EXPECT_LT(distributed_optimizer_difference(rank, world, k, passes, false), 1e-5)
+      EXPECT_LT(distributed_optimizer_difference(rank, world, device, k, passes, false), 1e-5)
           << "rank " << rank << ", backward_passes_per_step " << k << ", " << passes
           << " passes a step";
     }
@@ -372,16 +419,22 @@ TEST_P(DdpEquivalence, DistributedOptimizerMatchesGlobalBatch) {
 // zeros, as in Horovod (DistributedDataParallel would need
 // find_unused_parameters), also when it accumulated over passes.
 TEST_P(DdpEquivalence, DistributedOptimizerAveragesAGradientOnlyOneRankHas) {
-  run_gloo_ranks(GetParam(), [](int rank, int world) {
+  run_ranks_here(GetParam(), [](int rank, int world, c10::Device device) {
     for (const auto& [k, passes] : std::vector<std::pair<int, int>>{{1, 1}, {2, 2}, {2, 1}}) {
-      EXPECT_LT(distributed_optimizer_difference(rank, world, k, passes, true), 1e-5)
+      EXPECT_LT(distributed_optimizer_difference(rank, world, device, k, passes, true), 1e-5)
           << "rank " << rank << ", backward_passes_per_step " << k << ", " << passes
           << " passes a step";
     }
   });
 }
 
+// NcclWorlds/DdpEquivalence.* on NCCL, so that CTest tells the two programs apart.
+#if DTRAIN_TEST_DDP_ON_NCCL
+INSTANTIATE_TEST_SUITE_P(NcclWorlds, DdpEquivalence, ::testing::Values(2, 3),
+                         [](const auto& info) { return "world" + std::to_string(info.param); });
+#else
 INSTANTIATE_TEST_SUITE_P(Worlds, DdpEquivalence, ::testing::Values(2, 3),
                          [](const auto& info) { return "world" + std::to_string(info.param); });
+#endif
 
 }  // namespace

@@ -47,16 +47,6 @@ std::vector<int> all_ranks() {
 
 // ---- The shared suite --------------------------------------------------
 
-std::vector<CollectiveCase> cases_for_this_world() {
-  std::vector<CollectiveCase> taken;
-  for (const auto& conformance_case : dtrain::testing::collective_conformance_cases()) {
-    if (g_world >= conformance_case.min_world) {
-      taken.push_back(conformance_case);
-    }
-  }
-  return taken;
-}
-
 class MpiConformance : public ::testing::TestWithParam<CollectiveCase> {};
 
 TEST_P(MpiConformance, Case) {
@@ -73,7 +63,9 @@ TEST_P(MpiConformance, Case) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Mpi, MpiConformance, ::testing::ValuesIn(cases_for_this_world()),
+INSTANTIATE_TEST_SUITE_P(Mpi, MpiConformance,
+                         ::testing::ValuesIn(dtrain::testing::conformance_cases_for("mpi",
+                                                                                    g_world)),
                          [](const auto& info) { return info.param.name; });
 
 // ---- The mpi backend's own ---------------------------------------------

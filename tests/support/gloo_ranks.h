@@ -14,11 +14,10 @@
 #include <vector>
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
+#include "backend_ranks.h"
 #include "dtrain/dist/init.h"
-#include "multi_process.h"
 
 namespace dtrain::testing {
 
@@ -26,12 +25,7 @@ namespace dtrain::testing {
 // intra-op thread (ranks share the machine's cores).
 inline void init_gloo_group(int rank, int world, std::uint16_t port,
                             std::chrono::seconds timeout = std::chrono::seconds(60)) {
-  at::set_num_threads(1);
-  dist::init_process_group({.backend = "gloo",
-                            .init_method = "tcp://127.0.0.1:" + std::to_string(port),
-                            .rank = rank,
-                            .world_size = world,
-                            .timeout = timeout});
+  init_backend_group(gloo_on_cpu(), rank, world, port, timeout);
 }
 
 // True when `value` is the same on every rank of the default group (a
@@ -42,13 +36,6 @@ inline bool same_on_all_ranks(const at::Tensor& value) {
   dist::all_reduce(low, dist::ReduceOp::kMin);
   dist::all_reduce(high, dist::ReduceOp::kMax);
   return at::equal(low, high);
-}
-
-// Fails the test for every rank that exited non-zero (its output is above).
-inline void expect_all_ranks_pass(const std::vector<int>& codes) {
-  for (std::size_t r = 0; r < codes.size(); ++r) {
-    EXPECT_EQ(codes[r], 0) << "rank " << r << " failed (its output is above)";
-  }
 }
 
 // Runs body(rank, world) on `world` Gloo ranks and expects all to pass.
