@@ -96,3 +96,6 @@ echo "# newest glibc symbol version the carried libraries need: ${newest_glibc:-
   >>"$dest/MANIFEST.txt"
 
 log "wrote $dest ($(du -sh "$dest" | cut -f1); newest glibc symbol ${newest_glibc:-unknown})"
+# Which source the tree is (tests/gpu/source_stamp.py): stamp again after
+# any later change, right before the tree travels.
+python3 "$repo/tests/gpu/source_stamp.py" write

@@ -1,32 +1,41 @@
 #!/usr/bin/env bash
-# Builds dtrain's GPU tests and GPU benchmarks on a machine with a GPU whose
-# image has PyTorch, nvcc, CMake, ninja and g++ but not dtrain's Debian
+# Builds dtrain's GPU tests, apps and GPU benchmarks on a machine with a GPU
+# whose image has PyTorch, nvcc, CMake, ninja and g++ but not dtrain's Debian
 # dependencies (those travel in .gpu-deps/, see prepare_gpu_deps.sh), runs
 # them, and writes logs, CSVs and a summary -- all inside a time budget, so
 # that one call of a few minutes always ends with a report, even when a step
 # hangs or fails. tests/gpu/README.md says how and where it is run.
 #
-#   bash tests/gpu/run_gpu_checks.sh [OUTPUT_DIR]
+#   python3 tests/gpu/source_stamp.py write   # here, before the tree travels
+#   bash tests/gpu/run_gpu_checks.sh [OUTPUT_DIR]   # there
 #
-# OUTPUT_DIR: default $OUT, else build-gpu/results. At most 8 files land
-# there (gpu_summary.txt, three logs, four CSVs).
+# OUTPUT_DIR: default $OUT, else build-gpu/results. At most 7 files land
+# there (gpu_summary.txt, three logs, three CSVs).
+#
+# In order of what the run must show first: NCCL with several ranks on the
+# one GPU (the conformance suite at worlds 2-4, a timeout naming the missing
+# rank, DDP against one process at worlds 2 and 3), the main job under dtrun
+# on CUDA in each precision, every other GPU test, the FPS goal, the
+# PointNet++ training step beside PyTorch, and Gloo on the image.
 #
 # Environment (all optional):
 #   DTRAIN_GPU_PYTHON      python with the torch wheel (default: python3)
 #   DTRAIN_GPU_DEPS        carried dependencies (default: .gpu-deps in the repo)
 #   DTRAIN_GPU_BUILD_DIR   build folder, reused by a later run (default: build-gpu)
 #   DTRAIN_GPU_JOBS        compile jobs (default: nproc)
-#   DTRAIN_GPU_TEST_JOBS   tests run at once on the GPU (default: 4)
-#   DTRAIN_GPU_BUDGET_S    seconds for the whole run (default: 450)
+#   DTRAIN_GPU_TEST_JOBS   one-rank tests run at once on the GPU (default: 4)
+#   DTRAIN_GPU_BUDGET_S    seconds for the whole run (default: 470)
 #   DTRAIN_GPU_RESERVE_S   seconds kept for tests and benchmarks after the
-#                          build (default: 150)
+#                          build (default: 250)
+#   DTRAIN_GPU_MAIN_EPOCHS epochs of each main-job run (default: 5, as
+#                          scripts/run.sh)
 #   DTRAIN_GPU_CMAKE_ARGS  extra arguments for dtrain's configure
 #   DTRAIN_GPU_FOCUS       build and run only some parts, a comma list, for
-#                          quick rounds: "kernels" (the PointNet++ kernels'
-#                          GPU tests, their Python tests on CUDA,
-#                          bench_pointnet2_ops, profile_fps),
-#                          "gloo" (the Gloo GPU tests, gloo_smoke and
-#                          gloo_debug); default "all"
+#                          quick rounds: "nccl" (the multi-rank NCCL tests),
+#                          "main" (the main job on CUDA), "kernels" (the
+#                          kernels' GPU tests, their Python tests on CUDA,
+#                          bench_pointnet2_ops), "gloo" (the Gloo GPU tests,
+#                          gloo_smoke, gloo_debug); default "all"
 set -uo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -35,15 +44,16 @@ deps="${DTRAIN_GPU_DEPS:-$repo/.gpu-deps}"
 build="${DTRAIN_GPU_BUILD_DIR:-$repo/build-gpu}"
 jobs="${DTRAIN_GPU_JOBS:-$(nproc)}"
 test_jobs="${DTRAIN_GPU_TEST_JOBS:-4}"
-budget="${DTRAIN_GPU_BUDGET_S:-450}"
+budget="${DTRAIN_GPU_BUDGET_S:-470}"
+main_epochs="${DTRAIN_GPU_MAIN_EPOCHS:-5}"
 focus="${DTRAIN_GPU_FOCUS:-all}"
 for part in ${focus//,/ }; do
-  [[ $part == all || $part == kernels || $part == gloo ]] || {
-    echo "DTRAIN_GPU_FOCUS must be all, or a comma list of kernels and gloo, got '$focus'" >&2
+  [[ $part =~ ^(all|nccl|main|kernels|gloo)$ ]] || {
+    echo "DTRAIN_GPU_FOCUS must be all, or a comma list of nccl, main, kernels and gloo, got '$focus'" >&2
     exit 1
   }
 done
-# in_focus PART: whether the run includes PART (kernels or gloo).
+# in_focus PART: whether the run includes PART (nccl, main, kernels or gloo).
 in_focus() { [[ ,$focus, == *,all,* || ,$focus, == *,$1,* ]]; }
 out="${1:-${OUT:-$build/results}}"
 mkdir -p "$out" "$build"
@@ -56,7 +66,7 @@ tests_log="$out/gpu_tests.log"
 bench_log="$out/gpu_bench.log"
 steps="$build/steps.tsv" # step, status, seconds, note: read by summarize.py
 : >"$build_log" && : >"$tests_log" && : >"$bench_log" && : >"$steps"
-rm -f "$build/pointnet2_train.csv" # an earlier run's rows are not this run's
+rm -f "$build"/pointnet2_step_*.csv "$build"/main_job_*.csv # an earlier run's rows are not this run's
 
 t0=$SECONDS
 left() { echo $((budget - (SECONDS - t0))); }
@@ -107,7 +117,9 @@ focused() {
   in_focus all && return 0
   case "$1" in
     googletest | configure | build | tests) return 0 ;;
-    bench_pointnet2_ops | profile_fps | python_torch_ops_cuda) in_focus kernels ;;
+    nccl_ranks) in_focus nccl ;;
+    main_job_cuda | pointnet2_step_vs_torch) in_focus main ;;
+    bench_pointnet2_ops | python_torch_ops_cuda) in_focus kernels ;;
     gloo_smoke | gloo_debug) in_focus gloo ;;
     *) return 1 ;;
   esac
@@ -126,8 +138,7 @@ skip() { # skip NAME REASON
 # nothing there.
 summarize() {
   sed -i -e "s|$repo/||g" -e "s|$out/||g" "$out"/*.log 2>/dev/null
-  "$py" "$repo/tests/gpu/summarize.py" --steps "$steps" --out "$out" \
-    --train-csv "$build/pointnet2_train.csv"
+  "$py" "$repo/tests/gpu/summarize.py" --steps "$steps" --out "$out" --build "$build"
   local rc=$?
   if ((rc != 0 && rc != 3)); then
     echo "summarize.py failed; the steps were:"
@@ -146,8 +157,9 @@ fail_early() {
 # ---- the machine ------------------------------------------------------------
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)   host: $(uname -srm)   cores: $(nproc)"
-  # --dirty: a tree copied onto the machine can differ from the .git beside it.
-  echo "commit: $(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)"
+  # From the stamp written before the tree travelled (a .git beside a copied
+  # tree may be older than the tree): "commit: <40 hex digits>[ dirty <hash>]".
+  "$py" "$repo/tests/gpu/source_stamp.py" check
   if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1
   else
@@ -251,53 +263,81 @@ else
 fi
 found_paths | tee -a "$build_log" | sed 's/^/    /'
 
-gpu_targets=(dtrain_gpu_tests dtrain_data_parallel_gpu_tests dtrain_train_apps_gpu_tests
-  bench_pointnet2_ops bench_allreduce bench_amp_toycnn bench_pointnet2_train)
+# The multi-rank NCCL tests fork their ranks, each its own NCCL host on
+# the one GPU (dtrain/dist/shared_gpu.h); they run one at a time, after the
+# build, before anything else on the GPU.
+nccl_ranks_tests='NcclConformance|NcclRanks|NcclWorlds'
+gpu_targets=(dtrain_nccl_ranks_gpu_tests dtrain_ddp_nccl_gpu_tests dtrun train_pointnet2
+  dtrain_gpu_tests dtrain_data_parallel_gpu_tests dtrain_train_apps_gpu_tests
+  bench_pointnet2_ops bench_allreduce bench_pointnet2_train)
 test_filter=()
 if ! in_focus all; then
-  gpu_targets=(dtrain_gpu_tests)
+  gpu_targets=()
   tests_of=()
-  in_focus kernels && gpu_targets+=(bench_pointnet2_ops) && tests_of+=('PointNet2|CountCorrect|FpsMeasure|EventWait')
-  in_focus gloo && gpu_targets+=(bench_allreduce) && tests_of+=('GlooCuda')
+  in_focus nccl && gpu_targets+=(dtrain_nccl_ranks_gpu_tests dtrain_ddp_nccl_gpu_tests)
+  in_focus main && gpu_targets+=(dtrun train_pointnet2 bench_pointnet2_train)
+  in_focus kernels && gpu_targets+=(dtrain_gpu_tests bench_pointnet2_ops) &&
+    tests_of+=('PointNet2|CountCorrect|Fps|EventWait')
+  in_focus gloo && gpu_targets+=(dtrain_gpu_tests bench_allreduce) && tests_of+=('GlooCuda')
   joined="${tests_of[*]}"
   test_filter=(-R "${joined// /|}")
+  ((${#tests_of[@]})) || test_filter=(-R '^$')
 fi
-# The tests and benchmarks need some 150 s after the build (less when the
-# benchmarks may be cut short). A build cut short is carried on by the next
-# run (the build folder stays).
-build_cap=$(($(left) - ${DTRAIN_GPU_RESERVE_S:-150}))
+# The tests and benchmarks need some 250 s after the build. A build cut
+# short is carried on by the next run (the build folder stays).
+build_cap=$(($(left) - ${DTRAIN_GPU_RESERVE_S:-250}))
 ((build_cap < 60)) && build_cap=60
 step build "$build_cap" "$build_log" cmake --build "$build" -j "$jobs" --target "${gpu_targets[@]}"
 
-# ---- benchmarks, then tests (label gpu) ----------------------------------------
-# The kernels' benchmark first: it is short (some 20 s) and holds the figure
-# the kernels issue still waits on (the CUDA FPS goal), which a test step
-# cut short by the budget must not cost. Then the tests, which take what
-# they need of what is left, then the other benchmarks.
 bin="$build/benchmarks"
-if ((gpu)); then
-  device=cuda sizes=1024,4096,16384,65536 peer_sizes=1024,4096,16384 repeats=10
-else
+if ((!gpu)); then
   # No GPU (a rehearsal on a developer machine): the same commands, on the
-  # CPU at the smallest size, to check the flow; their numbers mean nothing.
-  device=cpu sizes=1024 peer_sizes=1024 repeats=1
-  say "no CUDA device visible: benchmarks run on the CPU at smoke sizes"
+  # CPU at the smallest sizes, to check the flow; their numbers mean nothing.
+  say "no CUDA device visible: the GPU tests skip, the rest runs on the CPU at smoke sizes"
 fi
 
-if [[ -x "$bin/bench_pointnet2_ops" ]]; then
-  step bench_pointnet2_ops 90 "$bench_log" "$bin/bench_pointnet2_ops" --device "$device" \
-    --sizes "$sizes" --repeats "$repeats" --out "$out/gpu_pointnet2_ops.csv"
+# ---- NCCL with several ranks on one GPU -----------------------------------------
+# Each test prints the summary's lines ("nccl_conformance world=3: passed",
+# "ddp_equivalence nccl world=2 <case>: max_abs_diff=...") into the log.
+step nccl_ranks 240 "$tests_log" ctest --test-dir "$build" -L gpu -R "$nccl_ranks_tests" -j 1 \
+  --output-on-failure --no-tests=error --timeout 600
+
+# ---- the main job on CUDA, as users run it -----------------------------------------
+# scripts/run.sh's job under dtrun, two processes sharing the one GPU over
+# NCCL, in each precision; each run's per-epoch CSV goes to the build folder
+# and the summary merges them (gpu_main_job_cuda.csv).
+main_job_cuda() {
+  local precision amp device=cuda
+  ((gpu)) || device=cpu
+  for precision in fp32 bf16 fp16; do
+    amp="$precision"
+    [[ $precision == fp32 ]] && amp=off
+    if [[ $device == cpu && $precision == fp16 ]]; then
+      echo "fp16: needs a GPU"
+      continue
+    fi
+    echo "--- main job, $precision"
+    "$build/apps/dtrun/dtrun" --standalone --nproc-per-node 2 --share-gpu \
+      "$build/apps/train_pointnet2/train_pointnet2" --device "$device" --amp "$amp" \
+      --model ssg-lite --num-points 512 --epochs "$main_epochs" --lr-schedule cosine \
+      --csv "$build/main_job_$precision.csv" || return 1
+  done
+}
+export gpu main_epochs
+export -f main_job_cuda
+if [[ -x "$build/apps/train_pointnet2/train_pointnet2" && -x "$build/apps/dtrun/dtrun" ]]; then
+  ((gpu)) || main_epochs=1
+  step main_job_cuda 150 "$bench_log" main_job_cuda
 else
-  skip bench_pointnet2_ops "not built"
+  skip main_job_cuda "train_pointnet2 or dtrun not built"
 fi
 
-# ---- tests (label gpu) -------------------------------------------------------
-# Short of time, the tests take what is left before the other benchmarks.
-tests_cap=$(($(left) - 90))
-((tests_cap < 120)) && tests_cap=120
-((tests_cap > 240)) && tests_cap=240
-step tests "$tests_cap" "$tests_log" ctest --test-dir "$build" -L gpu "${test_filter[@]}" -j "$test_jobs" \
-  --output-on-failure --no-tests=error --timeout 150
+# ---- every other GPU test ------------------------------------------------------------
+tests_cap=$(($(left) - 100))
+((tests_cap < 60)) && tests_cap=60
+((tests_cap > 150)) && tests_cap=150
+step tests "$tests_cap" "$tests_log" ctest --test-dir "$build" -L gpu -E "$nccl_ranks_tests" \
+  "${test_filter[@]}" -j "$test_jobs" --output-on-failure --no-tests=ignore --timeout 120
 
 # The ops from Python on CUDA tensors (torch.ops.dtrain.*, the image's
 # torch), against the CPU: the class of tests/python/test_torch_ops.py
@@ -311,98 +351,42 @@ else
   skip python_torch_ops_cuda "libdtrain_kernels.so not built"
 fi
 
-if [[ -f "$build/kernels/libdtrain_kernels.so" ]]; then
-  step bench_pointnet2_vs_torch 90 "$bench_log" "$py" "$repo/benchmarks/peers/pointnet2_ops_torch.py" \
-    --library "$build/kernels/libdtrain_kernels.so" --device "$device" --sizes "$peer_sizes" \
-    --repeats "$((repeats < 5 ? repeats : 5))" --out "$out/gpu_pointnet2_ops_vs_torch.csv"
+# ---- benchmarks ------------------------------------------------------------------------
+# The kernels' figures, the CUDA FPS goal's row (B=32, N=8192 -> 1024) among them.
+if ((gpu)); then
+  device=cuda sizes=1024,4096,16384 repeats=10
 else
-  skip bench_pointnet2_vs_torch "libdtrain_kernels.so not built"
+  device=cpu sizes=1024 repeats=1
+fi
+if [[ -x "$bin/bench_pointnet2_ops" ]]; then
+  step bench_pointnet2_ops 60 "$bench_log" "$bin/bench_pointnet2_ops" --device "$device" \
+    --sizes "$sizes" --repeats "$repeats" --out "$out/gpu_pointnet2_ops.csv"
+else
+  skip bench_pointnet2_ops "not built"
 fi
 
-# NCCL on one GPU is a world of one rank: it times the backend's per-call
-# cost, not a link (busbw is 0 by definition). Older bench_allreduce keeps
-# its buffers on the CPU, which NCCL refuses.
-if ((!gpu)); then
-  skip bench_allreduce_nccl "no CUDA device"
-elif ! grep -q 'is_cuda()' "$repo/benchmarks/dist/bench_allreduce.cpp"; then
-  skip bench_allreduce_nccl "this bench_allreduce keeps its buffers on the CPU"
-elif [[ ! -x "$bin/bench_allreduce" ]]; then
-  skip bench_allreduce_nccl "not built"
-else
-  port="$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-  step bench_allreduce_nccl 60 "$bench_log" "$bin/bench_allreduce" --backend nccl \
-    --world-size 1 --rank 0 --port "$port" --repeats 5 --big-repeats 3 \
-    --sizes 4096,65536,1048576,16777216,268435456 --csv "$out/gpu_allreduce_nccl.csv"
-fi
-
-# The AMP benchmark, when it can put the model on the GPU (--device): fp32,
-# bf16 and (where offered) fp16, dtrain and its torch.autocast peer
-# interleaved (one process each, so a cut-short step still leaves pairs),
-# rows merged into one CSV.
-amp_on_gpu() {
-  local csv="$out/gpu_amp_toycnn.csv" precision impl part
-  local precisions=(off bf16) flags=(--device cuda --batch-size 256 --warmup 10 --steps 50)
-  "$bin/bench_amp_toycnn" --help 2>&1 | grep -q fp16 && precisions+=(fp16)
-  rm -f "$csv"
-  for precision in "${precisions[@]}"; do
-    for impl in dtrain torch; do
-      part="$build/amp_${impl}_$precision.csv"
-      if [[ $impl == dtrain ]]; then
-        "$bin/bench_amp_toycnn" --precision "$precision" "${flags[@]}" --csv "$part" || return 1
-      else
-        "$py" "$repo/benchmarks/peers/amp_toycnn_torch.py" --precision "$precision" \
-          "${flags[@]}" --csv "$part" || return 1
-      fi
-      # The header once (a redirection of the whole `if` would create the
-      # file before its test, and the header would never be written).
-      if [[ -s "$csv" ]]; then tail -n +2 "$part" >>"$csv"; else cp "$part" "$csv"; fi
-    done
+# The PointNet++ classifier's training step, dtrain's C++ model beside the
+# same model in Python PyTorch, in each precision the two programs take
+# (rows to the build folder; the summary merges them into
+# gpu_pointnet2_step.csv and takes the ratios).
+pointnet2_step() {
+  local precision flags=(--preset ssg --batch-size 32 --points 1024 --warmup 3 --steps 10)
+  ((gpu)) || flags=(--preset ssg-lite --batch-size 4 --points 256 --warmup 1 --steps 2)
+  for precision in off bf16 fp16; do
+    [[ $device == cpu && $precision == fp16 ]] && continue
+    "$bin/bench_pointnet2_train" --device "$device" --amp "$precision" "${flags[@]}" \
+      --csv "$build/pointnet2_step_dtrain.csv" || return 1
+    "$py" "$repo/benchmarks/peers/pointnet2_train_torch.py" --device "$device" --amp "$precision" \
+      --library "$build/kernels/libdtrain_kernels.so" "${flags[@]}" \
+      --out "$build/pointnet2_step_torch.csv" || return 1
   done
 }
-export bin
-export -f amp_on_gpu
-if ((!gpu)); then
-  skip bench_amp_toycnn "no CUDA device"
-elif [[ ! -x "$bin/bench_amp_toycnn" ]]; then
-  skip bench_amp_toycnn "not built"
-elif ! "$bin/bench_amp_toycnn" --help 2>&1 | grep -q -- '--device'; then
-  skip bench_amp_toycnn "this bench_amp_toycnn has no --device (CPU autocast only)"
+export device bin
+export -f pointnet2_step
+if [[ -x "$bin/bench_pointnet2_train" ]]; then
+  step pointnet2_step_vs_torch 90 "$bench_log" pointnet2_step
 else
-  step bench_amp_toycnn 60 "$bench_log" amp_on_gpu
-fi
-
-# The PointNet++ classifier's training step in both layouts of its set
-# abstractions: channels-last (dtrain's default, measured faster on the
-# CPU) and contiguous (Python PointNet++'s). Which is faster on the GPU is
-# an open question (tests/gpu/README.md). Rows go to the build folder (the
-# files that come back are at their limit); the summary prints them.
-train_layouts() {
-  local layout
-  rm -f "$build/pointnet2_train.csv"
-  for layout in channels-last contiguous; do
-    "$bin/bench_pointnet2_train" --device "$device" --layout "$layout" "$@" \
-      --csv "$build/pointnet2_train.csv" || return 1
-  done
-  # Part segmentation's feature propagations and head on rows of channels
-  # (the default) or as channel-major Conv1d stacks, when the benchmark has it.
-  "$bin/bench_pointnet2_train" --help 2>&1 | grep -q -- '--propagation-layout' || return 0
-  for layout in rows channel-major; do
-    "$bin/bench_pointnet2_train" --device "$device" --model partseg --propagation-layout "$layout" \
-      "$@" --csv "$build/pointnet2_train.csv" || return 1
-  done
-}
-export device
-export -f train_layouts
-if [[ ! -x "$bin/bench_pointnet2_train" ]]; then
-  skip bench_pointnet2_train "not built"
-elif ! "$bin/bench_pointnet2_train" --help 2>&1 | grep -q -- '--layout'; then
-  skip bench_pointnet2_train "this bench_pointnet2_train has no --layout"
-elif ((gpu)); then
-  step bench_pointnet2_train 90 "$bench_log" train_layouts --preset ssg --batch-size 32 \
-    --points 1024 --warmup 3 --steps 10
-else
-  step bench_pointnet2_train 90 "$bench_log" train_layouts --preset ssg-lite --batch-size 4 \
-    --points 256 --warmup 1 --steps 2
+  skip pointnet2_step_vs_torch "bench_pointnet2_train not built"
 fi
 
 # Last and short: the carried libgloo loads and all-reduces on this image
@@ -416,43 +400,6 @@ else
 fi
 
 # ---- diagnostics -----------------------------------------------------------------
-# Where the FPS kernels' warps stall at the goal size (B = 32, N = 8192 ->
-# 1024): Nsight Compute profiles one launch of the leader kernel (1024, then
-# 512 threads: DTRAIN_CUDA_FPS_THREADS; then rounds of two picks on 512), of
-# the register kernel (each thread's furthest point by a pass, then by a
-# tree: DTRAIN_CUDA_FPS_LANE; then the tree with rounds of two and of four
-# picks: DTRAIN_CUDA_FPS_ROUND) and of the striped kernel (after two
-# warm-ups each), and profile_fps.py prints the details page and the SASS
-# instructions with the most stall samples. The leader comes first: it is
-# the newest, and the step may run out of time.
-profile_fps() {
-  local ncu_bin setting kernel lane round threads rest name
-  ncu_bin="$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)"
-  [[ -n $ncu_bin ]] || { echo "no ncu on this machine"; return 1; }
-  for setting in leader:::1024 leader:::512 leader::2:512 registers:pass:1: registers:tree:1: \
-    registers:tree:2: registers:tree:4: striped:::; do
-    IFS=: read -r kernel lane round threads <<<"$setting"
-    name="$kernel$lane$round$threads"
-    echo "--- fps_${kernel}_kernel${lane:+ (DTRAIN_CUDA_FPS_LANE=$lane)}${round:+ (DTRAIN_CUDA_FPS_ROUND=$round)}${threads:+ (DTRAIN_CUDA_FPS_THREADS=$threads)}"
-    DTRAIN_CUDA_FPS=$kernel DTRAIN_CUDA_FPS_LANE=$lane DTRAIN_CUDA_FPS_ROUND=$round \
-      DTRAIN_CUDA_FPS_THREADS=$threads \
-      "$ncu_bin" --kernel-name "regex:fps_${kernel}" \
-      --launch-skip 2 --launch-count 1 --set full --import-source yes -f \
-      -o "$build/fps_$name" \
-      "$py" "$repo/tests/gpu/profile_fps.py" --library "$build/kernels/libdtrain_kernels.so" || return 1
-    "$py" "$repo/tests/gpu/profile_fps.py" --report "$build/fps_$name.ncu-rep" \
-      --ncu "$ncu_bin" || return 1
-  done
-}
-export -f profile_fps
-if ((!gpu)); then
-  skip profile_fps "no CUDA device"
-elif [[ ! -f "$build/kernels/libdtrain_kernels.so" ]]; then
-  skip profile_fps "libdtrain_kernels.so not built"
-else
-  step profile_fps 200 "$bench_log" profile_fps
-fi
-
 # Where a Gloo rank crashes on this image, when gloo_smoke did (tests/gpu/
 # README.md, "Gloo on the image"): rank 0 under cuda-gdb (which debugs host
 # code too; the image has no gdb), then under the dynamic linker's binding
