@@ -16,9 +16,11 @@
 // head as Conv1d stacks over (B, C, N) instead of on rows; --norm-relu separate
 // runs LibTorch's batch norm and ReLU where the fused kernel would serve;
 // --device cuda times the step on the GPU; --amp bf16 runs the forward and
-// the loss under bf16 autocast (dtrain::amp::AutocastGuard). Each shows in
-// the row's impl: dtrain_cpp, then _partseg, _cuda, _contiguous,
-// _channel_major_propagation, _separate_norm_relu, _bf16.
+// the loss under bf16 autocast (dtrain::amp::AutocastGuard), --amp fp16
+// (CUDA) under fp16 autocast with loss scaling (dtrain::amp::GradScaler),
+// as torch.amp users write it. Each shows in the row's impl: dtrain_cpp,
+// then _partseg, _cuda, _contiguous, _channel_major_propagation,
+// _separate_norm_relu, _bf16 or _fp16.
 //
 // A step: zero_grad, forward + cross-entropy, backward, Adam step, on one
 // fixed batch of clouds uniform in [-1, 1]^3 (seeded, so every step and both
@@ -44,6 +46,7 @@
 #include <optional>
 
 #include "dtrain/amp/autocast.h"
+#include "dtrain/amp/grad_scaler.h"
 #include "dtrain/models/pointnet2_cls.h"
 #include "dtrain/models/pointnet2_part_seg.h"
 #include "dtrain/train/csv_writer.h"
@@ -127,28 +130,34 @@ int run(const Options& o) {
                                dtrain::train::CsvWriter::Mode::kAppend);
   const c10::Device device(o.device == "cuda" ? c10::kCUDA : c10::kCPU);
   DTRAIN_CHECK(!device.is_cuda() || at::hasCUDA(), "--device cuda: no CUDA device is visible");
+  DTRAIN_CHECK(o.amp != "fp16" || device.is_cuda(), "--amp fp16 needs --device cuda");
   const Workload workload = make_workload(o, device);
   torch::optim::Adam optimizer(workload.module->parameters(), torch::optim::AdamOptions(1e-3));
-  const std::string impl =
-      std::string("dtrain_cpp") + (o.model == "partseg" ? "_partseg" : "") +
-      (device.is_cuda() ? "_cuda" : "") + (o.layout == "contiguous" ? "_contiguous" : "") +
-      (o.model == "partseg" && o.propagation_layout == "channel-major"
-           ? "_channel_major_propagation"
-           : "") +
-      (o.norm_relu == "separate" ? "_separate_norm_relu" : "") + (o.amp == "bf16" ? "_bf16" : "");
+  const std::string impl = std::string("dtrain_cpp") + (o.model == "partseg" ? "_partseg" : "") +
+                           (device.is_cuda() ? "_cuda" : "") +
+                           (o.layout == "contiguous" ? "_contiguous" : "") +
+                           (o.model == "partseg" && o.propagation_layout == "channel-major"
+                                ? "_channel_major_propagation"
+                                : "") +
+                           (o.norm_relu == "separate" ? "_separate_norm_relu" : "") +
+                           (o.amp != "off" ? "_" + o.amp : "");
+  // Scales only under fp16 (a disabled scaler passes the loss and step through).
+  dtrain::amp::GradScaler scaler(dtrain::amp::GradScalerOptions().enabled(o.amp == "fp16"));
 
   const double median = dtrain::bench::median_step_ms(o.warmup, o.steps, [&](int i) {
     optimizer.zero_grad();
     at::Tensor loss;
     {
       std::optional<dtrain::amp::AutocastGuard> autocast;
-      if (o.amp == "bf16") {
-        autocast.emplace(dtrain::amp::AutocastOptions(device.type()).dtype(at::kBFloat16));
+      if (o.amp != "off") {
+        autocast.emplace(dtrain::amp::AutocastOptions(device.type())
+                             .dtype(o.amp == "bf16" ? at::kBFloat16 : at::kHalf));
       }
       loss = workload.loss();
     }
-    loss.backward();
-    optimizer.step();
+    scaler.scale(loss).backward();
+    scaler.step(optimizer);
+    scaler.update();
     const double value = loss.item<double>();  // also waits for the step to finish
     DTRAIN_CHECK(std::isfinite(value), "bench_pointnet2_train: loss is ", value, " at step ", i);
   });
@@ -198,8 +207,10 @@ int main(int argc, char** argv) {
   app.add_option("--device", o.device)
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
-  app.add_option("--amp", o.amp, "off, or bf16: forward and loss under bf16 autocast")
-      ->check(CLI::IsMember({"off", "bf16"}))
+  app.add_option("--amp", o.amp,
+                 "off; bf16: forward and loss under bf16 autocast; fp16 (CUDA): under fp16 "
+                 "autocast, with loss scaling")
+      ->check(CLI::IsMember({"off", "bf16", "fp16"}))
       ->capture_default_str();
   app.add_option("--csv", o.csv, "report (rows appended)")->capture_default_str();
   return dtrain::util::run_cli_app(app, argc, argv, [&] { return run(o); });

@@ -20,7 +20,16 @@ linear + batch norm + ReLU + dropout 0.5), built two ways:
                       gap from here to dtrain_cpp is the frontend (Python
                       against C++), when both run under the same malloc
                       settings (run_pointnet2_train.sh sets dtrain's for
-                      this script).
+                      this script);
+  torch_python_pointnet2_ops
+                      (--device cuda) the model on the CUDA ops as the
+                      pointnet2_ops extension writes them: one block per
+                      cloud for FPS, one thread per centre for ball query,
+                      atomics in the backward passes (pointnet2_ops_style.py).
+
+--device cuda runs the step on the GPU (default impls: torch_python_pointnet2_ops
+and torch_python_dtrain); --amp bf16 or fp16 (CUDA; with torch.amp.GradScaler)
+runs the forward and the loss under torch.autocast.
 
 A step: zero_grad, forward + cross-entropy, backward, Adam step, on one fixed
 batch of clouds uniform in [-1, 1]^3; --warmup untimed steps, then the
@@ -29,7 +38,8 @@ the C++ benchmark).
 
 Usage:
   python pointnet2_train_torch.py --library build/kernels/libdtrain_kernels.so \
-      [--preset ssg-lite] [--batch-size 16] [--points 512] [--threads 1] [--amp bf16] [--out f.csv]
+      [--preset ssg-lite] [--batch-size 16] [--points 512] [--threads 1] [--amp bf16] \
+      [--device cuda] [--out f.csv]
 """
 
 import argparse
@@ -80,9 +90,13 @@ class DtrainOps:
         return torch.ops.dtrain.ball_query(new_xyz, xyz, radius, nsample)[0]
 
 
-# impl: (point ops, channels-last set abstraction)
+# impl: (point ops, channels-last set abstraction); the pointnet2_ops style
+# is loaded on first use (it builds with nvcc).
 IMPLS = {"torch_python": (TorchOps, False), "torch_python_dtrain": (DtrainOps, False),
-         "torch_python_dtrain_channels_last": (DtrainOps, True)}
+         "torch_python_dtrain_channels_last": (DtrainOps, True),
+         "torch_python_pointnet2_ops": (None, False)}
+DEFAULT_IMPLS = {"cpu": "torch_python,torch_python_dtrain,torch_python_dtrain_channels_last",
+                 "cuda": "torch_python_pointnet2_ops,torch_python_dtrain"}
 
 
 def shared_mlp(channels, widths):
@@ -116,7 +130,7 @@ class SetAbstraction(nn.Module):
             grouped = xyz_t.unsqueeze(2)
             if features is not None:
                 grouped = torch.cat([grouped, features.unsqueeze(2)], 1)
-            return torch.zeros(xyz.shape[0], 1, 3), self.run_mlp(self.mlps[0], grouped)
+            return xyz.new_zeros(xyz.shape[0], 1, 3), self.run_mlp(self.mlps[0], grouped)
         idx = self.ops.fps(xyz, self.npoint)
         centres_t = self.ops.gather(xyz_t, idx)
         centres = centres_t.transpose(1, 2).contiguous()
@@ -155,16 +169,20 @@ class PointNet2Cls(nn.Module):
 
 
 def time_steps(model, points, labels, warmup, steps, amp):
+    device = points.device.type
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    scaler = torch.amp.GradScaler(device, enabled=amp == "fp16")
+    dtype = torch.float16 if amp == "fp16" else torch.bfloat16
     times = []
     for i in range(warmup + steps):
         start = time.perf_counter()
         optimizer.zero_grad()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp == "bf16"):
+        with torch.autocast(device, dtype=dtype, enabled=amp != "off"):
             loss = F.cross_entropy(model(points), labels)
-        loss.backward()
-        optimizer.step()
-        value = loss.item()
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        value = loss.item()  # also waits for the step to finish
         if value != value or abs(value) == float("inf"):
             raise SystemExit(f"pointnet2_train_torch: loss is {value} at step {i}")
         if i >= warmup:
@@ -182,11 +200,16 @@ def main():
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--impls", default=",".join(IMPLS))
-    parser.add_argument("--amp", default="off", choices=["off", "bf16"],
-                        help="bf16: forward and loss under torch.autocast (impl gets _bf16)")
+    parser.add_argument("--impls", help="comma list (default: by --device)")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--amp", default="off", choices=["off", "bf16", "fp16"],
+                        help="forward and loss under torch.autocast (impl gets _bf16 or _fp16); "
+                             "fp16 with torch.amp.GradScaler, CUDA only")
     parser.add_argument("--out", default="pointnet2_train_torch.csv")
     args = parser.parse_args()
+    if args.amp == "fp16" and args.device != "cuda":
+        parser.error("--amp fp16 needs --device cuda")
+    args.impls = args.impls or DEFAULT_IMPLS[args.device]
     torch.ops.load_library(args.library)
     torch.set_num_threads(args.threads)
     header = ["impl", "preset", "batch_size", "points", "threads", "steps", "step_ms_median",
@@ -198,13 +221,18 @@ def main():
             writer.writerow(header)
         for impl in args.impls.split(","):
             ops, channels_last = IMPLS[impl]
+            if ops is None:
+                from pointnet2_ops_style import Pointnet2OpsStyle
+                ops = Pointnet2OpsStyle.load(os.path.dirname(os.path.abspath(args.out)))
             torch.manual_seed(0)
-            model = PointNet2Cls(ops, args.preset, args.classes, channels_last)
-            points = torch.rand(args.batch_size, args.points, 3) * 2 - 1
-            labels = torch.randint(0, args.classes, (args.batch_size,))
+            model = PointNet2Cls(ops, args.preset, args.classes, channels_last).to(args.device)
+            points = (torch.rand(args.batch_size, args.points, 3) * 2 - 1).to(args.device)
+            labels = torch.randint(0, args.classes, (args.batch_size,)).to(args.device)
             median = time_steps(model, points, labels, args.warmup, args.steps, args.amp)
-            if args.amp == "bf16":
-                impl += "_bf16"
+            if args.device == "cuda":
+                impl += "_cuda"
+            if args.amp != "off":
+                impl += "_" + args.amp
             peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             print(f"{impl} {args.preset} batch {args.batch_size} x {args.points} points: "
                   f"{median:.1f} ms/step, {1000 * args.batch_size / median:.1f} clouds/s")
