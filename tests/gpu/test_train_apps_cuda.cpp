@@ -2,7 +2,7 @@
 // classifier in each precision (fp32, bf16 autocast, fp16 autocast with
 // loss scaling), part segmentation, the toy CNN on CIFAR-10, a CPU
 // checkpoint resumed on the GPU, two processes on two GPUs over NCCL, and
-// two sharing one GPU over Gloo. Each test skips, saying
+// two sharing one GPU over NCCL (dtrun --share-gpu) and over Gloo. Each test skips, saying
 // why, when the app finds no CUDA device (or too few).
 #include <gtest/gtest.h>
 
@@ -173,6 +173,28 @@ TEST(TrainAppsCuda, TwoProcessesOnTwoGpus) {
   }
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("backend nccl"), std::string::npos) << result.output;
+  const auto rows = read_csv(csv);
+  ASSERT_EQ(rows.size(), 3u) << result.output;
+  EXPECT_EQ(rows[2][1], "48") << "every rank's clouds counted once";
+  EXPECT_GT(std::stod(rows[2][11]), 0.0) << "no gradient communication recorded";
+}
+
+// Two processes on one GPU over NCCL, each its own NCCL host (dtrun
+// --share-gpu): DDP's buckets and the stop agreement go through NCCL over
+// loopback, and every rank's clouds are counted once.
+TEST(TrainAppsCuda, TwoProcessesShareOneGpuOverNccl) {
+  TempDir dir;
+  const std::string csv = dir.file("report.csv");
+  std::vector<std::string> args = two_processes_under_dtrun(dir, csv);
+  args.insert(args.begin() + 1, "--share-gpu");  // a flag of dtrun's, before the program
+  args.insert(args.end(), {"--backend", "nccl", "--checkpoint", dir.file("model.pt"),
+                           "--checkpoint-steps", "2"});
+  const ProcessResult result = run_process(args);
+  if (no_gpu(result)) {
+    GTEST_SKIP() << "no CUDA device visible";
+  }
+  EXPECT_NE(result.output.find("backend nccl"), std::string::npos) << result.output;
+  expect_gpu_report(result, csv);
   const auto rows = read_csv(csv);
   ASSERT_EQ(rows.size(), 3u) << result.output;
   EXPECT_EQ(rows[2][1], "48") << "every rank's clouds counted once";
