@@ -81,11 +81,8 @@
 
 #include <cooperative_groups.h>
 
-#include <map>
-#include <mutex>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 #include <type_traits>
 
 #include "cuda_check.cuh"
@@ -460,23 +457,6 @@ void launch_rounds(int cluster, const float* xyz, std::int64_t batch, std::int64
   });
 }
 
-// Whether this GPU runs the kernel for clouds of n points (one block always
-// does, given its shared memory; a cluster needs sm_90 code and room).
-template <int kRound>
-bool rounds_run_here(int cluster, std::int64_t n) {
-  const int blocks = blocks_per_cloud(n, cluster);
-  if (blocks == 1) {
-    return true;
-  }
-  return with_cluster(blocks, n, [&](auto slots, auto cluster_size) {
-    cudaLaunchConfig_t config{};
-    cudaLaunchAttribute attribute{};
-    return prepare_cluster<decltype(slots)::value, kRound, decltype(cluster_size)::value>(
-               1, n, nullptr, config, attribute)
-        .empty();
-  });
-}
-
 // Calls visit(std::integral_constant<int, round>{}) for a round of 1, 2 or
 // 4 picks; any other throws std::invalid_argument.
 template <typename Visit>
@@ -507,28 +487,6 @@ std::size_t fps_striped_shared_bytes(std::int64_t n, int cluster) {
   return with_points_per_thread<kThreads>(share, [&](auto per_thread) {
     return on_chip_shared_bytes<kThreads, decltype(per_thread)::value>(share);
   });
-}
-
-bool fps_striped_runs_here(std::int64_t n, int round, int cluster) {
-  // Asked by the plan on every call with a cloud in the clusters' range:
-  // the answer (three runtime queries) is kept per device and setting, as a
-  // model samples a few cloud sizes over and over.
-  int device = 0;
-  DTRAIN_CUDA_CHECK(cudaGetDevice(&device));
-  static std::mutex mutex;
-  static std::map<std::tuple<int, int, int, std::int64_t>, bool> answers;
-  const auto key = std::make_tuple(device, round, cluster, n);
-  {
-    const std::lock_guard<std::mutex> lock(mutex);
-    if (const auto found = answers.find(key); found != answers.end()) {
-      return found->second;
-    }
-  }
-  const bool runs = with_round(
-      round, [&](auto picks) { return rounds_run_here<decltype(picks)::value>(cluster, n); });
-  const std::lock_guard<std::mutex> lock(mutex);
-  answers.emplace(key, runs);
-  return runs;
 }
 
 void launch_fps_striped(int round, int cluster, const float* xyz, std::int64_t batch,

@@ -115,12 +115,6 @@ void launch_fps_striped(int round, int cluster, const float* xyz, std::int64_t b
                         std::int64_t n, std::int64_t npoint, std::int64_t start, std::int64_t* out,
                         cudaStream_t stream);
 std::size_t fps_striped_shared_bytes(std::int64_t n, int cluster);
-// Whether this GPU can launch the striped kernel for clouds of n points with
-// `round` picks per round on `cluster` blocks per cloud (0: the fewest): one
-// block always can (given fps_striped_shared_bytes); a cluster needs code for
-// compute_90 or later and an SM set that holds one (a small MIG slice may
-// not). Answers are kept per device.
-bool fps_striped_runs_here(std::int64_t n, int round, int cluster);
 // The largest cloud the striped kernel takes on a GPU of this compute
 // capability: 8192 points in one block; from sm_90 on, up to 65536 in a
 // cluster of 2, 4 or 8 blocks (Note [FPS on a cluster of blocks]).
