@@ -33,10 +33,12 @@ function(dtrain_use_torch_pch target)
   endif()
 endfunction()
 
-# dtrain_add_library(<area> SOURCES ... [LINK ...])
+# dtrain_add_library(<area> SOURCES ... [LINK ...] [NOT_INSTALLED])
 #   Builds the shared library dtrain_<area> with alias dtrain::<area>.
+#   NOT_INSTALLED: for the build tree's tests and benchmarks only (neither
+#   the library nor its headers are installed or exported).
 function(dtrain_add_library area)
-  cmake_parse_arguments(ARG "" "" "SOURCES;LINK" ${ARGN})
+  cmake_parse_arguments(ARG "NOT_INSTALLED" "" "SOURCES;LINK" ${ARGN})
   set(target dtrain_${area})
   add_library(${target} SHARED ${ARG_SOURCES})
   add_library(dtrain::${area} ALIAS ${target})
@@ -54,8 +56,10 @@ function(dtrain_add_library area)
     VERSION ${PROJECT_VERSION}
     SOVERSION ${PROJECT_VERSION_MAJOR})
   dtrain_use_torch_pch(${target})
-  install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-  set_property(GLOBAL APPEND PROPERTY DTRAIN_EXPORTED_TARGETS ${target})
+  if(NOT ARG_NOT_INSTALLED)
+    install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+    set_property(GLOBAL APPEND PROPERTY DTRAIN_EXPORTED_TARGETS ${target})
+  endif()
 endfunction()
 
 # dtrain_add_executable(<name> SOURCES ... [LINK ...] [INSTALL])

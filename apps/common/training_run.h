@@ -15,7 +15,6 @@
 #include <spdlog/spdlog.h>
 
 #include "dtrain/dist/same_settings.h"
-#include "dtrain/kernels/pointnet2.h"
 #include "dtrain/train/graceful_stop.h"
 #include "dtrain/util/errors.h"
 #include "dtrain/util/launch_env.h"
@@ -123,18 +122,6 @@ int run_training(const CommonTrainOptions& options, const util::LaunchEnv& env, 
     // The row before the checkpoint: a crash between the two repeats the
     // epoch on resume (its row then appears twice) rather than losing it.
     report.record(epoch, stats, eval, comm);
-    if (epoch == first_epoch) {
-      // The CUDA FPS kernel the epoch timed fastest for each kind of batch
-      // (docs/kernels.md; none on the CPU). A kernel whose picks differed
-      // from the register kernel's was left out, which is worth a report.
-      for (const std::string& line : kernels::furthest_point_sample_cuda_choices()) {
-        if (line.find(kernels::kFpsKernelDiffers) != std::string::npos) {
-          spdlog::warn("CUDA FPS kernel measured for {}", line);
-        } else {
-          spdlog::info("CUDA FPS kernel measured for {}", line);
-        }
-      }
-    }
     if (epoch < options.epochs) {  // (auto: the next epoch's split, kept in the checkpoint)
       sharding.measure(stats, comm, job);
     }

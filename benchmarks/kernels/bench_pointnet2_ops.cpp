@@ -8,12 +8,18 @@
 // ball query radius 0.2 with nsample 32, kNN with k = 16, C = 32 feature
 // channels, three-NN from all N points to the N / 4 centres. Each op runs
 // once to warm up, then --repeats times; the median is reported. Outputs are
-// checked (shapes, index ranges, FPS without repeats) before timing. Last,
+// checked (shapes, index ranges, FPS without repeats) before timing. First,
 // per device, FPS at B = 32, N = 8192 -> 1024 (the CUDA goal; on CUDA also
-// the one-block-per-cloud kernel for comparison).
+// the one-block-per-cloud kernel for comparison). On CUDA each size also
+// times the default's kernels forced and the experimental FPS kernels
+// (dtrain::kernels_experimental, impl "experimental_*"), beside the default.
 //
 //   bench_pointnet2_ops [--sizes 1024,4096,16384] [--repeats 5] [--device cpu|cuda|all]
-//                       [--out pointnet2_ops.csv]
+//                       [--out pointnet2_ops.csv] [--fps-only IMPL]
+//
+// --fps-only IMPL: only the goal size's row IMPL (e.g. dtrain,
+// experimental_leader_512), its picks checked against the CPU's, so that a
+// profiler (ncu --kernel-name ...) sees no other FPS kernel.
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 
@@ -28,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "dtrain/kernels/experimental/furthest_point_sample.h"
 #include "dtrain/kernels/pointnet2.h"
 
 #if __has_include(<ATen/cuda/CUDAContext.h>)
@@ -38,12 +45,14 @@
 namespace {
 
 namespace k = dtrain::kernels;
+namespace x = dtrain::kernels::experimental;
 
 struct Options {
   std::vector<int64_t> sizes{1024, 4096, 16384};
   int repeats = 5;
   std::string device = "all";
   std::string out = "pointnet2_ops.csv";
+  std::string fps_only;  // one FPS row at the goal size, nothing else
 };
 
 Options parse(int argc, char** argv) {
@@ -52,7 +61,7 @@ Options parse(int argc, char** argv) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
       std::cout << "usage: bench_pointnet2_ops [--sizes 1024,4096,16384] [--repeats 5] "
-                   "[--device cpu|cuda|all] [--out FILE.csv]\n";
+                   "[--device cpu|cuda|all] [--out FILE.csv] [--fps-only IMPL]\n";
       std::exit(0);
     }
     if (i + 1 >= argc) {
@@ -80,6 +89,8 @@ Options parse(int argc, char** argv) {
       options.device = value;
     } else if (flag == "--out") {
       options.out = value;
+    } else if (flag == "--fps-only") {
+      options.fps_only = value;
     } else {
       throw std::invalid_argument("unknown flag " + flag + " (try --help)");
     }
@@ -120,17 +131,18 @@ void check(bool ok, const std::string& what) {
   }
 }
 
-// One FPS row for the kernel the environment forces (DTRAIN_CUDA_FPS and
-// its settings) on clouds `xyz` (B, N, 3): its picks must equal `expected`
-// (another kernel's: every kernel takes the same picks); then its median
-// time, as impl `impl`. Throws when the picks differ or the kernel cannot
-// take the clouds.
+// One FPS row: `sample` (a kernel on clouds `xyz` (B, N, 3) -> npoint) must
+// give `expected` (another kernel's picks: every kernel takes the same
+// picks); then its median time, as impl `impl`. Throws when the picks differ
+// or the kernel cannot take the clouds.
+using Sample = std::function<at::Tensor(const at::Tensor& xyz, int64_t npoint)>;
 void fps_row(const at::Device& device, int repeats, std::ostream& csv, const at::Tensor& xyz,
-             int64_t npoint, const at::Tensor& expected, const std::string& impl) {
-  if (!at::equal(k::furthest_point_sample(xyz, npoint), expected)) {
+             int64_t npoint, const at::Tensor& expected, const std::string& impl,
+             const Sample& sample) {
+  if (!at::equal(sample(xyz, npoint), expected)) {
     throw std::runtime_error("its picks differ from another kernel's");
   }
-  const double ms = median_ms(device, repeats, [&] { k::furthest_point_sample(xyz, npoint); });
+  const double ms = median_ms(device, repeats, [&] { sample(xyz, npoint); });
   csv << "furthest_point_sample," << device.str() << ',' << xyz.size(0) << ',' << xyz.size(1) << ','
       << impl << ',' << ms << std::endl;  // kept should a later row never finish
   std::cout << "furthest_point_sample " << device.str() << " B=" << xyz.size(0)
@@ -138,61 +150,86 @@ void fps_row(const at::Device& device, int repeats, std::ostream& csv, const at:
             << std::endl;
 }
 
-// fps_row where a setting this GPU refuses, or picks that differ (which the
+// fps_row where a kernel this GPU refuses, or picks that differ (which the
 // GPU tests report too), cost that row, named, not the rest of the benchmark.
 void fps_row_if_it_runs(const at::Device& device, int repeats, std::ostream& csv,
                         const at::Tensor& xyz, int64_t npoint, const at::Tensor& expected,
-                        const std::string& impl) {
+                        const std::string& impl, const Sample& sample) {
   try {
-    fps_row(device, repeats, csv, xyz, npoint, expected, impl);
+    fps_row(device, repeats, csv, xyz, npoint, expected, impl, sample);
   } catch (const std::exception& e) {
     std::cout << "furthest_point_sample B=" << xyz.size(0) << " N=" << xyz.size(1) << ": no "
               << impl << " row (" << e.what() << ")" << std::endl;
   }
 }
 
-// The settings of the kernels that keep a thread's points in registers
-// that the benchmark times beside the default: the register kernel's way for
-// a thread to find its furthest point (Note [A lane's furthest point by a
-// tree]) and picks per barrier (Note [FPS on registers in rounds of picks],
-// which take the tree), and the leader kernel on 1024 and 512 threads, and
-// in rounds of two and four picks on 512 (Note [FPS with one picking warp]).
-struct RegisterVariant {
-  const char* path;     // DTRAIN_CUDA_FPS
-  const char* lane;     // DTRAIN_CUDA_FPS_LANE
-  const char* round;    // DTRAIN_CUDA_FPS_ROUND
-  const char* threads;  // DTRAIN_CUDA_FPS_THREADS
-  const char* impl;     // the CSV's impl column
-};
-constexpr RegisterVariant kRegisterVariants[] = {
-    {"registers", "pass", "1", "", "registers"},
-    {"registers", "tree", "1", "", "registers_lane_tree"},
-    {"registers", "tree", "2", "", "registers_round2_lane_tree"},
-    {"registers", "tree", "4", "", "registers_round4_lane_tree"},
-    {"leader", "", "", "1024", "leader_1024"},
-    {"leader", "", "", "512", "leader_512"},
-    {"leader", "", "2", "512", "leader_512_round2"},
-    {"leader", "", "4", "512", "leader_512_round4"},
-};
+// The default's CUDA kernel `kernel`, forced.
+Sample forced(k::FpsKernel kernel) {
+  return [kernel](const at::Tensor& xyz, int64_t npoint) {
+    return k::furthest_point_sample(xyz, npoint, 0, k::FpsOptions().cuda_kernel(kernel));
+  };
+}
 
-// Forces a variant's settings for its lifetime.
-class ForcedRegisters {
- public:
-  explicit ForcedRegisters(const RegisterVariant& variant) {
-    setenv("DTRAIN_CUDA_FPS", variant.path, 1);
-    setenv("DTRAIN_CUDA_FPS_LANE", variant.lane, 1);
-    setenv("DTRAIN_CUDA_FPS_ROUND", variant.round, 1);
-    setenv("DTRAIN_CUDA_FPS_THREADS", variant.threads, 1);
-  }
-  ~ForcedRegisters() {
-    unsetenv("DTRAIN_CUDA_FPS");
-    unsetenv("DTRAIN_CUDA_FPS_LANE");
-    unsetenv("DTRAIN_CUDA_FPS_ROUND");
-    unsetenv("DTRAIN_CUDA_FPS_THREADS");
-  }
-  ForcedRegisters(const ForcedRegisters&) = delete;
-  ForcedRegisters& operator=(const ForcedRegisters&) = delete;
+// An experimental setting (kernels/experimental/README.md).
+Sample experimental(const x::ExperimentalFps& fps) {
+  return [fps](const at::Tensor& xyz, int64_t npoint) {
+    return x::furthest_point_sample(xyz, npoint, fps);
+  };
+}
+
+// The experimental settings that keep a cloud on chip, timed beside the
+// default: the register kernel as the experimental library has it (its
+// pass lane, to compare with the default's), with a tree for a thread's
+// furthest point and rounds of two and four picks; the leader kernel on
+// 1024 and 512 threads and in rounds of two and four on 512; and the
+// measured choice among them.
+struct ExperimentalVariant {
+  x::ExperimentalFps fps;
+  const char* impl;  // the CSV's impl column
 };
+std::vector<ExperimentalVariant> on_chip_variants() {
+  using V = x::FpsVariant;
+  const auto tree = x::ExperimentalFps(V::kRegisters).lane(x::FpsLane::kTree);
+  const auto leader = x::ExperimentalFps(V::kLeader);
+  return {
+      {x::ExperimentalFps(V::kRegisters), "experimental_registers"},
+      {tree, "experimental_registers_lane_tree"},
+      {x::ExperimentalFps(tree).round(2), "experimental_registers_round2_lane_tree"},
+      {x::ExperimentalFps(tree).round(4), "experimental_registers_round4_lane_tree"},
+      {leader, "experimental_leader_1024"},
+      {x::ExperimentalFps(leader).threads(512), "experimental_leader_512"},
+      {x::ExperimentalFps(leader).threads(512).round(2), "experimental_leader_512_round2"},
+      {x::ExperimentalFps(leader).threads(512).round(4), "experimental_leader_512_round4"},
+      {x::ExperimentalFps(V::kMeasured), "experimental_measured"},
+  };
+}
+
+// A row for each of on_chip_variants(), where it runs.
+void experimental_rows(const at::Device& device, int repeats, std::ostream& csv,
+                       const at::Tensor& xyz, int64_t npoint, const at::Tensor& expected) {
+  for (const ExperimentalVariant& variant : on_chip_variants()) {
+    fps_row_if_it_runs(device, repeats, csv, xyz, npoint, expected, variant.impl,
+                       experimental(variant.fps));
+  }
+}
+
+// What the experimental measured choice timed, a line a kind.
+void print_measurements() {
+  for (const x::FpsMeasurement& kind : x::fps_measurements()) {
+    std::cout << "Experimental FPS measured for cuda:" << kind.device << " B<=" << kind.batch
+              << " N<=" << kind.points << " npoint<=" << kind.npoint << ": chose "
+              << kind.settings.at(kind.chosen).name << ";";
+    for (const x::FpsMeasurement::Setting& setting : kind.settings) {
+      std::cout << " " << setting.name << " ";
+      if (setting.differs) {
+        std::cout << "differs (left out)";
+      } else {
+        std::cout << 1e3 * setting.seconds << " ms";
+      }
+    }
+    std::cout << std::endl;
+  }
+}
 
 void run_size(const at::Device& device, int64_t n, int repeats, std::ostream& csv) {
   constexpr int64_t kBatch = 8;
@@ -243,84 +280,95 @@ void run_size(const at::Device& device, int64_t n, int repeats, std::ostream& cs
         << std::endl;  // kept should a later row never finish
     std::cout << name << " " << device.str() << " N=" << n << ": " << ms << " ms" << std::endl;
   }
-  // Each spatial FPS kernel beside the default the plan chose (the
-  // register kernel up to 8192 points, the striped kernel's clusters up to
-  // 65536 on sm_90, the chunk kernel beyond): the register kernel's
-  // variants (kRegisterVariants), "striped_round4" (one block per cloud up
-  // to 8192 points, a cluster of blocks up to 65536 on sm_90) and "chunks",
-  // same picks. A kernel that cannot take the cloud is named and left out.
+  // Each FPS kernel beside the default (the register kernel up to 8192
+  // points, the chunk kernel beyond), same picks: the default's kernels
+  // forced ("registers", "chunks"), the experimental on-chip settings, and
+  // the experimental striped kernel ("experimental_striped_round4": one
+  // block per cloud up to 8192 points, a cluster of blocks up to 65536 on
+  // sm_90). A kernel that cannot take the cloud is named and left out.
   if (device.is_cuda()) {
-    for (const RegisterVariant& variant : kRegisterVariants) {
-      const ForcedRegisters forced(variant);
-      fps_row_if_it_runs(device, repeats, csv, xyz, npoint, centres_idx, variant.impl);
-    }
-    for (const auto& [kernel, impl] :
-         {std::pair{"striped", "striped_round4"}, std::pair{"chunks", "chunks"}}) {
-      setenv("DTRAIN_CUDA_FPS", kernel, 1);
-      fps_row_if_it_runs(device, repeats, csv, xyz, npoint, centres_idx, impl);
-    }
-    unsetenv("DTRAIN_CUDA_FPS");
+    fps_row_if_it_runs(device, repeats, csv, xyz, npoint, centres_idx, "registers",
+                       forced(k::FpsKernel::kRegisters));
+    fps_row_if_it_runs(device, repeats, csv, xyz, npoint, centres_idx, "chunks",
+                       forced(k::FpsKernel::kChunks));
+    experimental_rows(device, repeats, csv, xyz, npoint, centres_idx);
+    fps_row_if_it_runs(device, repeats, csv, xyz, npoint, centres_idx,
+                       "experimental_striped_round4",
+                       experimental(x::ExperimentalFps(x::FpsVariant::kStriped).round(4)));
   }
 }
 
 // The CUDA goal of the kernels issue: B = 32 clouds of 8192 points -> 1024
-// picks in under 0.5 ms. In this order, so that a kernel that never returns
-// costs the rows after it only: the usual one-block-per-cloud kernel
-// (forced with DTRAIN_CUDA_FPS=shared, impl "one_block_per_cloud"; with
-// DTRAIN_CUDA_FPS=global, "one_block_per_cloud_global"), the variants of
-// the kernels on registers (kRegisterVariants, the leader's last), the
-// default ("dtrain": the fastest of those variants, measured on its first
-// call, Note [Choosing the CUDA FPS kernel by timing it]; what it measured
-// is printed), and the striped kernel with 1, 2 and 4 picks per round on 1,
-// 2, 4 and 8 blocks per cloud (impl "striped_round<R>_cluster<C>":
-// DTRAIN_CUDA_FPS=striped, DTRAIN_CUDA_FPS_ROUND, DTRAIN_CUDA_FPS_CLUSTER).
-// Every row's picks equal the register kernel's (on the CPU, the default's);
-// a setting this GPU cannot run, or whose picks differ, is named and left
-// out.
-void run_fps_goal(const at::Device& device, int repeats, std::ostream& csv) {
+// picks in under 0.5 ms. Its rows, in this order, so that a kernel that
+// never returns costs the rows after it only: the default ("dtrain"), then
+// the usual one-block-per-cloud kernel as the baseline
+// ("one_block_per_cloud", and "one_block_per_cloud_global": points and
+// distances in global memory, the layout of the usual extensions), then the
+// experimental settings (on_chip_variants; what the measured one timed is
+// printed), then the experimental striped kernel with 1, 2 and 4 picks per
+// round on 1, 2, 4 and 8 blocks per cloud
+// ("experimental_striped_round<R>_cluster<C>"). A row not `required` that
+// this GPU cannot run, or whose picks differ, is named and left out.
+struct GoalRow {
+  std::string impl;
+  Sample sample;
+  bool required;
+};
+std::vector<GoalRow> goal_rows(bool cuda) {
+  std::vector<GoalRow> rows = {{"dtrain",
+                                [](const at::Tensor& clouds, int64_t npoint) {
+                                  return k::furthest_point_sample(clouds, npoint);
+                                },
+                                true}};
+  if (!cuda) {
+    return rows;
+  }
+  rows.push_back({"one_block_per_cloud", forced(k::FpsKernel::kOneBlockShared), true});
+  rows.push_back({"one_block_per_cloud_global", forced(k::FpsKernel::kOneBlockGlobal), true});
+  for (const ExperimentalVariant& variant : on_chip_variants()) {
+    rows.push_back({variant.impl, experimental(variant.fps), false});
+  }
+  for (int cluster : {1, 2, 4, 8}) {
+    for (int round : {1, 2, 4}) {
+      rows.push_back(
+          {"experimental_striped_round" + std::to_string(round) + "_cluster" +
+               std::to_string(cluster),
+           experimental(x::ExperimentalFps(x::FpsVariant::kStriped).round(round).cluster(cluster)),
+           false});
+    }
+  }
+  return rows;
+}
+
+// The goal's rows; with `only`, that row alone, its picks checked against
+// the CPU's so that no other kernel runs on the device (for a profiler).
+void run_fps_goal(const at::Device& device, int repeats, std::ostream& csv,
+                  const std::string& only) {
   constexpr int64_t kBatch = 32;
   constexpr int64_t kPoints = 8192;
   constexpr int64_t kPicks = 1024;
   at::manual_seed(0);
   const at::Tensor xyz = at::rand({kBatch, kPoints, 3}, at::TensorOptions().device(device));
-  auto row = [&](const at::Tensor& expected, const std::string& impl) {
-    fps_row(device, repeats, csv, xyz, kPicks, expected, impl);
-  };
-  if (!device.is_cuda()) {
-    row(k::furthest_point_sample(xyz, kPicks), "dtrain");
-    return;
-  }
-  setenv("DTRAIN_CUDA_FPS", "registers", 1);
-  const at::Tensor expected = k::furthest_point_sample(xyz, kPicks);
-  setenv("DTRAIN_CUDA_FPS", "shared", 1);
-  row(expected, "one_block_per_cloud");
-  // The layout of the usual extension kernels: points and running
-  // distances in global memory.
-  setenv("DTRAIN_CUDA_FPS", "global", 1);
-  row(expected, "one_block_per_cloud_global");
-  unsetenv("DTRAIN_CUDA_FPS");
-  for (const RegisterVariant& variant : kRegisterVariants) {
-    const ForcedRegisters forced(variant);
-    fps_row_if_it_runs(device, repeats, csv, xyz, kPicks, expected, variant.impl);
-  }
-  row(expected, "dtrain");
-  for (const std::string& line : k::furthest_point_sample_cuda_choices()) {
-    std::cout << "FPS kernel measured for " << line << std::endl;
-  }
-  // The striped kernel (Note [FPS in rounds of independent picks], Note
-  // [FPS on a cluster of blocks]); the plan takes it beyond 8192 points.
-  setenv("DTRAIN_CUDA_FPS", "striped", 1);
-  for (const char* cluster : {"1", "2", "4", "8"}) {
-    setenv("DTRAIN_CUDA_FPS_CLUSTER", cluster, 1);
-    for (const char* round : {"1", "2", "4"}) {
-      setenv("DTRAIN_CUDA_FPS_ROUND", round, 1);
-      fps_row_if_it_runs(device, repeats, csv, xyz, kPicks, expected,
-                         std::string("striped_round") + round + "_cluster" + cluster);
+  const at::Tensor expected = only.empty() ? k::furthest_point_sample(xyz, kPicks)
+                                           : k::furthest_point_sample(xyz.cpu(), kPicks).to(device);
+  bool ran = false;
+  for (const GoalRow& row : goal_rows(device.is_cuda())) {
+    if (!only.empty() && row.impl != only) {
+      continue;
+    }
+    ran = true;
+    if (row.required) {
+      fps_row(device, repeats, csv, xyz, kPicks, expected, row.impl, row.sample);
+    } else {
+      fps_row_if_it_runs(device, repeats, csv, xyz, kPicks, expected, row.impl, row.sample);
+    }
+    if (row.impl == "experimental_measured") {
+      print_measurements();
     }
   }
-  unsetenv("DTRAIN_CUDA_FPS_CLUSTER");
-  unsetenv("DTRAIN_CUDA_FPS_ROUND");
-  unsetenv("DTRAIN_CUDA_FPS");
+  if (!ran) {
+    throw std::invalid_argument("--fps-only: no FPS row '" + only + "' on " + device.str());
+  }
 }
 
 }  // namespace
@@ -350,7 +398,10 @@ int main(int argc, char** argv) {
     for (const auto& device : devices) {
       // The goal first: it holds the kernels issue's open figure, which a
       // run stopped by its time limit must not cost.
-      run_fps_goal(device, options.repeats, csv);
+      run_fps_goal(device, options.repeats, csv, options.fps_only);
+      if (!options.fps_only.empty()) {
+        continue;
+      }
       for (int64_t n : options.sizes) {
         run_size(device, n, options.repeats, csv);
       }

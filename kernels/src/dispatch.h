@@ -5,9 +5,7 @@
 #include <ATen/OpMathType.h>
 #include <ATen/core/Tensor.h>
 
-#include <string>
 #include <tuple>
-#include <vector>
 
 #include "dtrain/kernels/pointnet2.h"
 
@@ -40,7 +38,8 @@ inline at::ScalarType weight_dtype(const at::Tensor& features) {
 }
 
 // CPU (src/cpu/).
-at::Tensor furthest_point_sample_cpu(const at::Tensor& xyz, int64_t npoint, int64_t start);
+at::Tensor furthest_point_sample_cpu(const at::Tensor& xyz, int64_t npoint, int64_t start,
+                                     CpuFpsPath path);
 // Returns (idx, count).
 std::tuple<at::Tensor, at::Tensor> ball_query_cpu(const at::Tensor& new_xyz, const at::Tensor& xyz,
                                                   float radius2, int64_t nsample);
@@ -78,9 +77,8 @@ at::Tensor three_interpolate_weight_grad_cpu(const at::Tensor& grad_out, const a
                                              const at::Tensor& idx);
 
 // CUDA (src/cuda/pointnet2_host.cpp; src/no_cuda.cpp raises without CUDA).
-at::Tensor furthest_point_sample_cuda(const at::Tensor& xyz, int64_t npoint, int64_t start);
-// furthest_point_sample_cuda_choices (empty without CUDA).
-std::vector<std::string> furthest_point_sample_cuda_choices();
+at::Tensor furthest_point_sample_cuda(const at::Tensor& xyz, int64_t npoint, int64_t start,
+                                      FpsKernel kernel);
 // Returns (idx, count).
 std::tuple<at::Tensor, at::Tensor> ball_query_cuda(const at::Tensor& new_xyz, const at::Tensor& xyz,
                                                    float radius2, int64_t nsample);

@@ -1,5 +1,5 @@
 // Which of a few named kernels an environment variable asks for: tests and
-// benchmarks force a path with DTRAIN_CPU_FPS, DTRAIN_CUDA_FPS and the like.
+// benchmarks force a path with DTRAIN_CPU_NEAREST and the like.
 #pragma once
 
 #include <cstddef>

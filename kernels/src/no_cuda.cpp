@@ -21,11 +21,8 @@ at::Tensor count_correct_cuda(const at::Tensor&, const at::Tensor&) {
 
 namespace dtrain::kernels::detail {
 
-at::Tensor furthest_point_sample_cuda(const at::Tensor&, int64_t, int64_t) {
+at::Tensor furthest_point_sample_cuda(const at::Tensor&, int64_t, int64_t, FpsKernel) {
   no_cuda("furthest_point_sample");
-}
-std::vector<std::string> furthest_point_sample_cuda_choices() {
-  return {};  // nothing measured: no CUDA
 }
 std::tuple<at::Tensor, at::Tensor> ball_query_cuda(const at::Tensor&, const at::Tensor&, float,
                                                    int64_t) {

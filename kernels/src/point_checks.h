@@ -85,4 +85,19 @@ inline at::Tensor coordinates_fp32(const at::Tensor& t) {
   return t.to(at::kFloat).contiguous();
 }
 
+// furthest_point_sample's arguments (dtrain/kernels/pointnet2.h): xyz
+// (B, N, 3) on the CPU or CUDA with N >= 1, npoint in [1, N], start in
+// [0, N). Returns the coordinates as the kernels take them.
+inline at::Tensor checked_sampling_points(const char* op, const at::Tensor& xyz, int64_t npoint,
+                                          int64_t start) {
+  check_coordinates(op, "xyz", xyz);
+  TORCH_CHECK(xyz.is_cpu() || xyz.is_cuda(), op, ": unsupported device ", xyz.device());
+  const int64_t n = xyz.size(1);
+  TORCH_CHECK(n >= 1, op, ": xyz must hold at least one point, got shape ", xyz.sizes());
+  TORCH_CHECK(npoint >= 1 && npoint <= n, op, ": npoint must be in [1, N] = [1, ", n, "], got ",
+              npoint);
+  TORCH_CHECK(start >= 0 && start < n, op, ": start must be in [0, N) = [0, ", n, "), got ", start);
+  return coordinates_fp32(xyz);
+}
+
 }  // namespace dtrain::kernels::detail

@@ -150,8 +150,6 @@ TORCH_LIBRARY(dtrain, m) {
       "batch_norm_relu(Tensor input, Tensor weight, Tensor bias, Tensor(a!)? running_mean, "
       "Tensor(b!)? running_var, float momentum, float eps) -> Tensor");
   m.def("neighbour_max(Tensor grouped) -> Tensor");
-  // No tensor to dispatch on: one kernel for every key.
-  m.def("furthest_point_sample_cuda_choices() -> str[]", furthest_point_sample_cuda_choices);
 }
 
 TORCH_LIBRARY_IMPL(dtrain, CPU, m) {

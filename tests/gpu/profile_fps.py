@@ -1,8 +1,8 @@
 """CUDA FPS at the kernels issue's goal size (B = 32, N = 8192 -> 1024) for a
 profiler: loads libdtrain_kernels.so into the wheel's torch and calls
-torch.ops.dtrain.furthest_point_sample a few times on one cloud batch, with
-the kernel the environment forces (DTRAIN_CUDA_FPS, DTRAIN_CUDA_FPS_LANE,
-DTRAIN_CUDA_FPS_ROUND, DTRAIN_CUDA_FPS_THREADS).
+torch.ops.dtrain.furthest_point_sample a few times on one cloud batch, which
+runs the default kernel (the register kernel, fps_registers_kernel, at this
+size; the experimental kernels are not registered as torch ops).
 run_gpu_checks.sh runs it under Nsight Compute (ncu), which profiles one
 launch after the warm-ups, then prints where the kernel's warps stall
 (`--report`): the profile's details page and the SASS instructions with the

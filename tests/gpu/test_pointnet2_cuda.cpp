@@ -7,14 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "cuda_skip.h"
 #include "dtrain/config.h"
 #include "dtrain/kernels/pointnet2.h"
 #include "expect_error.h"
+#include "fps_clouds.h"
 #include "test_pointnet2_reference.h"
 
 namespace {
@@ -24,16 +25,6 @@ namespace k = dtrain::kernels;
 bool cuda_ready() {
   return DTRAIN_WITH_CUDA && at::hasCUDA();
 }
-
-#define SKIP_WITHOUT_CUDA()                                                         \
-  do {                                                                              \
-    if (!DTRAIN_WITH_CUDA) {                                                        \
-      GTEST_SKIP() << "dtrain was built without CUDA (DTRAIN_CUDA=OFF or no nvcc)"; \
-    }                                                                               \
-    if (!at::hasCUDA()) {                                                           \
-      GTEST_SKIP() << "no CUDA device visible";                                     \
-    }                                                                               \
-  } while (false)
 
 at::Tensor cuda(const at::Tensor& t) {
   return t.to(at::kCUDA);
@@ -66,314 +57,49 @@ TEST(PointNet2Cuda, FurthestPointSampleAgreesExactly) {
               "float16");
 }
 
-// One cloud of `points` points on a 16 x 16 x ... grid, filled layer by
-// layer (equal distances everywhere: ties on every path).
-at::Tensor grid_cloud(int64_t points) {
-  const at::Tensor cells = at::arange(points, at::kInt);
-  return at::stack({cells % 16, cells.div(16, "floor") % 16, cells.div(256, "floor")}, 1)
-      .to(at::kFloat)
-      .unsqueeze(0);
+// The picks of the CUDA kernel `kernel`.
+at::Tensor forced_fps(k::FpsKernel kernel, const at::Tensor& xyz, int64_t npoint,
+                      int64_t start = 0) {
+  return k::furthest_point_sample(xyz, npoint, start, k::FpsOptions().cuda_kernel(kernel));
 }
 
-// An FPS case: clouds, picks and start, and a name for failures.
-struct FpsCase {
-  std::string name;
-  at::Tensor xyz;
-  int64_t npoint;
-  int64_t start;
-};
-
-// Forces an FPS kernel (and the striped kernel's picks per round and blocks
-// per cloud, the register kernel's furthest point of a thread, the leader
-// kernel's threads a block) for the lifetime of the object.
-class ForcedFps {
- public:
-  ForcedFps(const char* path, const char* round, const char* cluster = "", const char* lane = "",
-            const char* threads = "") {
-    setenv("DTRAIN_CUDA_FPS", path, 1);
-    setenv("DTRAIN_CUDA_FPS_ROUND", round, 1);
-    setenv("DTRAIN_CUDA_FPS_CLUSTER", cluster, 1);
-    setenv("DTRAIN_CUDA_FPS_LANE", lane, 1);
-    setenv("DTRAIN_CUDA_FPS_THREADS", threads, 1);
-  }
-  ~ForcedFps() {
-    unsetenv("DTRAIN_CUDA_FPS");
-    unsetenv("DTRAIN_CUDA_FPS_ROUND");
-    unsetenv("DTRAIN_CUDA_FPS_CLUSTER");
-    unsetenv("DTRAIN_CUDA_FPS_LANE");
-    unsetenv("DTRAIN_CUDA_FPS_THREADS");
-  }
-  ForcedFps(const ForcedFps&) = delete;
-  ForcedFps& operator=(const ForcedFps&) = delete;
-};
-
-// The spatial kernels on a setting: the default (the register kernel up to
-// 8192 points), the register kernel finding a thread's furthest point by a
-// tree, and taking rounds of two or four picks (which take the tree), the
-// leader kernel on 1024 and 512 threads and in rounds of two (512 threads)
-// and four (its block by default, 512), the chunk kernel, and the striped
-// kernel with 1, 2 and 4 picks per round.
-struct FpsSetting {
-  const char* path;
-  const char* round;
-  const char* lane = "";
-  const char* threads = "";
-};
-constexpr FpsSetting kSpatialSettings[] = {{"auto", ""},
-                                           {"registers", "", "tree"},
-                                           {"registers", "2", ""},
-                                           {"registers", "4", "tree"},
-                                           {"leader", "", "", "1024"},
-                                           {"leader", "", "", "512"},
-                                           {"leader", "2", "", "512"},
-                                           {"leader", "4"},
-                                           {"chunks", ""},
-                                           {"striped", "1"},
-                                           {"striped", "2"},
-                                           {"striped", "4"}};
-
-// The settings of the kernels that keep a thread's points in registers.
-bool in_registers(const FpsSetting& setting) {
-  const std::string path = setting.path;
-  return path == "registers" || path == "leader";
-}
-
-std::string describe(const FpsSetting& setting) {
-  return std::string(" (") + setting.path + (*setting.round ? std::string(" round ") : "") +
-         setting.round + (*setting.lane ? std::string(" lane ") : "") + setting.lane +
-         (*setting.threads ? std::string(" threads ") : "") + setting.threads + ")";
-}
-
-// Forces a setting for the lifetime of the object.
-class ForcedSetting : public ForcedFps {
- public:
-  explicit ForcedSetting(const FpsSetting& setting)
-      : ForcedFps(setting.path, setting.round, "", setting.lane, setting.threads) {}
-};
-
-// Every FPS path agrees with the CPU: the register kernel (Morton order and
-// warps skipped by their bounding box), the striped kernel (chunks of 32
-// skipped by their box, several picks per round), and the chunk kernel
+// Every default FPS path agrees with the CPU: the register kernel (Morton
+// order and warps skipped by their bounding box) and the chunk kernel
 // (sorted by cell, chunks skipped by their bounding box) on random clouds,
 // clouds of ties and duplicates, clumps, and clouds whose warps hold only
-// padding; and the one-block kernels forced with DTRAIN_CUDA_FPS.
+// padding; and the one-block kernels, forced.
 TEST(PointNet2Cuda, FurthestPointSampleEveryPathAgrees) {
   SKIP_WITHOUT_CUDA();
   at::manual_seed(34);
-  for (int64_t batch : {2, 32, 200}) {
-    for (int64_t n : {1000, 2000, 8192}) {  // 2, 4 and 16 points a thread
-      const at::Tensor xyz = at::rand({batch, n, 3});
-      const at::Tensor expected = k::furthest_point_sample(xyz, 512, 7);
-      const std::string what = "batch " + std::to_string(batch) + ", n " + std::to_string(n);
-      expect_same(k::furthest_point_sample(cuda(xyz), 512, 7), expected, what);
-      {
-        const ForcedFps striped("striped", "4");
-        expect_same(k::furthest_point_sample(cuda(xyz), 512, 7), expected, what + " (striped)");
-      }
-      // The register kernel's lanes and rounds, and the leader kernel.
-      for (const FpsSetting& setting : kSpatialSettings) {
-        if (in_registers(setting)) {
-          const ForcedSetting forced(setting);
-          expect_same(k::furthest_point_sample(cuda(xyz), 512, 7), expected,
-                      what + describe(setting));
-        }
-      }
-    }
+  dtrain::test::expect_cpu_picks(dtrain::test::uniform_fps_clouds(), "default",
+                                 [](const at::Tensor& xyz, int64_t npoint, int64_t start) {
+                                   return k::furthest_point_sample(xyz, npoint, start);
+                                 });
+  const std::vector<dtrain::test::FpsCloud> clouds = dtrain::test::adversarial_fps_clouds();
+  for (const auto& [kernel, name] :
+       {std::pair{k::FpsKernel::kAuto, "auto"}, std::pair{k::FpsKernel::kChunks, "chunks"}}) {
+    dtrain::test::expect_cpu_picks(clouds, name,
+                                   [kernel](const at::Tensor& xyz, int64_t npoint, int64_t start) {
+                                     return forced_fps(kernel, xyz, npoint, start);
+                                   });
   }
-  // A 16^3 grid cut to 4096 points (equal distances everywhere), sampled to
-  // the last point; 8 distinct points repeated; 8 tight far-apart clumps; a
-  // cloud of 33 points (most warps padding only); Gaussian points, whose
-  // picks are far apart (many picks per round). Each on every spatial kernel.
-  const at::Tensor grid = grid_cloud(4096);
-  const at::Tensor repeated = at::rand({2, 8, 3}).repeat({1, 1000, 1});
-  auto clumps_of = [](int64_t batch, int64_t n) {
-    return (at::rand({batch, n, 3}) * 0.01 +
-            at::arange(n).div(n / 8, "floor").to(at::kFloat).view({1, -1, 1}) * 3)
-        .contiguous();
-  };
-  const at::Tensor clumps = clumps_of(3, 8192);
-  const at::Tensor small = at::rand({5, 33, 3});
-  const at::Tensor tiny = at::rand({3, 5, 3});
-  const at::Tensor gaussian = at::randn({4, 8192, 3});
-  // NaN and infinite coordinates: a NaN point's distance never falls, so
-  // the CPU takes those points first, in index order; every path must too.
-  const at::Tensor non_finite = at::rand({2, 3000, 3})
-                                    .index_put_({0, 7, 1}, NAN)
-                                    .index_put_({0, 2999, 0}, INFINITY)
-                                    .index_put_({1, 100, 2}, -INFINITY)
-                                    .index_put_({1, 5, 0}, NAN);
-  const at::Tensor expected_grid = k::furthest_point_sample(grid, 4096, 5);
-  const at::Tensor expected_repeated = k::furthest_point_sample(repeated, 8000);
-  const at::Tensor expected_clumps = k::furthest_point_sample(clumps, 2048);
-  const at::Tensor expected_small = k::furthest_point_sample(small, 33, 32);
-  const at::Tensor expected_gaussian = k::furthest_point_sample(gaussian, 8192, 3);
-  const at::Tensor expected_tiny = k::furthest_point_sample(tiny, 5, 4);
-  const at::Tensor expected_one = k::furthest_point_sample(small, 1, 20);
-  const at::Tensor expected_non_finite = k::furthest_point_sample(non_finite, 600, 1);
-  for (const FpsSetting& setting : kSpatialSettings) {
-    const ForcedSetting forced(setting);
-    const std::string on = describe(setting);
-    expect_same(k::furthest_point_sample(cuda(grid), 4096, 5), expected_grid, "grid" + on);
-    expect_same(k::furthest_point_sample(cuda(repeated), 8000), expected_repeated,
-                "8 points repeated" + on);
-    expect_same(k::furthest_point_sample(cuda(clumps), 2048), expected_clumps, "clumps" + on);
-    expect_same(k::furthest_point_sample(cuda(small), 33, 32), expected_small, "33 points" + on);
-    expect_same(k::furthest_point_sample(cuda(gaussian), 8192, 3), expected_gaussian,
-                "Gaussian, every point" + on);
-    expect_same(k::furthest_point_sample(cuda(tiny), 5, 4), expected_tiny, "5 points" + on);
-    expect_same(k::furthest_point_sample(cuda(small), 1, 20), expected_one, "one pick" + on);
-    expect_same(k::furthest_point_sample(cuda(non_finite), 600, 1), expected_non_finite,
-                "NaN and infinite coordinates" + on);
-  }
-  // Beyond 8192 points the default is the striped kernel on a cluster (sm_90
-  // on) or the chunk kernel.
-  const at::Tensor big_clumps = clumps_of(2, 40000);
+  // Beyond 8192 points the default is the chunk kernel.
+  const at::Tensor big_clumps = dtrain::test::clumps_of(2, 40000);
   expect_same(k::furthest_point_sample(cuda(big_clumps), 3000, 123),
               k::furthest_point_sample(big_clumps, 3000, 123), "40000 points in clumps");
   const at::Tensor xyz = at::rand({3, 4096, 3});
   const at::Tensor expected = k::furthest_point_sample(xyz, 300);
-  for (const char* path : {"registers", "leader", "striped", "chunks", "shared", "global"}) {
-    const ForcedFps forced(path, "");
-    expect_same(k::furthest_point_sample(cuda(xyz), 300), expected, path);
+  for (const auto& [kernel, name] : {std::pair{k::FpsKernel::kRegisters, "registers"},
+                                     std::pair{k::FpsKernel::kChunks, "chunks"},
+                                     std::pair{k::FpsKernel::kOneBlockShared, "shared"},
+                                     std::pair{k::FpsKernel::kOneBlockGlobal, "global"}}) {
+    expect_same(forced_fps(kernel, cuda(xyz), 300), expected, name);
   }
-  for (const char* path : {"registers", "leader"}) {
-    const ForcedFps forced(path, "");
-    EXPECT_THROW(k::furthest_point_sample(cuda(at::rand({1, 9000, 3})), 10), std::exception);
-  }
-  {
-    const ForcedFps forced("leader", "2", "", "", "1024");
-    dtrain::testing::expect_error<std::exception>(
-        [&] { k::furthest_point_sample(cuda(xyz), 10); },
-        "DTRAIN_CUDA_FPS_THREADS=1024: the leader kernel takes rounds of 2 picks "
-        "(DTRAIN_CUDA_FPS_ROUND) on 512 threads only");
-  }
-  {
-    const ForcedFps forced("leader", "", "", "", "256");
-    dtrain::testing::expect_error<std::exception>(
-        [&] { k::furthest_point_sample(cuda(xyz), 10); },
-        "DTRAIN_CUDA_FPS_THREADS must be auto, 512 or 1024, got '256'");
-  }
-  {
-    // One block takes 8192 points; from sm_90 on a cluster of 8 takes 65536.
-    const ForcedFps forced("striped", "");
-    EXPECT_THROW(k::furthest_point_sample(cuda(at::rand({1, 65537, 3})), 10), std::exception);
-  }
-  {
-    const ForcedFps forced("fastest", "");
-    EXPECT_THROW(k::furthest_point_sample(cuda(xyz), 10), std::exception);
-  }
-  {
-    const ForcedFps forced("striped", "3");
-    EXPECT_THROW(k::furthest_point_sample(cuda(xyz), 10), std::exception);
-  }
-  for (const char* path : {"registers", "striped"}) {  // checked whichever kernel runs
-    const ForcedFps forced(path, "", "", "scan");
-    dtrain::testing::expect_error<std::exception>(
-        [&] { k::furthest_point_sample(cuda(xyz), 10); },
-        "DTRAIN_CUDA_FPS_LANE must be auto, pass or tree, got 'scan'");
-  }
-  {
-    const ForcedFps forced("registers", "2", "", "pass");
-    dtrain::testing::expect_error<std::exception>(
-        [&] { k::furthest_point_sample(cuda(xyz), 10); },
-        "DTRAIN_CUDA_FPS_LANE=pass: rounds of 2 picks (DTRAIN_CUDA_FPS_ROUND) need the lane "
-        "tree");
-  }
-}
-
-// Beyond 8192 points the striped kernel runs a cluster of 2, 4 or 8 blocks
-// per cloud (sm_90 and later): clouds whose shares are uneven, clumps that
-// straddle blocks, a grid of ties, the start in the last block, every round
-// size.
-// Whether the striped kernel takes more than one block's 8192 points here
-// (its limit on GPUs before sm_90, which have no clusters).
-bool striped_takes_clusters() {
-  const ForcedFps forced("striped", "");
-  try {
-    k::furthest_point_sample(cuda(at::rand({1, 8193, 3})), 2);
-    return true;
-  } catch (const std::exception& e) {
-    if (std::string(e.what()).find("at most 8192 points") == std::string::npos) {
-      throw;
-    }
-    return false;
-  }
-}
-
-TEST(PointNet2Cuda, FurthestPointSampleOnAClusterAgrees) {
-  SKIP_WITHOUT_CUDA();
-  if (!striped_takes_clusters()) {
-    GTEST_SKIP() << "thread-block clusters need sm_90";
-  }
-  at::manual_seed(35);
-  const std::vector<FpsCase> cases = {
-      {"9000 uniform (2 blocks)", at::rand({3, 9000, 3}), 2000, 8999},
-      {"20000 Gaussian (4 blocks)", at::randn({2, 20000, 3}), 3000, 4},
-      {"16^3 x 4 grid (2 blocks)", grid_cloud(16384), 4096, 1},
-      {"40000 in 8 clumps (8 blocks)",
-       (at::rand({2, 40000, 3}) * 0.01 +
-        at::arange(40000).div(5000, "floor").to(at::kFloat).view({1, -1, 1}) * 3)
-           .contiguous(),
-       2500, 39999},
-      {"65536 uniform (8 blocks)", at::rand({1, 65536, 3}), 1024, 0},
-      {"9000 sampled to the last point (2 blocks)", at::rand({1, 9000, 3}), 9000, 4500},
-      {"12000 with NaN and infinity (2 blocks)",
-       at::rand({1, 12000, 3})
-           .index_put_({0, 11000, 0}, NAN)
-           .index_put_({0, 3, 2}, INFINITY)
-           .index_put_({0, 8192, 1}, NAN),
-       500, 0},
-  };
-  for (const FpsCase& c : cases) {
-    const at::Tensor expected = k::furthest_point_sample(c.xyz, c.npoint, c.start);
-    for (const char* round : {"1", "2", "4"}) {
-      const ForcedFps forced("striped", round);
-      expect_same(k::furthest_point_sample(cuda(c.xyz), c.npoint, c.start), expected,
-                  c.name + " (round " + round + ")");
-    }
-  }
-}
-
-// A cloud the striped kernel could hold in fewer blocks, spread over a
-// cluster of 2, 4 or 8 on request (DTRAIN_CUDA_FPS_CLUSTER), so that a small
-// batch keeps more SMs busy: the goal size (32 clouds of 8192 points), a
-// cloud sampled to its last point, a grid of ties, NaN, and 10 points on 8
-// blocks (blocks holding no points at all).
-TEST(PointNet2Cuda, FurthestPointSampleOnARequestedClusterAgrees) {
-  SKIP_WITHOUT_CUDA();
-  if (!striped_takes_clusters()) {
-    GTEST_SKIP() << "thread-block clusters need sm_90";
-  }
-  at::manual_seed(36);
-  const std::vector<FpsCase> cases = {
-      {"32 x 8192 uniform", at::rand({32, 8192, 3}), 1024, 0},
-      {"3 x 1000 Gaussian, every point", at::randn({3, 1000, 3}), 1000, 999},
-      {"16^3 grid", grid_cloud(4096), 2048, 5},
-      {"3000 with NaN and infinity",
-       at::rand({1, 3000, 3}).index_put_({0, 2000, 0}, NAN).index_put_({0, 3, 2}, INFINITY), 300,
-       1},
-      {"10 points", at::rand({2, 10, 3}), 10, 9},
-  };
-  for (const FpsCase& c : cases) {
-    const at::Tensor expected = k::furthest_point_sample(c.xyz, c.npoint, c.start);
-    for (const char* cluster : {"1", "2", "4", "8"}) {
-      for (const char* round : {"1", "2", "4"}) {
-        const ForcedFps forced("striped", round, cluster);
-        expect_same(k::furthest_point_sample(cuda(c.xyz), c.npoint, c.start), expected,
-                    c.name + " (cluster " + cluster + ", round " + round + ")");
-      }
-    }
-  }
-  auto expect_refusal = [](const char* cluster, int64_t n, const std::string& words) {
-    const ForcedFps forced("striped", "", cluster);
-    dtrain::testing::expect_error<std::exception>(
-        [&] {
-          k::furthest_point_sample(cuda(at::rand({1, n, 3})), 10);
-        },
-        words);
-  };
-  expect_refusal("1", 9000, "hold at most 8192 points, got 9000");  // 9000 need 2 blocks
-  expect_refusal("3", 100, "DTRAIN_CUDA_FPS_CLUSTER must be auto, 1, 2, 4 or 8, got '3'");
+  dtrain::testing::expect_error<std::exception>(
+      [&] {
+        forced_fps(k::FpsKernel::kRegisters, cuda(at::rand({1, 9000, 3})), 10);
+      },
+      "FpsKernel::kRegisters: the register kernel takes at most 8192 points");
 }
 
 TEST(PointNet2Cuda, FurthestPointSampleMillionPoints) {

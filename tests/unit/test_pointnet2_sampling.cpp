@@ -76,18 +76,9 @@ at::Tensor grid_16() {
       .unsqueeze(0);
 }
 
-// Forces a CPU FPS path (DTRAIN_CPU_FPS) for the lifetime of the object.
-class ForcedCpuFps {
- public:
-  explicit ForcedCpuFps(const char* path) { setenv("DTRAIN_CPU_FPS", path, 1); }
-  ~ForcedCpuFps() { unsetenv("DTRAIN_CPU_FPS"); }
-  ForcedCpuFps(const ForcedCpuFps&) = delete;
-  ForcedCpuFps& operator=(const ForcedCpuFps&) = delete;
-};
-
-at::Tensor fps_on(const char* path, const at::Tensor& xyz, int64_t npoint, int64_t start) {
-  const ForcedCpuFps forced(path);
-  return furthest_point_sample(xyz, npoint, start);
+at::Tensor fps_on(dtrain::kernels::CpuFpsPath path, const at::Tensor& xyz, int64_t npoint,
+                  int64_t start) {
+  return furthest_point_sample(xyz, npoint, start, dtrain::kernels::FpsOptions().cpu_path(path));
 }
 
 // The spatial kernel (Note [FPS in spatial chunks on the CPU]) against the
@@ -100,7 +91,8 @@ TEST(FurthestPointSample, SpatialChunksMatchReference) {
        {at::rand({2, 2500, 3}), grid, at::rand({1, 7, 3}).repeat({1, 400, 1})}) {
     for (int64_t start : {int64_t{0}, xyz.size(1) - 1}) {
       const at::Tensor expected = ref_furthest_point_sample(xyz, 150, start);
-      EXPECT_TRUE(at::equal(fps_on("spatial", xyz, 150, start), expected))
+      EXPECT_TRUE(
+          at::equal(fps_on(dtrain::kernels::CpuFpsPath::kSpatial, xyz, 150, start), expected))
           << "n=" << xyz.size(1) << " start=" << start;
     }
   }
@@ -141,22 +133,33 @@ TEST(FurthestPointSample, SpatialChunksEqualThePlainLoop) {
   };
   for (const Case& c : cases) {
     for (int64_t start : {int64_t{0}, c.xyz.size(1) - 1}) {
-      EXPECT_TRUE(at::equal(fps_on("spatial", c.xyz, c.npoint, start),
-                            fps_on("plain", c.xyz, c.npoint, start)))
+      EXPECT_TRUE(at::equal(fps_on(dtrain::kernels::CpuFpsPath::kSpatial, c.xyz, c.npoint, start),
+                            fps_on(dtrain::kernels::CpuFpsPath::kPlain, c.xyz, c.npoint, start)))
           << c.name << " start=" << start;
     }
   }
 }
 
-TEST(FurthestPointSample, UnknownCpuPathIsNamed) {
-  const ForcedCpuFps forced("fastest");
-  try {
-    furthest_point_sample(at::rand({1, 10, 3}), 2, 0);
-    FAIL() << "expected an error";
-  } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("DTRAIN_CPU_FPS must be auto, plain, spatial or split"),
-              std::string::npos)
-        << e.what();
+// The path is the caller's option, never an environment variable read on
+// each call (the variables that once forced a path change nothing).
+TEST(FurthestPointSample, ReadsNoEnvironmentVariable) {
+  const at::Tensor xyz = at::rand({2, 3000, 3});
+  const at::Tensor expected = furthest_point_sample(xyz, 200, 0);
+  setenv("DTRAIN_CPU_FPS", "fastest", 1);
+  setenv("DTRAIN_CUDA_FPS", "fastest", 1);
+  EXPECT_TRUE(at::equal(furthest_point_sample(xyz, 200, 0), expected));
+  unsetenv("DTRAIN_CPU_FPS");
+  unsetenv("DTRAIN_CUDA_FPS");
+}
+
+// Every forced CPU path gives the default's picks.
+TEST(FurthestPointSample, EveryCpuPathAgrees) {
+  using dtrain::kernels::CpuFpsPath;
+  const at::Tensor xyz = at::rand({2, 3000, 3});
+  const at::Tensor expected = ref_furthest_point_sample(xyz, 120, 9);
+  for (const CpuFpsPath path :
+       {CpuFpsPath::kAuto, CpuFpsPath::kPlain, CpuFpsPath::kSpatial, CpuFpsPath::kSplit}) {
+    EXPECT_TRUE(at::equal(fps_on(path, xyz, 120, 9), expected)) << static_cast<int>(path);
   }
 }
 

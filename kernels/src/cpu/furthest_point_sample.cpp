@@ -22,7 +22,6 @@
 #include <vector>
 
 #include "../dispatch.h"
-#include "../kernel_choice.h"
 #include "fps_update.h"
 #include "furthest_point_sample_spatial.h"
 
@@ -134,40 +133,34 @@ void sample_one_split(const float* xyz, int64_t n, int64_t npoint, int64_t start
   }
 }
 
-// DTRAIN_CPU_FPS: auto, plain (the loop over every point), spatial (Note
-// [FPS in spatial chunks on the CPU]) or split (Note [FPS across threads]);
-// for tests and benchmarks.
-enum class CpuFps { kAuto, kPlain, kSpatial, kSplit };
-
-// auto takes the spatial kernel for clouds of kSpatialPoints or more when
-// the picks repay its setup (sorting the cloud), which costs about as much
-// as kSetupPasses passes of the plain loop over the cloud on one thread:
-// more picks than that, times the threads the split loop would use. On the
-// 2-core development machine: B = 8, N = 16384 -> 4096 in 20-30 ms against
-// 150-190 (plain), N = 4096 -> 1024 3-6 against 10-12 ms, N = 1024 -> 256
-// 0.87 against 0.65 ms; one cloud of 65536 -> 1024 10.5 ms against 19-26
-// (split, 2 threads); 2^20 -> 256 119 against 141 ms, 2^20 -> 4096 187 ms.
+// CpuFpsPath (dtrain/kernels/pointnet2.h): kAuto, kPlain (the loop over
+// every point), kSpatial (Note [FPS in spatial chunks on the CPU]) or kSplit
+// (Note [FPS across threads]). kAuto takes the spatial kernel for clouds of
+// kSpatialPoints or more when the picks repay its setup (sorting the
+// cloud), which costs about as much as kSetupPasses passes of the plain
+// loop over the cloud on one thread: more picks than that, times the
+// threads the split loop would use. On the 2-core development machine:
+// B = 8, N = 16384 -> 4096 in 20-30 ms against 150-190 (plain), N = 4096 ->
+// 1024 3-6 against 10-12 ms, N = 1024 -> 256 0.87 against 0.65 ms; one
+// cloud of 65536 -> 1024 10.5 ms against 19-26 (split, 2 threads); 2^20 ->
+// 256 119 against 141 ms, 2^20 -> 4096 187 ms.
 constexpr int64_t kSpatialPoints = 2048;
 constexpr int64_t kSetupPasses = 100;
 
-CpuFps requested_cpu_fps() {
-  return static_cast<CpuFps>(env_choice("DTRAIN_CPU_FPS", {"auto", "plain", "spatial", "split"}));
-}
-
 }  // namespace
 
-at::Tensor furthest_point_sample_cpu(const at::Tensor& xyz, int64_t npoint, int64_t start) {
+at::Tensor furthest_point_sample_cpu(const at::Tensor& xyz, int64_t npoint, int64_t start,
+                                     CpuFpsPath path) {
   const int64_t batch = xyz.size(0);
   const int64_t n = xyz.size(1);
   at::Tensor out = at::empty({batch, npoint}, xyz.options().dtype(at::kLong));
   const float* points = xyz.const_data_ptr<float>();
   int64_t* indices = out.mutable_data_ptr<int64_t>();
-  const CpuFps path = requested_cpu_fps();
   const bool int32_indices = n <= std::numeric_limits<int32_t>::max();
   const bool spatial_pays =
       n >= kSpatialPoints && int32_indices && npoint > kSetupPasses * split_threads(batch, n);
-  if (path == CpuFps::kSpatial || (path == CpuFps::kAuto && spatial_pays)) {
-    TORCH_CHECK(int32_indices, "DTRAIN_CPU_FPS=spatial takes at most 2^31 - 1 points, got ", n);
+  if (path == CpuFpsPath::kSpatial || (path == CpuFpsPath::kAuto && spatial_pays)) {
+    TORCH_CHECK(int32_indices, "CpuFpsPath::kSpatial takes at most 2^31 - 1 points, got ", n);
     at::parallel_for(0, batch, /*grain_size=*/1, [&](int64_t begin, int64_t end) {
       for (int64_t b = begin; b < end; ++b) {
         if (!sample_one_spatial(points + b * n * 3, n, npoint, start, indices + b * npoint)) {
@@ -177,9 +170,9 @@ at::Tensor furthest_point_sample_cpu(const at::Tensor& xyz, int64_t npoint, int6
     });
     return out;
   }
-  const int threads = path == CpuFps::kSplit   ? std::max(2, split_threads(batch, n))
-                      : path == CpuFps::kPlain ? 1
-                                               : split_threads(batch, n);
+  const int threads = path == CpuFpsPath::kSplit   ? std::max(2, split_threads(batch, n))
+                      : path == CpuFpsPath::kPlain ? 1
+                                                   : split_threads(batch, n);
   if (threads > 1) {
     for (int64_t b = 0; b < batch; ++b) {
       sample_one_split(points + b * n * 3, n, npoint, start, indices + b * npoint, threads);

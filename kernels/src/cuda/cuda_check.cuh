@@ -1,5 +1,5 @@
 // Shared helpers for dtrain's .cu files: error checks that throw (never
-// exit) and the grid arithmetic the launchers use.
+// exit), the grid arithmetic every launcher uses, and the device's limits.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -22,15 +22,6 @@ inline unsigned int blocks_for(std::int64_t work, unsigned int threads) {
   return static_cast<unsigned int>((work + threads - 1) / threads);
 }
 
-// The least power of two at least `value` (1 for value <= 1).
-inline std::int64_t power_of_two_at_least(std::int64_t value) {
-  std::int64_t power = 1;
-  while (power < value) {
-    power *= 2;
-  }
-  return power;
-}
-
 }  // namespace dtrain::kernels::cuda
 
 #define DTRAIN_CUDA_CHECK(expression)                                                             \
@@ -43,3 +34,23 @@ inline std::int64_t power_of_two_at_least(std::int64_t value) {
 
 // Checks that the last kernel launch was accepted.
 #define DTRAIN_CUDA_CHECK_LAUNCH() DTRAIN_CUDA_CHECK(cudaGetLastError())
+
+namespace dtrain::kernels::cuda {
+
+// An attribute of the current device.
+inline int device_attribute(cudaDeviceAttr attribute) {
+  int device = 0;
+  DTRAIN_CUDA_CHECK(cudaGetDevice(&device));
+  int value = 0;
+  DTRAIN_CUDA_CHECK(cudaDeviceGetAttribute(&value, attribute, device));
+  return value;
+}
+
+// The dynamic shared memory a block may ask for on the current device,
+// leaving room for the kernels' static shared memory.
+inline std::int64_t dynamic_shared_limit() {
+  constexpr std::int64_t kStaticReserve = 8192;
+  return device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin) - kStaticReserve;
+}
+
+}  // namespace dtrain::kernels::cuda

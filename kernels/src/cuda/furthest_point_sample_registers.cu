@@ -41,43 +41,9 @@
 // SM), fewer warps each walking several chunks (0.84-1.1 ms: the per-chunk
 // tests cost more than they save).
 
-// Note [FPS on registers in rounds of picks]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// With DTRAIN_CUDA_FPS_ROUND=2 (or 4) one barrier may decide two (or up to
-// four) picks, by the exact rule of Note [FPS in rounds of independent
-// picks] (furthest_point_sample_striped.cu) with this kernel's warps as the
-// units. Each warp also publishes `rest`, the largest key among its points
-// besides its candidate (its threads' runners-up: furthest_two_in_registers
-// in furthest_in_lane.h, so rounds take the lane tree). After the barrier
-// every warp takes the block's best candidate c1, then the best c2 of the
-// other warps, and so on, and accepts c_j too when its key is above the rest
-// of every warp taken before it and none of c1 .. c_j-1 comes closer to c_j
-// than its running distance: then c_j is the furthest point once those are
-// sampled, as sequential FPS would pick it. Each candidate's key is the
-// largest below the one before (one warp reduction after another); the
-// round stops after a key two warps hold, since the next key would skip one
-// of them. The update that follows applies every centre taken (a warp updates with
-// each centre its box is near). A model of the rule on the register
-// kernel's warps (benchmarks/kernels/fps_register_rounds_model.py: picks
-// equal sequential FPS on every cloud) takes 1.87 picks a round with rounds
-// of two and 3.00 with four on 8192 uniform points -> 1024, 1.89 and 3.07
-// on Gaussian ones, ~1 on grids (the strict rule rejects ties); a round
-// updates more warps than a pick, fewer per pick (7.2 and 9.7 a round
-// against 4.5 a pick; on the busiest of the SM's four schedulers 2.6 and
-// 3.2 against 1.8). What it costs: the thread's runner-up, one more
-// reduction and a ballot in a warp that updates; after the barrier a chain
-// of one reduction per candidate, three more beside each, the test between
-// each pair of candidates, and a box test per centre in every warp.
-
-#include <stdexcept>
-#include <string>
-#include <type_traits>
-
-#include "../furthest_in_lane.h"
 #include "cuda_check.cuh"
 #include "fps_common.cuh"
 #include "fps_on_chip.cuh"
-#include "fps_registers.cuh"
 #include "launchers.h"
 #include "point_common.cuh"
 
@@ -85,164 +51,87 @@ namespace dtrain::kernels::cuda {
 
 namespace {
 
-using namespace fps;  // fps_common.cuh, fps_on_chip.cuh, fps_registers.cuh
+using namespace fps;  // fps_common.cuh, fps_on_chip.cuh
 
 constexpr unsigned int kThreads = 512;
 constexpr unsigned int kWarps = kThreads / kWarp;
 
-// The largest running distance among a thread's points and the lowest
-// index holding it: kLaneTree, by a tree over indices sorted in the thread
-// (Note [A lane's furthest point by a tree]); else by a pass for the largest
-// and a second for its lowest index. kRunnerUp (the tree only): also
-// `second`, the largest distance among the thread's other points (Note [FPS
-// on registers in rounds of picks]).
-template <int kPerThread, bool kLaneTree, bool kRunnerUp>
-__device__ inline void lane_furthest(const float (&dist)[kPerThread], const int (&idx)[kPerThread],
-                                     float& furthest, unsigned int& index, float& second) {
-  static_assert(kLaneTree || !kRunnerUp, "the runner-up comes from the tree");
-  if constexpr (kLaneTree) {
-    int at = 0;
-    if constexpr (kRunnerUp) {
-      detail::furthest_two_in_registers(dist, idx, furthest, at, second);
-    } else {
-      detail::furthest_in_registers(dist, idx, furthest, at);
-    }
-    index = static_cast<unsigned int>(at);
-  } else {
-    furthest = detail::kBelowEveryDistance;
-#pragma unroll
-    for (int s = 0; s < kPerThread; ++s) {
-      furthest = fmaxf(furthest, dist[s]);
-    }
-    index = kNoIndex;
-#pragma unroll
-    for (int s = 0; s < kPerThread; ++s) {
-      if (dist[s] == furthest) {
-        index = min(index, static_cast<unsigned int>(idx[s]));
-      }
-    }
-  }
-}
-
-// The round's candidates from every warp's slot (Note [FPS on registers in
-// rounds of picks]); slots alternate as in block_pick.
-template <int kRound>
-__device__ inline RoundCandidates<kRound> round_candidates(RoundSlot (&slots)[2][kWarps],
-                                                           unsigned int parity,
-                                                           const RoundSlot& mine) {
-  const unsigned int lane = threadIdx.x % kWarp;
-  slots[parity][threadIdx.x / kWarp] = mine;
-  __syncthreads();
-  return round_order<kRound, kWarps>(slots[parity][lane % kWarps]);
-}
-
-template <int kPerThread, bool kLaneTree, int kRound>
+template <int kPerThread>
 __global__ void __launch_bounds__(kThreads)
-    fps_registers_kernel(const float* __restrict__ xyz, int n, std::int64_t npoint_wide, int start,
+    fps_registers_kernel(const float* __restrict__ xyz, int n, std::int64_t npoint, int start,
                          std::int64_t* __restrict__ out) {
-  static_assert(kRound == 1 || kRound == 2 || kRound == 4, "rounds of one, two or four picks");
-  const int npoint = static_cast<int>(npoint_wide);  // at most n, at most 8192
-  using Slot = std::conditional_t<kRound == 1, WarpCandidate, RoundSlot>;
   extern __shared__ __align__(16) unsigned char shared[];
-  __shared__ Slot slots[2][kWarps];
+  __shared__ WarpCandidate slots[2][kWarps];
   __shared__ float scratch[kWarps];
-  std::int64_t* picks = out + static_cast<std::int64_t>(blockIdx.x) * npoint_wide;
+  std::int64_t* picks = out + static_cast<std::int64_t>(blockIdx.x) * npoint;
   // Thread t holds the kPerThread consecutive codes from t * kPerThread on,
   // so warp w holds one compact stretch of the curve.
   int idx[kPerThread];
   const Cloud cloud = deal_cloud<kThreads, kPerThread, false>(
       xyz + static_cast<std::int64_t>(blockIdx.x) * n * 3, n, shared, scratch, idx);
-  if constexpr (kLaneTree) {
-    detail::sort_in_registers(idx);  // the thread's points, still the same set
-  }
   float px[kPerThread], py[kPerThread], pz[kPerThread], dist[kPerThread];
   point_registers(cloud, n, start, idx, px, py, pz, dist);
-  float box_low[3], box_high[3];
-  points_warp_box(idx, n, px, py, pz, box_low, box_high);
+  float box_low[3] = {INFINITY, INFINITY, INFINITY};
+  float box_high[3] = {-INFINITY, -INFINITY, -INFINITY};
+#pragma unroll
+  for (int s = 0; s < kPerThread; ++s) {
+    if (idx[s] < n) {
+      grow_box(box_low, box_high, {px[s], py[s], pz[s]});
+    }
+  }
+  // The warp's box (a warp of padding only has an empty box, always skipped).
+  warp_box(box_low, box_high);
 
   if (threadIdx.x == 0) {
     picks[0] = start;
   }
-  // The centres of the last round: its first pick, and the others taken.
-  float cx[kRound] = {}, cy[kRound] = {}, cz[kRound] = {};
-  cx[0] = cloud.xs[start];
-  cy[0] = cloud.ys[start];
-  cz[0] = cloud.zs[start];
-  int centres = 1;
+  float cx = cloud.xs[start];
+  float cy = cloud.ys[start];
+  float cz = cloud.zs[start];
   WarpCandidate mine{0u, kNoIndex};
-  unsigned int rest = 0;     // kRound > 1: the largest key among the warp's other points
   float largest = INFINITY;  // the warp's largest running distance
   bool stale = true;         // the warp's candidate was picked: recompute
-  unsigned int parity = 0;
-  for (int picked = 1; picked < npoint; parity ^= 1u) {
-    bool near[kRound];
-    bool update = stale;
+  for (std::int64_t i = 1; i < npoint; ++i) {
+    if (stale || !(box_squared_distance(cx, cy, cz, box_low, box_high) >= largest)) {
+      float best = -3.0f;
 #pragma unroll
-    for (int m = 0; m < kRound; ++m) {
-      near[m] =
-          m < centres && !(box_squared_distance(cx[m], cy[m], cz[m], box_low, box_high) >= largest);
-      update = update || near[m];
-    }
-    if (update) {
-      // One centre: no branch (a stale warp far from it updates to no
-      // effect). More: each centre this warp's box is near.
+      for (int s = 0; s < kPerThread; ++s) {
+        const float d = squared_distance(cx, cy, cz, px[s], py[s], pz[s]);
+        const float current = d < dist[s] ? d : dist[s];
+        dist[s] = current;
+        best = fmaxf(best, current);
+      }
+      unsigned int candidate = kNoIndex;
 #pragma unroll
-      for (int m = 0; m < kRound; ++m) {
-        if (kRound == 1 || near[m]) {
-          update_distances(cx[m], cy[m], cz[m], px, py, pz, dist);
+      for (int s = 0; s < kPerThread; ++s) {
+        if (dist[s] == best) {
+          candidate = min(candidate, static_cast<unsigned int>(idx[s]));
         }
       }
-      float best = 0.0f;
-      float second = 0.0f;
-      unsigned int candidate = kNoIndex;
-      lane_furthest<kPerThread, kLaneTree, (kRound > 1)>(dist, idx, best, candidate, second);
-      const RoundSlot found = warp_slot<(kRound > 1)>(best, candidate, second);
-      mine = {found.key, found.index};
-      if constexpr (kRound > 1) {
-        rest = found.rest;
-      }
+      const unsigned int key = distance_key(best);
+      mine.key = __reduce_max_sync(kFullMask, key);
+      mine.index = __reduce_min_sync(kFullMask, key == mine.key ? candidate : kNoIndex);
       largest = key_distance(mine.key);
       stale = false;
     }
+    const unsigned int pick = block_pick<kWarps>(slots[i & 1], mine);
     // An index lives in one warp only; a warp with nothing left to pick
-    // holds key 0 and an index already sampled, never a pick.
-    if constexpr (kRound == 1) {
-      const unsigned int pick = block_pick<kWarps>(slots, parity, mine);
-      if (pick == mine.index) {
-        mark_sampled(idx, pick, dist);
-        stale = true;
-      }
-      if (threadIdx.x == 0) {
-        picks[picked] = pick;
-      }
-      cx[0] = cloud.xs[pick];
-      cy[0] = cloud.ys[pick];
-      cz[0] = cloud.zs[pick];
-    } else {
-      const RoundCandidates<kRound> round =
-          round_candidates<kRound>(slots, parity, {mine.key, mine.index, rest, 0u});
-      candidate_points(cloud, n, round.picks, cx, cy, cz);
-      const int accepted = picks_of_round(round, cx, cy, cz, npoint - picked);
-      bool owner = false;
+    // holds key 0 and an index already sampled, never the pick.
+    if (pick == mine.index) {
 #pragma unroll
-      for (int j = 0; j < kRound; ++j) {
-        owner = owner || (j < accepted && round.picks[j] == mine.index);
-      }
-      if (owner) {
-        mark_sampled(idx, mine.index, dist);
-        stale = true;
-      }
-      if (threadIdx.x == 0) {
-#pragma unroll
-        for (int j = 0; j < kRound; ++j) {
-          if (j < accepted) {
-            picks[picked + j] = round.picks[j];
-          }
+      for (int s = 0; s < kPerThread; ++s) {
+        if (idx[s] == static_cast<int>(pick)) {
+          dist[s] = -1.0f;
         }
       }
-      centres = accepted;
+      stale = true;
     }
-    picked += centres;
+    if (threadIdx.x == 0) {
+      picks[i] = pick;
+    }
+    cx = cloud.xs[pick];
+    cy = cloud.ys[pick];
+    cz = cloud.zs[pick];
   }
 }
 
@@ -254,25 +143,15 @@ std::size_t fps_registers_shared_bytes(std::int64_t n) {
   });
 }
 
-void launch_fps_registers(FpsLane lane, int round, const float* xyz, std::int64_t batch,
-                          std::int64_t n, std::int64_t npoint, std::int64_t start,
-                          std::int64_t* out, cudaStream_t stream) {
+void launch_fps_registers(const float* xyz, std::int64_t batch, std::int64_t n, std::int64_t npoint,
+                          std::int64_t start, std::int64_t* out, cudaStream_t stream) {
   if (batch == 0) {
     return;
   }
-  if ((round != 1 && round != 2 && round != 4) || (round > 1 && lane != FpsLane::kTree)) {
-    throw std::invalid_argument(
-        "furthest_point_sample: the register kernel takes rounds of 1, 2 or 4 picks, more than "
-        "one with the lane tree; got " +
-        std::to_string(round) + (lane == FpsLane::kTree ? " with the tree" : " with the pass"));
-  }
   with_points_per_thread<kThreads>(n, [&](auto per_thread) {
     constexpr int kPerThread = decltype(per_thread)::value;
-    const auto kernel = round == 4               ? fps_registers_kernel<kPerThread, true, 4>
-                        : round == 2             ? fps_registers_kernel<kPerThread, true, 2>
-                        : lane == FpsLane::kTree ? fps_registers_kernel<kPerThread, true, 1>
-                                                 : fps_registers_kernel<kPerThread, false, 1>;
-    launch_on_chip<kThreads, kPerThread>(kernel, xyz, batch, n, npoint, start, out, stream);
+    launch_on_chip<kThreads, kPerThread>(fps_registers_kernel<kPerThread>, xyz, batch, n, npoint,
+                                         start, out, stream);
   });
 }
 

@@ -22,24 +22,37 @@ at::TensorOptions long_options(const at::Tensor& like) {
   return like.options().dtype(at::kLong);
 }
 
+cuda::FpsKernel cuda_fps_kernel(FpsKernel kernel) {
+  switch (kernel) {
+    case FpsKernel::kRegisters:
+      return cuda::FpsKernel::kRegisters;
+    case FpsKernel::kChunks:
+      return cuda::FpsKernel::kChunks;
+    case FpsKernel::kOneBlockShared:
+      return cuda::FpsKernel::kOneBlockShared;
+    case FpsKernel::kOneBlockGlobal:
+      return cuda::FpsKernel::kOneBlockGlobal;
+    case FpsKernel::kAuto:
+      return cuda::FpsKernel::kAuto;
+  }
+  TORCH_CHECK(false, "furthest_point_sample: unknown FpsKernel ", static_cast<int>(kernel));
+}
+
 }  // namespace
 
-at::Tensor furthest_point_sample_cuda(const at::Tensor& xyz, int64_t npoint, int64_t start) {
+at::Tensor furthest_point_sample_cuda(const at::Tensor& xyz, int64_t npoint, int64_t start,
+                                      FpsKernel kernel) {
   const c10::cuda::CUDAGuard device_guard(xyz.device());
   const int64_t batch = xyz.size(0);
   const int64_t n = xyz.size(1);
   at::Tensor out = at::empty({batch, npoint}, long_options(xyz));
-  const cuda::FpsPlan plan = cuda::plan_furthest_point_sample(batch, n);
+  const cuda::FpsPlan plan = cuda::plan_furthest_point_sample(cuda_fps_kernel(kernel), batch, n);
   at::Tensor scratch =
       at::empty({static_cast<int64_t>(plan.scratch_bytes)}, xyz.options().dtype(at::kByte));
   cuda::launch_furthest_point_sample(plan, xyz.const_data_ptr<float>(), batch, n, npoint, start,
                                      scratch.mutable_data_ptr(), out.mutable_data_ptr<int64_t>(),
                                      current_stream());
   return out;
-}
-
-std::vector<std::string> furthest_point_sample_cuda_choices() {
-  return cuda::fps_fastest_choices();
 }
 
 std::tuple<at::Tensor, at::Tensor> ball_query_cuda(const at::Tensor& new_xyz, const at::Tensor& xyz,

@@ -35,12 +35,9 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <torch/arg.h>
 
 #include <cstdint>
-#include <string>
-#include <vector>
-
-#include "dtrain/kernels/fps_choices.h"
 
 namespace dtrain::kernels {
 
@@ -64,6 +61,30 @@ enum class ScatterMode {
 void set_deterministic_backward(bool deterministic);
 ScatterMode backward_scatter_mode();
 
+// Which kernel samples CUDA tensors. kAuto: the register kernel up to 8192
+// points a cloud, else the chunk kernel, else (a GPU whose shared memory
+// cannot hold the chunk table) one block per cloud with the running
+// distances in global memory; each has passed the GPU tests on a GPU
+// (docs/kernels.md, "CUDA FPS"). The others run the kernel they name, for
+// tests and benchmarks: kOneBlockShared and kOneBlockGlobal are the plain
+// one-block-per-cloud kernel, points and distances in shared or in global
+// memory. One that cannot take the clouds on this GPU throws.
+enum class FpsKernel { kAuto, kRegisters, kChunks, kOneBlockShared, kOneBlockGlobal };
+
+// Which loop samples CPU tensors. kAuto: the spatial kernel for clouds of
+// 2048 points or more with enough picks to repay sorting them, else the
+// plain loop, a cloud per thread, or split across the threads when the
+// clouds are fewer than the threads and large. The others force a loop
+// (kSplit on at least two threads; kSpatial takes at most 2^31 - 1 points).
+enum class CpuFpsPath { kAuto, kPlain, kSpatial, kSplit };
+
+// How furthest_point_sample runs; every choice gives the same picks.
+//   FpsOptions().cuda_kernel(FpsKernel::kChunks).cpu_path(CpuFpsPath::kPlain)
+struct FpsOptions {
+  TORCH_ARG(FpsKernel, cuda_kernel) = FpsKernel::kAuto;
+  TORCH_ARG(CpuFpsPath, cpu_path) = CpuFpsPath::kAuto;
+};
+
 // Furthest point sampling.
 //
 //   xyz:     (B, N, 3) coordinates, N >= 1
@@ -76,18 +97,8 @@ ScatterMode backward_scatter_mode();
 // (points at the origin are sampled like any other), and no index repeats:
 // once every remaining point coincides with a sampled one, the lowest
 // unsampled indices follow in order.
-at::Tensor furthest_point_sample(const at::Tensor& xyz, int64_t npoint, int64_t start = 0);
-
-// On CUDA, up to 8192 points a cloud, several kernels give these picks;
-// which runs is measured on the first input of each kind (device, and B, N
-// and npoint each rounded up to a power of two) and kept for the process
-// (docs/kernels.md, "CUDA FPS: measured, not guessed"). What was measured,
-// a line a kind: "cuda:0 B<=32 N<=8192 npoint<=1024: leader_512_round2
-// (0.401 ms; registers 0.752, registers_lane_tree 0.731, ...)"; a kernel
-// whose picks differed from the register kernel's is marked
-// kFpsKernelDiffers (fps_choices.h) instead of timed. Empty before the
-// first such call, and without CUDA.
-std::vector<std::string> furthest_point_sample_cuda_choices();
+at::Tensor furthest_point_sample(const at::Tensor& xyz, int64_t npoint, int64_t start = 0,
+                                 const FpsOptions& options = {});
 
 // out[b][c][m] = features[b][c][idx[b][m]].
 //

@@ -11,7 +11,7 @@
 // 8192 -> 1024), 16 warps running that common path (~100 instructions) and
 // ~4.5 warps near the centre running the update (~236): the schedulers issue
 // the same reduction sixteen times over, and that alone is as long as the
-// update (docs/kernels.md, "FPS: which kernel, and the goal"). Here one warp,
+// update (benchmarks/results/gpu_fps_profile.txt). Here one warp,
 // the leader (warp 0), does it once for all:
 //  - the warps that update (those near the centre, and the one whose
 //    candidate was picked) write their candidate to their slot and arrive at
@@ -40,20 +40,20 @@
 //
 // Each thread's furthest point is found by the tree of Note [A lane's
 // furthest point by a tree]. 1024 threads of up to 8 points (the default for
-// one pick a round) or 512 of up to 16 (DTRAIN_CUDA_FPS_THREADS): with the
+// one pick a round) or 512 of up to 16 (ExperimentalFps::threads): with the
 // common path gone, more and smaller warps shorten the update of the warps
 // near a centre (half the points a lane), which is what a pick then waits
 // for. With 1024 threads the leader's 32 lanes test the 32 warps one each.
 //
-// With DTRAIN_CUDA_FPS_ROUND=2 (or 4) the leader may take up to two (or
-// four) picks a round by the register kernel's exact rule (Note [FPS on
+// With rounds of 2 (or 4) picks the leader may take up to two (or four)
+// picks a round by the register kernel's exact rule (Note [FPS on
 // registers in rounds of picks]: each slot also holds the warp's rest, and
 // round_order / picks_of_round in fps_registers.cuh decide), and names for
 // each centre taken the warps that update with it; a warp marks the pick
 // it held and updates with each centre it is named for. The runner-up that
 // a rest needs does not fit in the 64 registers of 1024 threads (ptxas
 // spills it inside the loop), so rounds run on 512 threads of up to 16
-// points. benchmarks/kernels/fps_leader_model.py replays every setting.
+// points.
 
 #include <stdexcept>
 #include <string>
@@ -67,7 +67,7 @@
 #include "launchers.h"
 #include "point_common.cuh"
 
-namespace dtrain::kernels::cuda {
+namespace dtrain::kernels::cuda::experimental {
 
 namespace {
 
@@ -342,4 +342,4 @@ void launch_fps_leader(int threads, int round, const float* xyz, std::int64_t ba
   }
 }
 
-}  // namespace dtrain::kernels::cuda
+}  // namespace dtrain::kernels::cuda::experimental

@@ -1,8 +1,9 @@
-// event_done_within (src/cuda/event_wait.h), which keeps the CUDA FPS
-// measurement from waiting forever on a kernel that never finishes: work a
-// stream cannot finish (a host function blocked on a flag) is reported as
-// not done once the limit passes, and done once it is let go; a "not ready"
-// poll leaves no error behind for the next launch check.
+// event_done_within (kernels/experimental/src/cuda/event_wait.h), which
+// keeps the experimental measured FPS choice from waiting forever on a
+// kernel that never finishes: work a stream cannot finish (a host function
+// blocked on a flag) is reported as not done once the limit passes, and
+// done once it is let go; a "not ready" poll leaves no error behind for the
+// next launch check.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -13,7 +14,7 @@
 
 namespace {
 
-using dtrain::kernels::cuda::event_done_within;
+using dtrain::kernels::cuda::experimental::event_done_within;
 using namespace std::chrono_literals;
 
 // Holds the stream's work at a host function until released.
@@ -26,7 +27,7 @@ struct Gate {
   }
 };
 
-TEST(EventWaitCuda, GivesUpOnWorkThatDoesNotFinishAndSeesItFinishOnceLetGo) {
+TEST(ExperimentalEventWaitCuda, GivesUpOnWorkThatDoesNotFinishAndSeesItFinishOnceLetGo) {
   if (!at::hasCUDA()) {
     GTEST_SKIP() << "no CUDA device visible";
   }

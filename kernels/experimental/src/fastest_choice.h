@@ -1,7 +1,7 @@
 // Which of a few interchangeable kernels runs fastest on a kind of input,
 // measured on the first input of that kind and remembered for the process
 // (Note [Choosing the CUDA FPS kernel by timing it] in
-// src/cuda/furthest_point_sample.cu). No CUDA here: the caller says how to
+// src/cuda/furthest_point_sample_fastest.cu). No CUDA here: the caller says how to
 // time one run, so tests drive the choice with made-up times.
 #pragma once
 

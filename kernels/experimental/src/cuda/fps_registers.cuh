@@ -8,6 +8,7 @@
 
 #include "fps_common.cuh"
 #include "fps_on_chip.cuh"
+#include "fps_on_chip_rounds.cuh"
 #include "point_common.cuh"
 
 namespace dtrain::kernels::cuda::fps {

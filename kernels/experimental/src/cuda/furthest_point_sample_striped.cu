@@ -81,101 +81,28 @@
 
 #include <cooperative_groups.h>
 
-#include <map>
-#include <mutex>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 #include <type_traits>
 
 #include "cuda_check.cuh"
 #include "fps_common.cuh"
 #include "fps_on_chip.cuh"
+#include "fps_on_chip_rounds.cuh"
+#include "fps_striped.cuh"
 #include "launchers.h"
 #include "point_common.cuh"
 
-namespace dtrain::kernels::cuda {
+namespace dtrain::kernels::cuda::experimental {
 
 namespace {
 
-using namespace fps;  // fps_common.cuh, fps_on_chip.cuh
+using namespace fps;  // fps_common.cuh, fps_on_chip.cuh, fps_on_chip_rounds.cuh, fps_striped.cuh
 
 constexpr unsigned int kThreads = 512;
 constexpr unsigned int kWarps = kThreads / kWarp;
 constexpr std::int64_t kOnChipPoints = 16 * kThreads;  // per block
 constexpr int kMaxCluster = 8;                         // portable cluster size
-
-// A warp's candidate for a round: its best point (largest key, lowest index)
-// and the largest key among its other points.
-struct RoundCandidate {
-  unsigned int key;
-  unsigned int index;
-  unsigned int rest;
-};
-
-// The largest and second largest (counting repeats) of a lane's keys, by a
-// tree of pairwise merges (shallow, unlike one pass over the slots).
-template <int kSlots>
-__device__ inline void lane_top_two(const float (&dist)[kSlots], unsigned int& best,
-                                    unsigned int& second) {
-  unsigned int top[kSlots];
-  unsigned int next[kSlots];
-#pragma unroll
-  for (int s = 0; s < kSlots; ++s) {
-    top[s] = distance_key(dist[s]);
-    next[s] = 0;
-  }
-#pragma unroll
-  for (int width = 1; width < kSlots; width *= 2) {
-#pragma unroll
-    for (int s = 0; s + width < kSlots; s += 2 * width) {
-      next[s] = max(min(top[s], top[s + width]), max(next[s], next[s + width]));
-      top[s] = max(top[s], top[s + width]);
-    }
-  }
-  best = top[0];
-  second = next[0];
-}
-
-// A block's candidate for a cluster's round (Note [FPS on a cluster of
-// blocks]): its best point, the largest key among its other points, and the
-// best point's coordinates, which the other blocks do not hold.
-struct BlockEntry {
-  RoundCandidate candidate;
-  float x, y, z;
-};
-
-// The first kRound candidates of a round in order (largest key, then lowest
-// index), one unit per lane (lanes without one hold key 0), each taken unit
-// then out of play; with the rest of each, and (kHolders) the lane that held
-// it.
-template <int kRound>
-struct RoundOrder {
-  unsigned int keys[kRound];
-  unsigned int picks[kRound];
-  unsigned int rests[kRound];
-  unsigned int holders[kRound];
-};
-
-template <int kRound, bool kHolders>
-__device__ inline RoundOrder<kRound> take_in_order(const RoundCandidate& unit) {
-  RoundOrder<kRound> order;
-  unsigned int in_play = unit.key;  // 0 once the unit's candidate is taken
-#pragma unroll
-  for (int j = 0; j < kRound; ++j) {
-    order.keys[j] = __reduce_max_sync(kFullMask, in_play);
-    order.picks[j] = __reduce_min_sync(kFullMask, in_play == order.keys[j] ? unit.index : kNoIndex);
-    const bool taken = unit.index == order.picks[j];
-    if constexpr (kHolders) {
-      order.holders[j] = __ffs(__ballot_sync(kFullMask, taken)) - 1;
-    }
-    if constexpr (kRound > 1) {
-      order.rests[j] = __reduce_max_sync(kFullMask, taken ? unit.rest : 0u);
-    }
-    in_play = taken ? 0u : in_play;
-  }
-  return order;
-}
 
 // kCluster = 1: one block per cloud, the points of the whole cloud. Else the
 // block of rank r in a cluster of kCluster blocks per cloud holds the points
@@ -530,23 +457,6 @@ void launch_rounds(int cluster, const float* xyz, std::int64_t batch, std::int64
   });
 }
 
-// Whether this GPU runs the kernel for clouds of n points (one block always
-// does, given its shared memory; a cluster needs sm_90 code and room).
-template <int kRound>
-bool rounds_run_here(int cluster, std::int64_t n) {
-  const int blocks = blocks_per_cloud(n, cluster);
-  if (blocks == 1) {
-    return true;
-  }
-  return with_cluster(blocks, n, [&](auto slots, auto cluster_size) {
-    cudaLaunchConfig_t config{};
-    cudaLaunchAttribute attribute{};
-    return prepare_cluster<decltype(slots)::value, kRound, decltype(cluster_size)::value>(
-               1, n, nullptr, config, attribute)
-        .empty();
-  });
-}
-
 // Calls visit(std::integral_constant<int, round>{}) for a round of 1, 2 or
 // 4 picks; any other throws std::invalid_argument.
 template <typename Visit>
@@ -579,28 +489,6 @@ std::size_t fps_striped_shared_bytes(std::int64_t n, int cluster) {
   });
 }
 
-bool fps_striped_runs_here(std::int64_t n, int round, int cluster) {
-  // Asked by the plan on every call with a cloud in the clusters' range:
-  // the answer (three runtime queries) is kept per device and setting, as a
-  // model samples a few cloud sizes over and over.
-  int device = 0;
-  DTRAIN_CUDA_CHECK(cudaGetDevice(&device));
-  static std::mutex mutex;
-  static std::map<std::tuple<int, int, int, std::int64_t>, bool> answers;
-  const auto key = std::make_tuple(device, round, cluster, n);
-  {
-    const std::lock_guard<std::mutex> lock(mutex);
-    if (const auto found = answers.find(key); found != answers.end()) {
-      return found->second;
-    }
-  }
-  const bool runs = with_round(
-      round, [&](auto picks) { return rounds_run_here<decltype(picks)::value>(cluster, n); });
-  const std::lock_guard<std::mutex> lock(mutex);
-  answers.emplace(key, runs);
-  return runs;
-}
-
 void launch_fps_striped(int round, int cluster, const float* xyz, std::int64_t batch,
                         std::int64_t n, std::int64_t npoint, std::int64_t start, std::int64_t* out,
                         cudaStream_t stream) {
@@ -612,4 +500,4 @@ void launch_fps_striped(int round, int cluster, const float* xyz, std::int64_t b
   });
 }
 
-}  // namespace dtrain::kernels::cuda
+}  // namespace dtrain::kernels::cuda::experimental

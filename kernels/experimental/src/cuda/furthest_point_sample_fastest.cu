@@ -1,6 +1,7 @@
-// The CUDA FPS kernel for clouds up to 8192 points, chosen by timing the
-// candidates on the first input of each kind (Note [Choosing the CUDA FPS
-// kernel by timing it]).
+// The experimental measured plan (ExperimentalFps::kMeasured): for clouds
+// up to 8192 points, the kernel setting chosen by timing the candidates on
+// the first input of each kind (Note [Choosing the CUDA FPS kernel by
+// timing it]).
 //
 // Note [Choosing the CUDA FPS kernel by timing it]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -30,24 +31,22 @@
 // kind's remembered choice runs, or, before any, the first candidate (the
 // register kernel, the choice before measuring). Run one step before
 // capturing, as graph capture needs anyway, and the graph holds the
-// fastest. DTRAIN_CUDA_FPS_MEASURE=off, or any forcing setting
-// (DTRAIN_CUDA_FPS and the rest, launchers.h), turns measuring off.
-// fps_fastest_choices() tells what was measured; the benchmark prints it.
+// fastest. fps_fastest_measurements() tells what was measured; the
+// benchmark prints it.
 //
 // "No choice changes a result" is checked, not assumed: after each
 // candidate's untimed run its picks are copied back and compared with the
 // first candidate's (the register kernel, the choice before measuring), and
 // a candidate whose picks differ is left out of the timing and of the
-// choice, and named in fps_fastest_choices(). A fault in one kernel on some
-// GPU then costs its speed, not the caller's picks; the GPU tests fail on
-// such a line. The copies cost one B x npoint transfer per candidate, once
+// choice, and marked in fps_fastest_measurements(). A fault in one kernel on
+// some GPU then costs its speed, not the caller's picks; the GPU tests fail
+// on such a mark. The copies cost one B x npoint transfer per candidate, once
 // per kind.
 //
 // Nor does a kernel that never finishes hang the caller: every run after
 // the first candidate's first waits at most 100 times as long as that one
 // took, plus two seconds (event_done_within), and then the call throws,
-// naming the kernel and DTRAIN_CUDA_FPS_MEASURE=off. The device may stay
-// busy, but the caller learns why.
+// naming the kernel. The device may stay busy, but the caller learns why.
 
 #include <chrono>
 #include <cstdio>
@@ -59,11 +58,10 @@
 
 #include "../fastest_choice.h"
 #include "cuda_check.cuh"
-#include "dtrain/kernels/fps_choices.h"
 #include "event_wait.h"
 #include "launchers.h"
 
-namespace dtrain::kernels::cuda {
+namespace dtrain::kernels::cuda::experimental {
 
 namespace {
 
@@ -83,9 +81,8 @@ constexpr int kRunLimitFactor = 100;
                            "' did not finish within " + waited +
                            " s while its speed was measured (" + std::to_string(kRunLimitFactor) +
                            " times the '" + first +
-                           "' kernel's first run); it may still hold the device. Set "
-                           "DTRAIN_CUDA_FPS_MEASURE=off to run the '" +
-                           first + "' kernel alone, and report it");
+                           "' kernel's first run); it may still hold the device. Run another "
+                           "setting, or the default furthest_point_sample, and report it");
 }
 
 // device, B, N, npoint (each a power of two at least the input's)
@@ -128,8 +125,7 @@ void launch_fps_fastest(const std::vector<FpsCandidate>& candidates, const float
                         std::int64_t batch, std::int64_t n, std::int64_t npoint, std::int64_t start,
                         std::int64_t* out, cudaStream_t stream) {
   auto launch = [&](std::size_t i) {
-    launch_furthest_point_sample(candidates.at(i).plan, xyz, batch, n, npoint, start, nullptr, out,
-                                 stream);
+    launch_setting(candidates.at(i).setting, xyz, batch, n, npoint, start, out, stream);
   };
   int device = 0;
   DTRAIN_CUDA_CHECK(cudaGetDevice(&device));
@@ -184,29 +180,13 @@ void launch_fps_fastest(const std::vector<FpsCandidate>& candidates, const float
   launch(fastest().choose(kind, names, seconds_of_run, picks_of_run));
 }
 
-std::vector<std::string> fps_fastest_choices() {
-  std::vector<std::string> lines;
+std::vector<KindMeasured> fps_fastest_measurements() {
+  std::vector<KindMeasured> kinds;
   for (const auto& [kind, measured] : fastest().measured()) {
-    const auto& [device, batch, n, npoint] = kind;
-    // C++17 (the CUDA files' standard) lambdas cannot capture a structured binding.
-    const std::vector<double>& seconds = measured.seconds;
-    auto ms = [&seconds](std::size_t i) {
-      char text[32];
-      std::snprintf(text, sizeof text, "%.3f", 1e3 * seconds[i]);
-      return std::string(text);
-    };
-    std::string line = "cuda:" + std::to_string(device) + " B<=" + std::to_string(batch) +
-                       " N<=" + std::to_string(n) + " npoint<=" + std::to_string(npoint) + ": " +
-                       measured.names[measured.chosen] + " (" + ms(measured.chosen) + " ms";
-    for (std::size_t i = 0; i < measured.names.size(); ++i) {
-      line += (i == 0 ? "; " : ", ") + measured.names[i] + " " +
-              (measured.differs[i]
-                   ? std::string(kFpsKernelDiffers) + " from " + measured.names[0] + ", left out"
-                   : ms(i));
-    }
-    lines.push_back(line + ")");
+    kinds.push_back(
+        {std::get<0>(kind), std::get<1>(kind), std::get<2>(kind), std::get<3>(kind), measured});
   }
-  return lines;
+  return kinds;
 }
 
-}  // namespace dtrain::kernels::cuda
+}  // namespace dtrain::kernels::cuda::experimental

@@ -9,7 +9,7 @@
 
 #include "cuda_check.cuh"
 
-namespace dtrain::kernels::cuda {
+namespace dtrain::kernels::cuda::experimental {
 
 // Whether `event` completed within `limit`: polls it, sleeping briefly
 // between polls, and returns false once the limit has passed (the work
@@ -37,4 +37,4 @@ inline bool event_done_within(cudaEvent_t event, std::chrono::steady_clock::dura
   }
 }
 
-}  // namespace dtrain::kernels::cuda
+}  // namespace dtrain::kernels::cuda::experimental
