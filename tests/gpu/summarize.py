@@ -111,10 +111,26 @@ def nccl_lines(tests_log):
     return lines
 
 
+# The main job's test accuracy on the CPU over seeds, per precision
+# (benchmarks/run_main_job_seeds.sh): the range a GPU run should land in.
+CPU_SEEDS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "benchmarks", "results", "main_job_cpu_seeds.csv")
+
+
+def cpu_ranges():
+    ranges = {}
+    for row in read_csv(CPU_SEEDS):
+        low, high = ranges.get(row["precision"], (1.0, 0.0))
+        accuracy = float(row["test_accuracy"])
+        ranges[row["precision"]] = (min(low, accuracy), max(high, accuracy))
+    return ranges
+
+
 def main_job_lines(build, out):
     """One line per precision from the main job's per-epoch CSVs (its last
-    epoch); also writes them, merged, to OUT/gpu_main_job_cuda.csv."""
-    lines, merged = [], []
+    epoch), each beside the CPU's range over seeds where there is one; also
+    writes them, merged, to OUT/gpu_main_job_cuda.csv."""
+    lines, merged, ranges = [], [], cpu_ranges()
     for precision in PRECISIONS:
         rows = read_csv(os.path.join(build, f"main_job_{precision}.csv"))
         merged += [{"precision": precision, **row} for row in rows]
@@ -122,10 +138,16 @@ def main_job_lines(build, out):
             lines.append(f"main_job_cuda precision={precision}: not run")
             continue
         last = rows[-1]
+        accuracy = float(last["test_accuracy"])
         lines.append(f"main_job_cuda precision={precision}: "
-                     f"test_accuracy={float(last['test_accuracy']):.4f} "
+                     f"test_accuracy={accuracy:.4f} "
                      f"samples_per_s={float(last['samples_per_s']):.1f} "
                      f"peak_device_mb={float(last['peak_device_mb'] or 0):.1f}")
+        if precision in ranges:
+            low, high = ranges[precision]
+            inside = "inside" if low <= accuracy <= high else "OUTSIDE"
+            lines.append(f"  {inside} the CPU's range over seeds, {low:.4f}-{high:.4f} "
+                         "(benchmarks/results/main_job_cpu_seeds.csv)")
     if merged:
         with open(os.path.join(out, "gpu_main_job_cuda.csv"), "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(merged[0]))

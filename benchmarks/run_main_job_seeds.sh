@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The range of test accuracy the README's main job reaches on the CPU over
+# seeds, per precision: scripts/run.sh's job (train_pointnet2 under dtrun,
+# two processes, ssg-lite on 512 points, a cosine over 5 epochs) once per
+# seed and precision. The GPU checks compare the main job on CUDA with it
+# (a GPU adds in another order, so its run is like another seed).
+#
+#   bash benchmarks/run_main_job_seeds.sh [--seeds 0-7] [--precisions fp32,bf16] [--epochs 5]
+#       [--out benchmarks/results/main_job_cpu_seeds.csv]
+#
+# One row per run: the commit and machine, precision, seed, epochs, the last
+# epoch's test accuracy and samples/s.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"
+
+seeds="0-7" precisions="fp32,bf16" epochs=5
+out="$DTRAIN_REPO/benchmarks/results/main_job_cpu_seeds.csv"
+while (($#)); do
+  case "$1" in
+    --seeds) seeds="$2"; shift 2 ;;
+    --precisions) precisions="$2"; shift 2 ;;
+    --epochs) epochs="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    *) echo "run_main_job_seeds.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+[[ $seeds =~ ^([0-9]+)-([0-9]+)$ ]] || { echo "--seeds must be FIRST-LAST, got '$seeds'" >&2; exit 2; }
+first="${BASH_REMATCH[1]}" last="${BASH_REMATCH[2]}"
+
+dtrain_build train_pointnet2 dtrun
+commit="$(git -C "$DTRAIN_REPO" rev-parse HEAD)$(git -C "$DTRAIN_REPO" diff --quiet HEAD || echo -dirty)"
+machine="$(lscpu | sed -n 's/^Model name: *//p' | head -n 1 | tr ',' ' ') x $(nproc)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$(dirname "$out")"
+echo "commit,machine,precision,seed,epochs,test_accuracy,samples_per_s" >"$out"
+for precision in ${precisions//,/ }; do
+  amp="$precision"
+  [[ $precision == fp32 ]] && amp=off
+  for ((seed = first; seed <= last; seed++)); do
+    csv="$work/$precision-$seed.csv"
+    "$DTRAIN_BUILD_DIR/apps/dtrun/dtrun" --standalone --nproc-per-node 2 \
+      "$DTRAIN_BUILD_DIR/apps/train_pointnet2/train_pointnet2" --model ssg-lite --num-points 512 \
+      --epochs "$epochs" --lr-schedule cosine --amp "$amp" --seed "$seed" --csv "$csv" \
+      >"$work/log" 2>&1 || { cat "$work/log" >&2; exit 1; }
+    # The last epoch's row: test_accuracy and samples_per_s by column name.
+    row="$("$DTRAIN_VENV/bin/python" -c 'import csv, sys
+r = list(csv.DictReader(open(sys.argv[1])))[-1]
+print(r["test_accuracy"] + "," + r["samples_per_s"])' "$csv")"
+    echo "$commit,$machine,$precision,$seed,$epochs,$row" >>"$out"
+    dtrain_log "$precision seed $seed: test accuracy ${row%%,*}"
+  done
+done
+dtrain_log "wrote $out"
