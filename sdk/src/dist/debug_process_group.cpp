@@ -2,9 +2,8 @@
 // compares them across ranks before handing the call to the real group.
 #include "dtrain/dist/debug_process_group.h"
 
-#include <cstdlib>
-
 #include "dtrain/dist/prefix_store.h"
+#include "dtrain/util/launch_env.h"
 
 namespace dtrain::dist {
 
@@ -57,8 +56,7 @@ std::string key(std::int64_t seq, int rank) {
 }  // namespace
 
 bool dist_debug_enabled() {
-  const char* value = std::getenv("DTRAIN_DIST_DEBUG");
-  return value != nullptr && std::string(value) == "1";
+  return util::env_flag("DTRAIN_DIST_DEBUG").value_or(false);
 }
 
 ProcessGroupPtr wrap_for_debug_if_enabled(ProcessGroupPtr group, std::shared_ptr<Store> store,

@@ -6,7 +6,6 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <functional>
 #include <mutex>
 
@@ -14,6 +13,7 @@
 
 #include "collective_args.h"
 #include "dtrain/dist/prefix_store.h"
+#include "dtrain/util/launch_env.h"
 #include "mpi_backend.h"
 #include "mpi_request_work.h"
 #include "mpi_runtime.h"
@@ -29,11 +29,7 @@ using namespace detail;
 using namespace mpi;
 
 MpiOptions MpiOptions::from_env() {
-  MpiOptions options;
-  if (const char* abort = std::getenv("DTRAIN_MPI_ABORT_ON_TIMEOUT"); abort && *abort) {
-    options.abort_on_timeout = std::string(abort) == "1";
-  }
-  return options;
+  return {.abort_on_timeout = util::env_flag("DTRAIN_MPI_ABORT_ON_TIMEOUT").value_or(false)};
 }
 
 int ProcessGroupMPI::world_rank() {

@@ -22,7 +22,6 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <cstdlib>
 #include <cstring>
 #include <list>
 #include <mutex>
@@ -32,6 +31,7 @@
 
 #include "collective_args.h"
 #include "dtrain/dist/prefix_store.h"
+#include "dtrain/util/launch_env.h"
 #include "nccl_utils.h"
 #include "timeout_diagnosis.h"
 
@@ -141,11 +141,7 @@ bool on_cpu(const at::Tensor& tensor) {
 }  // namespace
 
 NcclOptions NcclOptions::from_env() {
-  NcclOptions options;
-  if (const char* blocking = std::getenv("DTRAIN_NCCL_BLOCKING_WAIT"); blocking && *blocking) {
-    options.blocking_wait = std::string(blocking) == "1";
-  }
-  return options;
+  return {.blocking_wait = util::env_flag("DTRAIN_NCCL_BLOCKING_WAIT").value_or(false)};
 }
 
 int ProcessGroupNCCL::compiled_version() {

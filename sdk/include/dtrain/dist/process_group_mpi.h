@@ -51,7 +51,7 @@ struct MpiOptions {
   // a store shared by the group's members and this group alone (a prefix of
   // the job's store; make_mpi_group gives one). Without it, the error names
   // only the op, the group and the rank.
-  std::shared_ptr<Store> diagnosis_store;
+  std::shared_ptr<Store> diagnosis_store{};
   // Options from the environment: DTRAIN_MPI_ABORT_ON_TIMEOUT=1.
   static MpiOptions from_env();
 };
