@@ -2,6 +2,7 @@
 // compares them across ranks before handing the call to the real group.
 #include "dtrain/dist/debug_process_group.h"
 
+#include "collective_args.h"
 #include "dtrain/dist/prefix_store.h"
 #include "dtrain/util/launch_env.h"
 
@@ -9,32 +10,11 @@ namespace dtrain::dist {
 
 namespace {
 
-std::string dtype_name(at::ScalarType type) {
-  switch (type) {
-    case at::kFloat:
-      return "float32";
-    case at::kDouble:
-      return "float64";
-    case at::kHalf:
-      return "float16";
-    case at::kBFloat16:
-      return "bfloat16";
-    case at::kInt:
-      return "int32";
-    case at::kLong:
-      return "int64";
-    case at::kByte:
-      return "uint8";
-    default:
-      return c10::toString(type);
-  }
-}
-
 std::string tensor_text(const at::Tensor& t) {
   if (!t.defined()) {
     return "undefined";
   }
-  std::string text = dtype_name(t.scalar_type()) + "[";
+  std::string text = detail::dtype_name(t.scalar_type()) + "[";
   for (int64_t d = 0; d < t.dim(); ++d) {
     text += (d > 0 ? ", " : "") + std::to_string(t.size(d));
   }
@@ -216,7 +196,7 @@ WorkPtr DebugProcessGroup::all_to_all(std::vector<at::Tensor>& outputs,
   // Blocks may differ in size between ranks; their number and dtype may not.
   check("all_to_all(" + std::to_string(inputs.size()) + " blocks) " +
             (inputs.empty() || !inputs[0].defined() ? std::string("none")
-                                                    : dtype_name(inputs[0].scalar_type())),
+                                                    : detail::dtype_name(inputs[0].scalar_type())),
         options.timeout);
   return inner_->all_to_all(outputs, inputs, options);
 }

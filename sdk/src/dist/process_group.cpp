@@ -1,25 +1,16 @@
 #include "dtrain/dist/process_group.h"
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <numeric>
 
 namespace dtrain::dist {
 
 std::string to_string(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return "SUM";
-    case ReduceOp::kProduct:
-      return "PRODUCT";
-    case ReduceOp::kMin:
-      return "MIN";
-    case ReduceOp::kMax:
-      return "MAX";
-    case ReduceOp::kAvg:
-      return "AVG";
-  }
-  return "UNKNOWN";
+  constexpr std::array<const char*, 5> kNames = {"SUM", "PRODUCT", "MIN", "MAX", "AVG"};
+  const auto index = static_cast<std::size_t>(op);
+  return index < kNames.size() ? kNames[index] : "UNKNOWN";
 }
 
 ProcessGroup::ProcessGroup(int rank, int size, std::string name)

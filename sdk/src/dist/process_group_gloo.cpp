@@ -32,41 +32,18 @@ using namespace detail;
 namespace {
 
 gloo_api::DType to_gloo(at::ScalarType type) {
-  switch (type) {
-    case at::kFloat:
-      return gloo_api::DType::kFloat32;
-    case at::kDouble:
-      return gloo_api::DType::kFloat64;
-    case at::kHalf:
-      return gloo_api::DType::kFloat16;
-    case at::kBFloat16:
-      return gloo_api::DType::kBFloat16;
-    case at::kInt:
-      return gloo_api::DType::kInt32;
-    case at::kLong:
-      return gloo_api::DType::kInt64;
-    case at::kByte:
-      return gloo_api::DType::kUInt8;
-    default:
-      throw Error(std::string("gloo supports float32, float64, float16, bfloat16, int32, int64 "
-                              "and uint8 tensors, got ") +
-                  std::string(c10::toString(type)));
-  }
+  using gloo_api::DType;
+  return by_dtype<DType>(type,
+                         {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
+                          DType::kInt32, DType::kInt64, DType::kUInt8},
+                         "gloo");
 }
 
 gloo_api::Reduce to_gloo(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-    case ReduceOp::kAvg:  // summed, then divided by the group size
-      return gloo_api::Reduce::kSum;
-    case ReduceOp::kProduct:
-      return gloo_api::Reduce::kProduct;
-    case ReduceOp::kMin:
-      return gloo_api::Reduce::kMin;
-    case ReduceOp::kMax:
-      return gloo_api::Reduce::kMax;
-  }
-  throw Error("unknown ReduceOp");
+  using gloo_api::Reduce;
+  // AVG is summed, then divided by the group size.
+  return by_op<Reduce>(op,
+                       {Reduce::kSum, Reduce::kProduct, Reduce::kMin, Reduce::kMax, Reduce::kSum});
 }
 
 // Note [A message larger than its receive]
