@@ -22,12 +22,10 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstring>
 #include <functional>
-#include <list>
 #include <mutex>
-#include <thread>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -35,6 +33,7 @@
 #include "dtrain/util/launch_env.h"
 #include "nccl_utils.h"
 #include "transport.h"
+#include "work_watchdog.h"
 
 namespace dtrain::dist {
 
@@ -42,8 +41,6 @@ namespace dtrain::dist {
 using namespace detail;
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // A communicator and its stream; shared by the group and its Works.
 struct Communicator {
@@ -58,15 +55,13 @@ struct Communicator {
   Communicator(int device_index, c10::cuda::CUDAStream s) : device(device_index), stream(s) {}
 };
 
-class NcclWork : public Work {
+class NcclWork : public WatchedWork {
  public:
   NcclWork(OpContext ctx, std::shared_ptr<Communicator> comm, int rank, bool blocking,
            std::vector<at::Tensor> tensors)
-      : Work(ctx.what),
-        ctx_(std::move(ctx)),
+      : WatchedWork(std::move(ctx)),
         comm_(std::move(comm)),
         rank_(rank),
-        deadline_(Clock::now() + ctx_.timeout),
         blocking_(blocking),
         tensors_(std::move(tensors)) {
     DTRAIN_CUDA_CHECK(cudaEventCreateWithFlags(&end_, cudaEventDisableTiming), rank_, description_);
@@ -98,20 +93,22 @@ class NcclWork : public Work {
         rank_, description_);
   }
 
-  // Called by the watchdog: cudaSuccess when done, cudaErrorNotReady while running.
-  cudaError_t query() const { return cudaEventQuery(end_); }
-  bool past_deadline(Clock::time_point now) const { return now > deadline_; }
-  // Its op, timeout and number among the group's collectives (0 for send
-  // and recv), for Note [Which rank a timeout waited on].
-  const OpContext& context() const { return ctx_; }
-  void release_tensors() { tensors_.clear(); }
+  // Its end event: done, still running, or a failed stream.
+  Progress poll(std::string& why) override {
+    const cudaError_t state = cudaEventQuery(end_);
+    if (state == cudaSuccess || state == cudaErrorNotReady) {
+      return state == cudaSuccess ? Progress::kDone : Progress::kRunning;
+    }
+    why = std::string("the CUDA stream failed: ") + cudaGetErrorName(state) + " (" +
+          cudaGetErrorString(state) + ")";
+    return Progress::kFailed;
+  }
+  void release() override { tensors_.clear(); }
 
  private:
-  OpContext ctx_;
   std::shared_ptr<Communicator> comm_;
   int rank_;
   cudaEvent_t end_ = nullptr;
-  Clock::time_point deadline_;
   bool blocking_;
   std::vector<at::Tensor> tensors_;  // alive until the GPU is done with them
 };
@@ -132,7 +129,7 @@ int ProcessGroupNCCL::runtime_version() {
   return version;
 }
 
-struct ProcessGroupNCCL::Impl : Transport {
+struct ProcessGroupNCCL::Impl : Transport, WatchdogHooks {
   Impl(ProcessGroupNCCL& self, const NcclOptions& options)
       : Transport({.device = c10::kCUDA,
                    .stages_from = c10::kCPU,
@@ -143,7 +140,8 @@ struct ProcessGroupNCCL::Impl : Transport {
                    .uneven_all_to_all = true,
                    .timeout = options.timeout}),
         self(self),
-        options(options) {}
+        options(options),
+        watchdog(*this, "NCCL communicator", options.poll_interval) {}
 
   ProcessGroupNCCL& self;
   NcclOptions options;
@@ -153,12 +151,8 @@ struct ProcessGroupNCCL::Impl : Transport {
   std::mutex launch_mutex;
   std::shared_ptr<Communicator> comm;
 
-  // Watchdog state.
-  std::mutex watch_mutex;
-  std::condition_variable watch_cv;
-  std::list<std::shared_ptr<NcclWork>> in_flight;
-  bool stopping = false;
-  std::thread watchdog;
+  // Declared last: it stops first, while the communicator is still there.
+  Watchdog watchdog;
 
   // The group's communicator on `device`, created on first use.
   std::shared_ptr<Communicator> communicator(int device, const std::string& what) {
@@ -236,11 +230,7 @@ struct ProcessGroupNCCL::Impl : Transport {
       body();
     }
     work->record_end();
-    {
-      std::lock_guard<std::mutex> watch(watch_mutex);
-      in_flight.push_back(work);
-    }
-    watch_cv.notify_one();
+    watchdog.watch(work);
     return work;
   }
 
@@ -262,103 +252,23 @@ struct ProcessGroupNCCL::Impl : Transport {
     return true;
   }
 
-  // Note [NCCL watchdog]
-  // One thread per group polls the end event of every Work in flight, in
-  // issue order. A finished event finishes its Work. An asynchronous NCCL
-  // error, or a Work past its deadline, fails every Work in flight, so
-  // waiters raise instead of hanging, and then aborts the communicator
-  // (which unblocks the GPU kernels waiting on peers). In that order because
-  // ncclCommAbort can block until work queued ahead of the collective on
-  // its stream drains (seen on an H200: a collective behind a 10 s kernel
-  // held ncclCommAbort for seconds); the tensors are released only after it.
-  void watch() {
-    bool device_set = false;
-    std::unique_lock<std::mutex> lock(watch_mutex);
-    while (true) {
-      if (in_flight.empty()) {
-        if (stopping) {
-          return;
-        }
-        watch_cv.wait(lock, [this] { return stopping || !in_flight.empty(); });
-        continue;
-      }
-      auto works = in_flight;  // poll without holding the lock
-      lock.unlock();
-      if (!device_set) {
-        c10::cuda::set_device(static_cast<c10::DeviceIndex>(comm->device));
-        device_set = true;
-      }
-      std::vector<std::shared_ptr<NcclWork>> done;
-      std::string failure;
-      const NcclWork* culprit = nullptr;
-      bool timed_out = false;
-      ncclResult_t async_error = ncclSuccess;
-      if (!comm->aborted.load() && ncclCommGetAsyncError(comm->comm, &async_error) == ncclSuccess &&
-          async_error != ncclSuccess && async_error != ncclInProgress) {
-        culprit = works.front().get();
-        failure = culprit->description() +
-                  ": NCCL reported an asynchronous error: " + nccl::result_name(async_error) +
-                  " (" + ncclGetErrorString(async_error) + ")";
-      }
-      const auto now = Clock::now();
-      for (const auto& work : works) {
-        if (culprit != nullptr) {
-          break;
-        }
-        const cudaError_t state = work->query();
-        if (state == cudaSuccess) {
-          done.push_back(work);
-        } else if (state != cudaErrorNotReady) {
-          culprit = work.get();
-          failure = work->description() + ": the CUDA stream failed: " + cudaGetErrorName(state) +
-                    " (" + cudaGetErrorString(state) + ")";
-        } else if (work->past_deadline(now)) {
-          culprit = work.get();
-          timed_out = true;
-          failure = work->description() + ": not finished after " +
-                    std::to_string(work->context().timeout.count()) +
-                    " ms (a peer may be missing, or stuck before this collective)";
-        }
-      }
-      if (timed_out) {
-        // Before the abort: the peers still in this collective report theirs.
-        failure += diagnose_timeout(store, self, culprit->context());
-      }
-      for (const auto& work : done) {
-        work->release_tensors();
-        work->finish();
-      }
-      const bool must_abort = culprit != nullptr && mark_aborted(failure);
-      if (must_abort) {
-        spdlog::error("{}; aborting the NCCL communicator", failure);
-      }
-      lock.lock();
-      for (const auto& work : done) {
-        in_flight.remove(work);
-      }
-      if (culprit == nullptr) {
-        watch_cv.wait_for(lock, options.poll_interval);
-        continue;
-      }
-      const std::string reason = failure + "; the group's NCCL communicator was aborted";
-      for (const auto& work : in_flight) {
-        const std::string message =
-            work.get() == culprit ? reason : work->description() + ": aborted because " + reason;
-        work->finish(timed_out ? std::make_exception_ptr(CollectiveTimeoutError(message))
-                               : std::make_exception_ptr(CollectiveError(message)));
-      }
-      auto failed = std::move(in_flight);
-      in_flight.clear();
-      lock.unlock();
-      if (must_abort) {
-        ncclCommAbort(comm->comm);
-      }
-      for (const auto& work : failed) {
-        work->release_tensors();
-      }
-      lock.lock();
-    }
+  // Note [NCCL watchdog] (work_watchdog.h): what the group does for it.
+  void before_first_poll() override {
+    c10::cuda::set_device(static_cast<c10::DeviceIndex>(comm->device));
   }
+  std::optional<std::string> group_error() override {
+    ncclResult_t error = ncclSuccess;
+    if (comm->aborted.load() || ncclCommGetAsyncError(comm->comm, &error) != ncclSuccess ||
+        error == ncclSuccess || error == ncclInProgress) {
+      return std::nullopt;
+    }
+    return "NCCL reported an asynchronous error: " + nccl::result_name(error) + " (" +
+           ncclGetErrorString(error) + ")";
+  }
+  std::string diagnose(const OpContext& ctx) override { return diagnose_timeout(store, self, ctx); }
+  bool mark_broken(const std::string& failure) override { return mark_aborted(failure); }
+  void abort() override { ncclCommAbort(comm->comm); }
+
   // CPU tensors on an NCCL group: Note [Tensors on a device the backend does
   // not move] (collective_args.h).
   c10::Device staging_device(const std::string& what) override {
@@ -499,16 +409,11 @@ ProcessGroupNCCL::ProcessGroupNCCL(std::shared_ptr<Store> store, int rank, int s
     std::lock_guard<std::mutex> lock(impl_->launch_mutex);
     impl_->communicator(options.device, describe("creating the communicator"));
   }
-  impl_->watchdog = std::thread([impl = impl_.get()] { impl->watch(); });
+  impl_->watchdog.start();
 }
 
 ProcessGroupNCCL::~ProcessGroupNCCL() {
-  {
-    std::lock_guard<std::mutex> lock(impl_->watch_mutex);
-    impl_->stopping = true;
-  }
-  impl_->watch_cv.notify_all();
-  impl_->watchdog.join();  // returns when nothing is in flight (done, failed or timed out)
+  impl_->watchdog.stop();  // returns when nothing is in flight (done, failed or timed out)
   if (impl_->comm && !impl_->comm->aborted.load()) {
     const ncclResult_t result = ncclCommDestroy(impl_->comm->comm);
     if (result != ncclSuccess) {
