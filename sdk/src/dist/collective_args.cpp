@@ -2,9 +2,43 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <optional>
+
 #include "dtrain/util/errors.h"
 
 namespace dtrain::dist::detail {
+
+namespace {
+
+constexpr std::array<const char*, kDtypes.size()> kDtypeNames = {
+    "float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8"};
+
+std::optional<std::size_t> position_of(at::ScalarType type) {
+  const auto found = std::find(kDtypes.begin(), kDtypes.end(), type);
+  if (found == kDtypes.end()) {
+    return std::nullopt;
+  }
+  return static_cast<std::size_t>(found - kDtypes.begin());
+}
+
+}  // namespace
+
+std::string dtype_name(at::ScalarType type) {
+  const auto position = position_of(type);
+  return position ? kDtypeNames[*position] : c10::toString(type);
+}
+
+std::size_t dtype_index(at::ScalarType type, const std::string& backend) {
+  if (const auto position = position_of(type)) {
+    return *position;
+  }
+  std::string names;
+  for (std::size_t i = 0; i < kDtypes.size(); ++i) {
+    names += (i == 0 ? "" : i + 1 == kDtypes.size() ? " and " : ", ") + std::string(kDtypeNames[i]);
+  }
+  throw Error(backend + " supports " + names + " tensors, got " + c10::toString(type));
+}
 
 void check_same(const at::Tensor& a, const at::Tensor& b, const std::string& what) {
   DTRAIN_CHECK(b.defined() && a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type(), what,

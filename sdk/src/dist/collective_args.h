@@ -6,14 +6,43 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
+#include <array>
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "dtrain/dist/types.h"
 #include "dtrain/dist/work.h"
+#include "dtrain/util/errors.h"
 
 namespace dtrain::dist::detail {
+
+// The dtypes every backend moves, in the order of the backends' tables
+// (by_dtype) and of the names in their errors.
+inline constexpr std::array<at::ScalarType, 7> kDtypes = {
+    at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kInt, at::kLong, at::kByte};
+// "float32", "bfloat16", "uint8", ...: a dtype as errors and desync reports
+// name it (c10's name for a dtype outside kDtypes).
+std::string dtype_name(at::ScalarType type);
+// The position of `type` in kDtypes; throws dtrain::Error "<backend> supports
+// float32, float64, float16, bfloat16, int32, int64 and uint8 tensors, got
+// Bool" for any other.
+std::size_t dtype_index(at::ScalarType type, const std::string& backend);
+// A backend's own name for `type`, from its table in kDtypes' order.
+template <typename T>
+T by_dtype(at::ScalarType type, const std::array<T, kDtypes.size()>& table,
+           const std::string& backend) {
+  return table[dtype_index(type, backend)];
+}
+// A backend's own name for `op`, from its table in ReduceOp's order: SUM,
+// PRODUCT, MIN, MAX, AVG.
+template <typename T>
+T by_op(ReduceOp op, const std::array<T, 5>& table) {
+  const auto index = static_cast<std::size_t>(op);
+  DTRAIN_CHECK(index < table.size(), "unknown ReduceOp ", index);
+  return table[index];
+}
 
 // b matches a's shape and dtype (and is defined).
 void check_same(const at::Tensor& a, const at::Tensor& b, const std::string& what);

@@ -1,53 +1,24 @@
 // DebugProcessGroup: fingerprints every collective through the store and
-// compares them across ranks before handing the call to the real group.
+// compares them across ranks before it runs on the wrapped group's transport.
 #include "dtrain/dist/debug_process_group.h"
 
-#include <cstdlib>
-
+#include "collective_args.h"
 #include "dtrain/dist/prefix_store.h"
+#include "dtrain/util/launch_env.h"
 
 namespace dtrain::dist {
 
 namespace {
 
-std::string dtype_name(at::ScalarType type) {
-  switch (type) {
-    case at::kFloat:
-      return "float32";
-    case at::kDouble:
-      return "float64";
-    case at::kHalf:
-      return "float16";
-    case at::kBFloat16:
-      return "bfloat16";
-    case at::kInt:
-      return "int32";
-    case at::kLong:
-      return "int64";
-    case at::kByte:
-      return "uint8";
-    default:
-      return c10::toString(type);
-  }
-}
-
 std::string tensor_text(const at::Tensor& t) {
   if (!t.defined()) {
     return "undefined";
   }
-  std::string text = dtype_name(t.scalar_type()) + "[";
+  std::string text = detail::dtype_name(t.scalar_type()) + "[";
   for (int64_t d = 0; d < t.dim(); ++d) {
     text += (d > 0 ? ", " : "") + std::to_string(t.size(d));
   }
   return text + "]";
-}
-
-std::string rooted(const std::string& op, int root) {
-  return op + "(root " + std::to_string(root) + ")";
-}
-
-std::string reduced(const std::string& op, ReduceOp reduce_op) {
-  return op + "(" + to_string(reduce_op) + ")";
 }
 
 std::string key(std::int64_t seq, int rank) {
@@ -57,8 +28,7 @@ std::string key(std::int64_t seq, int rank) {
 }  // namespace
 
 bool dist_debug_enabled() {
-  const char* value = std::getenv("DTRAIN_DIST_DEBUG");
-  return value != nullptr && std::string(value) == "1";
+  return util::env_flag("DTRAIN_DIST_DEBUG").value_or(false);
 }
 
 ProcessGroupPtr wrap_for_debug_if_enabled(ProcessGroupPtr group, std::shared_ptr<Store> store,
@@ -88,9 +58,12 @@ DebugProcessGroup::DebugProcessGroup(ProcessGroupPtr inner, std::shared_ptr<Stor
   DTRAIN_CHECK(timeout.count() > 0, "DebugProcessGroup '", name(),
                "': timeout must be positive, got ", timeout.count(), " ms");
   store_ = std::make_shared<PrefixStore>("group/" + name(), std::move(store));
+  use_transport_of(*inner_);
 }
 
-void DebugProcessGroup::check(const std::string& fingerprint, std::chrono::milliseconds timeout) {
+void DebugProcessGroup::check_call(const std::function<std::string()>& call,
+                                   std::chrono::milliseconds timeout) {
+  const std::string fingerprint = call();
   std::lock_guard<std::mutex> lock(mutex_);
   const std::int64_t seq = ++seq_;
   const std::string label = "collective #" + std::to_string(seq);
@@ -160,72 +133,6 @@ void DebugProcessGroup::check(const std::string& fingerprint, std::chrono::milli
     throw CollectiveError(message + " (seen by rank " + std::to_string(rank()) + " of group '" +
                           name() + "')");
   }
-}
-
-WorkPtr DebugProcessGroup::send(const at::Tensor& tensor, int dst, int tag) {
-  return inner_->send(tensor, dst, tag);
-}
-
-WorkPtr DebugProcessGroup::recv(at::Tensor& tensor, int src, int tag) {
-  return inner_->recv(tensor, src, tag);
-}
-
-WorkPtr DebugProcessGroup::broadcast(at::Tensor& tensor, const BroadcastOptions& options) {
-  check(describe_call(rooted("broadcast", options.root), {tensor}), options.timeout);
-  return inner_->broadcast(tensor, options);
-}
-
-WorkPtr DebugProcessGroup::all_reduce(at::Tensor& tensor, const AllreduceOptions& options) {
-  check(describe_call(reduced("all_reduce", options.op), {tensor}), options.timeout);
-  return inner_->all_reduce(tensor, options);
-}
-
-WorkPtr DebugProcessGroup::reduce(at::Tensor& tensor, const ReduceOptions& options) {
-  check(describe_call(
-            "reduce(" + to_string(options.op) + ", root " + std::to_string(options.root) + ")",
-            {tensor}),
-        options.timeout);
-  return inner_->reduce(tensor, options);
-}
-
-WorkPtr DebugProcessGroup::all_gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
-                                      const CollectiveOptions& options) {
-  check(describe_call("all_gather", {input}), options.timeout);
-  return inner_->all_gather(outputs, input, options);
-}
-
-WorkPtr DebugProcessGroup::gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
-                                  const RootOptions& options) {
-  check(describe_call(rooted("gather", options.root), {input}), options.timeout);
-  return inner_->gather(outputs, input, options);
-}
-
-WorkPtr DebugProcessGroup::scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
-                                   const RootOptions& options) {
-  check(describe_call(rooted("scatter", options.root), {output}), options.timeout);
-  return inner_->scatter(output, inputs, options);
-}
-
-WorkPtr DebugProcessGroup::reduce_scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
-                                          const AllreduceOptions& options) {
-  check(describe_call(reduced("reduce_scatter", options.op), {output}), options.timeout);
-  return inner_->reduce_scatter(output, inputs, options);
-}
-
-WorkPtr DebugProcessGroup::all_to_all(std::vector<at::Tensor>& outputs,
-                                      const std::vector<at::Tensor>& inputs,
-                                      const CollectiveOptions& options) {
-  // Blocks may differ in size between ranks; their number and dtype may not.
-  check("all_to_all(" + std::to_string(inputs.size()) + " blocks) " +
-            (inputs.empty() || !inputs[0].defined() ? std::string("none")
-                                                    : dtype_name(inputs[0].scalar_type())),
-        options.timeout);
-  return inner_->all_to_all(outputs, inputs, options);
-}
-
-WorkPtr DebugProcessGroup::barrier(const CollectiveOptions& options) {
-  check("barrier", options.timeout);
-  return inner_->barrier(options);
 }
 
 }  // namespace dtrain::dist

@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "collective_args.h"
 #include "dtrain/util/errors.h"
 
 namespace dtrain::dist::mpi {
@@ -136,26 +137,10 @@ void check_not_finalized(const std::string& what) {
 }
 
 MPI_Datatype to_mpi(at::ScalarType type) {
-  switch (type) {
-    case at::kFloat:
-      return MPI_FLOAT;
-    case at::kDouble:
-      return MPI_DOUBLE;
-    case at::kHalf:
-      return g_half_type;
-    case at::kBFloat16:
-      return g_bfloat16_type;
-    case at::kInt:
-      return MPI_INT32_T;
-    case at::kLong:
-      return MPI_INT64_T;
-    case at::kByte:
-      return MPI_UINT8_T;
-    default:
-      throw Error(std::string("mpi supports float32, float64, float16, bfloat16, int32, int64 "
-                              "and uint8 tensors, got ") +
-                  std::string(c10::toString(type)));
-  }
+  return detail::by_dtype<MPI_Datatype>(
+      type,
+      {MPI_FLOAT, MPI_DOUBLE, g_half_type, g_bfloat16_type, MPI_INT32_T, MPI_INT64_T, MPI_UINT8_T},
+      "mpi");
 }
 
 MPI_Op to_mpi(ReduceOp op, at::ScalarType type) {

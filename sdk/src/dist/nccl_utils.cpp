@@ -2,6 +2,8 @@
 
 #include <c10/util/Exception.h>
 
+#include "collective_args.h"
+
 namespace dtrain::dist::nccl {
 
 std::string result_name(ncclResult_t result) {
@@ -60,42 +62,13 @@ void throw_cuda_error(cudaError_t result, const char* expression, const char* fi
 }
 
 ncclDataType_t to_nccl(at::ScalarType type) {
-  switch (type) {
-    case at::kFloat:
-      return ncclFloat32;
-    case at::kDouble:
-      return ncclFloat64;
-    case at::kHalf:
-      return ncclFloat16;
-    case at::kBFloat16:
-      return ncclBfloat16;
-    case at::kInt:
-      return ncclInt32;
-    case at::kLong:
-      return ncclInt64;
-    case at::kByte:
-      return ncclUint8;
-    default:
-      throw Error(std::string("nccl supports float32, float64, float16, bfloat16, int32, int64 "
-                              "and uint8 tensors, got ") +
-                  c10::toString(type));
-  }
+  return detail::by_dtype<ncclDataType_t>(
+      type, {ncclFloat32, ncclFloat64, ncclFloat16, ncclBfloat16, ncclInt32, ncclInt64, ncclUint8},
+      "nccl");
 }
 
 ncclRedOp_t to_nccl(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return ncclSum;
-    case ReduceOp::kProduct:
-      return ncclProd;
-    case ReduceOp::kMin:
-      return ncclMin;
-    case ReduceOp::kMax:
-      return ncclMax;
-    case ReduceOp::kAvg:
-      return ncclAvg;
-  }
-  throw Error("unknown ReduceOp " + std::to_string(static_cast<int>(op)));
+  return detail::by_op<ncclRedOp_t>(op, {ncclSum, ncclProd, ncclMin, ncclMax, ncclAvg});
 }
 
 }  // namespace dtrain::dist::nccl

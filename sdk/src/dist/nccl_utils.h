@@ -35,20 +35,19 @@ ncclRedOp_t to_nccl(ReduceOp op);
 
 }  // namespace dtrain::dist::nccl
 
-#define DTRAIN_NCCL_CHECK(expr, rank, context)                                               \
-  do {                                                                                       \
-    const ncclResult_t dtrain_nccl_result_ = (expr);                                         \
-    if (dtrain_nccl_result_ != ncclSuccess) [[unlikely]] {                                   \
-      ::dtrain::dist::nccl::throw_nccl_error(dtrain_nccl_result_, #expr, __FILE__, __LINE__, \
-                                             (rank), (context));                             \
-    }                                                                                        \
+// Throws through `throw_error` unless `expr`, of type `type`, is `success`.
+#define DTRAIN_DIST_CHECK_CALL(type, success, throw_error, expr, text, rank, context) \
+  do {                                                                                \
+    const type dtrain_call_result_ = (expr);                                          \
+    if (dtrain_call_result_ != (success)) [[unlikely]] {                              \
+      throw_error(dtrain_call_result_, text, __FILE__, __LINE__, (rank), (context));  \
+    }                                                                                 \
   } while (false)
 
-#define DTRAIN_CUDA_CHECK(expr, rank, context)                                               \
-  do {                                                                                       \
-    const cudaError_t dtrain_cuda_result_ = (expr);                                          \
-    if (dtrain_cuda_result_ != cudaSuccess) [[unlikely]] {                                   \
-      ::dtrain::dist::nccl::throw_cuda_error(dtrain_cuda_result_, #expr, __FILE__, __LINE__, \
-                                             (rank), (context));                             \
-    }                                                                                        \
-  } while (false)
+#define DTRAIN_NCCL_CHECK(expr, rank, context)                                              \
+  DTRAIN_DIST_CHECK_CALL(ncclResult_t, ncclSuccess, ::dtrain::dist::nccl::throw_nccl_error, \
+                         (expr), #expr, rank, context)
+
+#define DTRAIN_CUDA_CHECK(expr, rank, context)                                                     \
+  DTRAIN_DIST_CHECK_CALL(cudaError_t, cudaSuccess, ::dtrain::dist::nccl::throw_cuda_error, (expr), \
+                         #expr, rank, context)

@@ -1,26 +1,176 @@
+// The ProcessGroup front end (process_group.h): every operation is named,
+// checked, timed, staged and flattened here, once for every backend; the
+// backend's transport (transport.h) moves the bytes.
 #include "dtrain/dist/process_group.h"
 
+#include <ATen/ATen.h>
+
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <numeric>
 
+#include "collective_args.h"
+#include "dtrain/dist/debug_process_group.h"
+#include "transport.h"
+
 namespace dtrain::dist {
 
+using namespace detail;
+
 std::string to_string(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return "SUM";
-    case ReduceOp::kProduct:
-      return "PRODUCT";
-    case ReduceOp::kMin:
-      return "MIN";
-    case ReduceOp::kMax:
-      return "MAX";
-    case ReduceOp::kAvg:
-      return "AVG";
-  }
-  return "UNKNOWN";
+  constexpr std::array<const char*, 5> kNames = {"SUM", "PRODUCT", "MIN", "MAX", "AVG"};
+  const auto index = static_cast<std::size_t>(op);
+  return index < kNames.size() ? kNames[index] : "UNKNOWN";
 }
+
+namespace {
+
+// What every tensor a backend moves must be: defined, on the backend's
+// device, of a dtype it moves, and within its limits.
+void check_tensor(const ProcessGroup& group, const Transport& t, const at::Tensor& tensor,
+                  const std::string& what) {
+  const TransportTraits& traits = t.traits();
+  DTRAIN_CHECK(tensor.defined(), what, ": the tensor is undefined");
+  DTRAIN_CHECK(tensor.device().type() == traits.device, what, ": ", traits.takes, ", got one on ",
+               tensor.device().str(), " (", traits.advice, ")");
+  dtype_index(tensor.scalar_type(), group.backend_name());
+  t.check_size(static_cast<std::int64_t>(tensor.nbytes()), what);
+}
+
+// A list of one tensor per rank shaped like `like`, whose blocks together
+// fit one call of the transport.
+void check_blocks(const Transport& t, const std::vector<at::Tensor>& list, const at::Tensor& like,
+                  int size, const std::string& what, const char* name) {
+  check_one_per_rank(list, like, size, what, name);
+  t.check_size(like.numel() * size, what);
+}
+
+// gather's and scatter's checks: `tensor` on every rank, `list` on the
+// root. True on the root.
+bool check_rooted(const ProcessGroup& group, const Transport& t, const at::Tensor& tensor,
+                  const std::vector<at::Tensor>& list, int root, const std::string& what,
+                  const char* name) {
+  check_tensor(group, t, tensor, what);
+  check_root(root, group.size(), what);
+  if (group.rank() != root) {
+    return false;
+  }
+  check_blocks(t, list, tensor, group.size(), what, name);
+  return true;
+}
+
+// all_to_all's blocks: one per rank in each list; the shape of inputs[0]
+// everywhere, or only its dtype where the transport takes uneven blocks.
+void check_all_to_all(const ProcessGroup& group, const Transport& t,
+                      const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs,
+                      const std::string& what) {
+  check_count(inputs, group.size(), what, "inputs");
+  check_count(outputs, group.size(), what, "outputs");
+  for (int r = 0; r < group.size(); ++r) {
+    check_tensor(group, t, inputs[r], what);
+    if (!t.traits().uneven_all_to_all) {
+      check_same(inputs[0], inputs[r], what);
+      check_same(inputs[0], outputs[r], what);
+      continue;
+    }
+    check_tensor(group, t, outputs[r], what);
+    DTRAIN_CHECK(outputs[r].scalar_type() == inputs[0].scalar_type() &&
+                     inputs[r].scalar_type() == inputs[0].scalar_type(),
+                 what, ": every tensor must have the dtype ", inputs[0].scalar_type(),
+                 " of inputs[0]; inputs[", r, "] is ", inputs[r].scalar_type(), ", outputs[", r,
+                 "] is ", outputs[r].scalar_type());
+  }
+  t.check_size(inputs[0].numel() * group.size(), what);
+}
+
+void check_point_to_point(const ProcessGroup& group, const Transport& t, const at::Tensor& tensor,
+                          int peer, int tag, const std::string& what) {
+  check_tensor(group, t, tensor, what);
+  check_peer(peer, group.rank(), group.size(), what);
+  DTRAIN_CHECK(tensor.is_contiguous(), what, ": the tensor must be contiguous");
+  t.check_tag(tag, what);
+}
+
+// Note [Tensors on a device the backend does not move] (collective_args.h).
+bool staged(const Transport& t, const at::Tensor& tensor) {
+  const auto& from = t.traits().stages_from;
+  return from && tensor.defined() && tensor.device().type() == *from;
+}
+
+WorkPtr stage(Transport& t, const std::string& what, const std::vector<at::Tensor>& inputs,
+              const std::vector<at::Tensor*>& outputs, const StagedRun& run) {
+  return staged_on(t.staging_device(what), *t.traits().stages_from, what, inputs, outputs, run);
+}
+
+// A reduction as the transport runs it: AVG, where it lacks it, as SUM
+// that the front end then divides by the group's size.
+struct Reduction {
+  ReduceOp moved;
+  bool divide;
+};
+
+Reduction reduction(const Transport& t, ReduceOp op) {
+  const bool emulated = op == ReduceOp::kAvg && !t.traits().reduces_avg;
+  return {emulated ? ReduceOp::kSum : op, emulated};
+}
+
+// The caller's tensors an operation reads or writes.
+std::vector<at::Tensor> touched(std::vector<at::Tensor> tensors,
+                                const std::vector<at::Tensor>& more) {
+  tensors.insert(tensors.end(), more.begin(), more.end());
+  return tensors;
+}
+
+// Numbers a collective and launches it. Its tensors are on one device (the
+// NCCL group's communicator lives on one GPU).
+WorkPtr issue(Transport& t, OpContext ctx, std::vector<at::Tensor> tensors,
+              const AtIssue& at_issue) {
+  for (const auto& tensor : tensors) {
+    DTRAIN_CHECK(tensor.device() == tensors.front().device(), ctx.what,
+                 ": every tensor must be on ", tensors.front().device().str(), ", got one on ",
+                 tensor.device().str());
+  }
+  return t.numbered(std::move(ctx), [&](const OpContext& numbered) {
+    return t.launch(numbered, std::move(tensors), at_issue);
+  });
+}
+
+std::string with_root(const std::string& op, int root) {
+  return op + "(root " + std::to_string(root) + ")";
+}
+
+std::string reduced(const std::string& op, ReduceOp reduce_op) {
+  return op + "(" + to_string(reduce_op) + ")";
+}
+
+// gather's part on every rank: the root's blocks (`outputs`, empty
+// elsewhere) arrive in one flat buffer, then split.
+AtIssue gather_steps(Transport& t, const at::Tensor& input, std::vector<at::Tensor> outputs,
+                     int root, int size) {
+  return [&t, input, outputs, root, size]() -> InTurn {
+    return [&t, in = input.contiguous(), outputs, root, size](const OpContext& c) mutable {
+      const bool is_root = !outputs.empty();
+      at::Tensor flat = is_root ? at::empty({in.numel() * size}, in.options()) : at::Tensor();
+      t.gather(in, flat, root, c);
+      if (is_root) {
+        split_into(flat, outputs);
+      }
+    };
+  };
+}
+
+// scatter's: the root's blocks (`inputs`, empty elsewhere), flattened at the call.
+AtIssue scatter_steps(Transport& t, at::Tensor output, std::vector<at::Tensor> inputs, int root) {
+  return [&t, output, inputs, root]() -> InTurn {
+    const at::Tensor flat = inputs.empty() ? at::Tensor() : flat_cat(inputs);
+    return [&t, output, flat, root](const OpContext& c) mutable {
+      on_contiguous(output, [&](at::Tensor& data) { t.scatter(flat, data, root, c); });
+    };
+  };
+}
+
+}  // namespace
 
 ProcessGroup::ProcessGroup(int rank, int size, std::string name)
     : rank_(rank), size_(size), name_(std::move(name)) {
@@ -49,41 +199,206 @@ std::string ProcessGroup::describe(const std::string& op) const {
          " of " + std::to_string(size_);
 }
 
-WorkPtr ProcessGroup::send(const at::Tensor&, int, int) {
-  unsupported("send");
+void ProcessGroup::set_transport(Transport& transport) {
+  transport_ = &transport;
 }
-WorkPtr ProcessGroup::recv(at::Tensor&, int, int) {
-  unsupported("recv");
+
+void ProcessGroup::use_transport_of(const ProcessGroup& inner) {
+  transport_ = &inner.transport();
 }
-WorkPtr ProcessGroup::broadcast(at::Tensor&, const BroadcastOptions&) {
-  unsupported("broadcast");
+
+void ProcessGroup::check_call(const std::function<std::string()>&, std::chrono::milliseconds) {}
+
+Transport& ProcessGroup::transport() const {
+  DTRAIN_CHECK(transport_ != nullptr, "process group '", name_, "' has no transport");
+  return *transport_;
 }
-WorkPtr ProcessGroup::all_reduce(at::Tensor&, const AllreduceOptions&) {
-  unsupported("all_reduce");
+
+OpContext ProcessGroup::context(const std::string& op, std::chrono::milliseconds timeout) const {
+  return {op, describe(op), timeout.count() > 0 ? timeout : transport().traits().timeout, 0};
 }
-WorkPtr ProcessGroup::reduce(at::Tensor&, const ReduceOptions&) {
-  unsupported("reduce");
+
+WorkPtr ProcessGroup::send(const at::Tensor& tensor, int dst, int tag) {
+  const OpContext ctx = context("send to rank " + std::to_string(dst), {});
+  check_point_to_point(*this, transport(), tensor, dst, tag, ctx.what);
+  return transport().send(tensor, dst, tag, ctx);
 }
-WorkPtr ProcessGroup::all_gather(std::vector<at::Tensor>&, const at::Tensor&,
-                                 const CollectiveOptions&) {
-  unsupported("all_gather");
+
+WorkPtr ProcessGroup::recv(at::Tensor& tensor, int src, int tag) {
+  const OpContext ctx = context("recv from rank " + std::to_string(src), {});
+  check_point_to_point(*this, transport(), tensor, src, tag, ctx.what);
+  return transport().recv(tensor, src, tag, ctx);
 }
-WorkPtr ProcessGroup::gather(std::vector<at::Tensor>&, const at::Tensor&, const RootOptions&) {
-  unsupported("gather");
+
+WorkPtr ProcessGroup::broadcast(at::Tensor& tensor, const BroadcastOptions& options) {
+  return in_place(tensor, InPlace::kBroadcast, ReduceOp::kSum, options.root, options.timeout);
 }
-WorkPtr ProcessGroup::scatter(at::Tensor&, const std::vector<at::Tensor>&, const RootOptions&) {
-  unsupported("scatter");
+
+WorkPtr ProcessGroup::all_reduce(at::Tensor& tensor, const AllreduceOptions& options) {
+  return in_place(tensor, InPlace::kAllReduce, options.op, rank(), options.timeout);
 }
-WorkPtr ProcessGroup::reduce_scatter(at::Tensor&, const std::vector<at::Tensor>&,
-                                     const AllreduceOptions&) {
-  unsupported("reduce_scatter");
+
+WorkPtr ProcessGroup::reduce(at::Tensor& tensor, const ReduceOptions& options) {
+  return in_place(tensor, InPlace::kReduce, options.op, options.root, options.timeout);
 }
-WorkPtr ProcessGroup::all_to_all(std::vector<at::Tensor>&, const std::vector<at::Tensor>&,
-                                 const CollectiveOptions&) {
-  unsupported("all_to_all");
+
+WorkPtr ProcessGroup::in_place(at::Tensor& tensor, InPlace kind, ReduceOp op, int root,
+                               std::chrono::milliseconds timeout) {
+  Transport& t = transport();
+  const std::string to = std::to_string(root);
+  const std::string reduced_op = reduced(kind == InPlace::kReduce ? "reduce" : "all_reduce", op);
+  OpContext ctx = context(kind == InPlace::kBroadcast ? "broadcast from rank " + to
+                          : kind == InPlace::kReduce  ? reduced_op + " to rank " + to
+                                                      : reduced_op,
+                          timeout);
+  if (staged(t, tensor)) {
+    return stage(t, ctx.what, {}, {&tensor}, [&](auto&, std::vector<at::Tensor>& out) {
+      return in_place(out[0], kind, op, root, timeout);
+    });
+  }
+  check_tensor(*this, t, tensor, ctx.what);
+  if (kind != InPlace::kAllReduce) {
+    check_root(root, size(), ctx.what);
+  }
+  if (kind != InPlace::kBroadcast) {
+    check_avg(op, tensor, ctx.what);
+  }
+  check_call(
+      [&] {
+        const std::string call = kind == InPlace::kBroadcast ? with_root("broadcast", root)
+                                 : kind == InPlace::kReduce
+                                     ? "reduce(" + to_string(op) + ", root " + to + ")"
+                                     : reduced_op;
+        return describe_call(call, {tensor});
+      },
+      timeout);
+  // The root alone has a result to divide (every rank is the "root" of all_reduce).
+  const Reduction how = reduction(t, op);
+  const bool divide = how.divide && rank() == root;
+  return issue(
+      t, std::move(ctx), {tensor},
+      in_turn_only([&t, tensor, kind, how, root, divide, n = size()](const OpContext& c) mutable {
+        on_contiguous(tensor, [&](at::Tensor& data) {
+          if (kind == InPlace::kBroadcast) {
+            t.broadcast(data, root, c);
+          } else if (kind == InPlace::kReduce) {
+            t.reduce(data, how.moved, root, c);
+          } else {
+            t.all_reduce(data, how.moved, c);
+          }
+          if (divide) {
+            data.div_(n);
+          }
+        });
+      }));
 }
-WorkPtr ProcessGroup::barrier(const CollectiveOptions&) {
-  unsupported("barrier");
+
+WorkPtr ProcessGroup::all_gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
+                                 const CollectiveOptions& options) {
+  Transport& t = transport();
+  OpContext ctx = context("all_gather", options.timeout);
+  if (staged(t, input)) {
+    return stage(t, ctx.what, {input}, pointers_to(outputs),
+                 [&](std::vector<at::Tensor>& in, std::vector<at::Tensor>& out) {
+                   return all_gather(out, in[0], options);
+                 });
+  }
+  check_tensor(*this, t, input, ctx.what);
+  check_blocks(t, outputs, input, size(), ctx.what, "outputs");
+  check_call([&] { return describe_call("all_gather", {input}); }, options.timeout);
+  return issue(t, std::move(ctx), touched({input}, outputs),
+               [&t, outputs, input, n = size()]() -> InTurn {
+                 return [&t, outputs, in = input.contiguous(), n](const OpContext& c) mutable {
+                   at::Tensor flat = at::empty({in.numel() * n}, in.options());
+                   t.all_gather(in, flat, c);
+                   split_into(flat, outputs);
+                 };
+               });
+}
+
+WorkPtr ProcessGroup::gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
+                             const RootOptions& options) {
+  return rooted(Rooted::kGather, input, outputs, options);
+}
+
+WorkPtr ProcessGroup::scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
+                              const RootOptions& options) {
+  return rooted(Rooted::kScatter, output, inputs, options);
+}
+
+WorkPtr ProcessGroup::rooted(Rooted kind, const at::Tensor& tensor,
+                             const std::vector<at::Tensor>& list, const RootOptions& options) {
+  Transport& t = transport();
+  const bool gathers = kind == Rooted::kGather;
+  const std::string name = gathers ? "gather" : "scatter";
+  const int root = options.root;
+  OpContext ctx = context(name + (gathers ? " to rank " : " from rank ") + std::to_string(root),
+                          options.timeout);
+  const bool is_root =
+      check_rooted(*this, t, tensor, list, root, ctx.what, gathers ? "outputs" : "inputs");
+  check_call([&] { return describe_call(with_root(name, root), {tensor}); }, options.timeout);
+  const std::vector<at::Tensor> blocks = is_root ? list : std::vector<at::Tensor>{};
+  return issue(t, std::move(ctx), touched({tensor}, blocks),
+               gathers ? gather_steps(t, tensor, blocks, root, size())
+                       : scatter_steps(t, tensor, blocks, root));
+}
+
+WorkPtr ProcessGroup::reduce_scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
+                                     const AllreduceOptions& options) {
+  Transport& t = transport();
+  OpContext ctx = context(reduced("reduce_scatter", options.op), options.timeout);
+  check_tensor(*this, t, output, ctx.what);
+  check_avg(options.op, output, ctx.what);
+  check_blocks(t, inputs, output, size(), ctx.what, "inputs");
+  check_call([&] { return describe_call(reduced("reduce_scatter", options.op), {output}); },
+             options.timeout);
+  return issue(t, std::move(ctx), touched({output}, inputs),
+               [&t, output, inputs, how = reduction(t, options.op), n = size()]() -> InTurn {
+                 return [&t, output, flat = flat_cat(inputs), how, n](const OpContext& c) mutable {
+                   on_contiguous(output, [&](at::Tensor& data) {
+                     t.reduce_scatter(flat, data, how.moved, c);
+                     if (how.divide) {
+                       data.div_(n);
+                     }
+                   });
+                 };
+               });
+}
+
+WorkPtr ProcessGroup::all_to_all(std::vector<at::Tensor>& outputs,
+                                 const std::vector<at::Tensor>& inputs,
+                                 const CollectiveOptions& options) {
+  Transport& t = transport();
+  OpContext ctx = context("all_to_all", options.timeout);
+  check_all_to_all(*this, t, outputs, inputs, ctx.what);
+  // Blocks may differ in size between ranks; their number and dtype may not.
+  check_call(
+      [&] {
+        return "all_to_all(" + std::to_string(inputs.size()) + " blocks) " +
+               dtype_name(inputs[0].scalar_type());
+      },
+      options.timeout);
+  BlockSizes blocks;
+  for (int r = 0; r < size(); ++r) {
+    blocks.in.push_back(inputs[r].numel());
+    blocks.out.push_back(outputs[r].numel());
+  }
+  return issue(
+      t, std::move(ctx), touched(inputs, outputs), [&t, outputs, inputs, blocks]() -> InTurn {
+        return [&t, outputs, in = flat_cat(inputs), blocks](const OpContext& c) mutable {
+          const auto total = std::accumulate(blocks.out.begin(), blocks.out.end(), std::int64_t{0});
+          at::Tensor out = at::empty({total}, in.options());
+          t.all_to_all(in, out, blocks, c);
+          split_into(out, outputs);
+        };
+      });
+}
+
+WorkPtr ProcessGroup::barrier(const CollectiveOptions& options) {
+  Transport& t = transport();
+  check_call([] { return std::string("barrier"); }, options.timeout);
+  return t.numbered(context("barrier", options.timeout),
+                    [&t](const OpContext& c) { return t.barrier(c); });
 }
 
 }  // namespace dtrain::dist

@@ -1,128 +1,201 @@
-// ProcessGroupMPI: checks tensors, queues each collective on the group's
-// worker thread, posts it as an MPI non-blocking collective and polls it
-// against the op's deadline.
+// ProcessGroupMPI: the MPI transport under the ProcessGroup front end
+// (transport.h): each collective runs on the group's worker thread, posted
+// as an MPI non-blocking collective and polled against the op's deadline.
 #include "dtrain/dist/process_group_mpi.h"
 
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <functional>
 #include <mutex>
 
 #include <spdlog/spdlog.h>
 
-#include "collective_args.h"
 #include "dtrain/dist/prefix_store.h"
+#include "dtrain/util/launch_env.h"
 #include "mpi_backend.h"
 #include "mpi_request_work.h"
 #include "mpi_runtime.h"
-#include "timeout_diagnosis.h"
+#include "transport.h"
 #include "work_queue.h"
 
 namespace dtrain::dist {
 
-// Argument checks and tensor plumbing shared by every backend.
+// The transport interface (transport.h) and what the backends share.
 using namespace detail;
 
 // MPI itself: its lock, checks, mappings and polling (mpi_runtime.h).
 using namespace mpi;
 
+namespace {
+
+// This process's rank or size in MPI_COMM_WORLD (MPI started when needed).
+int world_query(int (*query)(MPI_Comm, int*), const char* call) {
+  ensure_mpi();
+  std::lock_guard<std::mutex> lock(mpi_mutex());
+  check_not_finalized(call);
+  int value = 0;
+  query(MPI_COMM_WORLD, &value);
+  return value;
+}
+
+}  // namespace
+
 MpiOptions MpiOptions::from_env() {
-  MpiOptions options;
-  if (const char* abort = std::getenv("DTRAIN_MPI_ABORT_ON_TIMEOUT"); abort && *abort) {
-    options.abort_on_timeout = std::string(abort) == "1";
-  }
-  return options;
+  return {.abort_on_timeout = util::env_flag("DTRAIN_MPI_ABORT_ON_TIMEOUT").value_or(false)};
 }
 
 int ProcessGroupMPI::world_rank() {
-  ensure_mpi();
-  std::lock_guard<std::mutex> lock(mpi_mutex());
-  check_not_finalized("MPI_Comm_rank");
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
+  return world_query(MPI_Comm_rank, "MPI_Comm_rank");
 }
 
 int ProcessGroupMPI::world_size() {
-  ensure_mpi();
-  std::lock_guard<std::mutex> lock(mpi_mutex());
-  check_not_finalized("MPI_Comm_size");
-  int size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
+  return world_query(MPI_Comm_size, "MPI_Comm_size");
 }
 
-struct ProcessGroupMPI::Impl {
-  MPI_Comm comm = MPI_COMM_NULL;
+struct ProcessGroupMPI::Impl : Transport {
+  // Becomes `group`'s transport; `what` names the group's creation in errors.
+  Impl(ProcessGroupMPI& group, const MpiOptions& options, const std::string& what)
+      : Transport({.device = c10::kCPU,
+                   .takes = "backend mpi takes CPU tensors",
+                   .advice = "use the nccl backend for CUDA tensors",
+                   .timeout = options.timeout}),
+        group(group),
+        options(options) {
+    DTRAIN_CHECK(options.timeout.count() > 0, what, ": timeout must be positive, got ",
+                 options.timeout.count(), " ms");
+    group.set_transport(*this);
+  }
+
+  ProcessGroup& group;
   MpiOptions options;
-  ProcessGroup* group = nullptr;
+  MPI_Comm comm = MPI_COMM_NULL;
+  int tag_limit = 32767;  // MPI_TAG_UB, read when the group starts
   // The first collective that timed out; the group is unusable once set.
   std::string broken_by;
-  // The collective the worker runs now, for Note [Which rank a timeout
-  // waited on]: its number among the group's collectives and its op. The
-  // worker thread's alone.
-  std::int64_t seq = 0;
-  std::string running_op;
   WorkQueue queue;
 
-  // Queues collective `op`; `description` is describe(op).
-  WorkPtr enqueue(const std::string& op, std::string description, std::function<void()> run) {
-    return queue.enqueue(description, [this, op, description, run = std::move(run)] {
-      ++seq;
-      running_op = op;
-      DTRAIN_CHECK_AS(CollectiveError, broken_by.empty(), description,
+  // MPI reads const buffers through void*; gather's output and scatter's
+  // input exist on the root only. Counts were checked at the call (check_size).
+  static void* in_ptr(const at::Tensor& t) { return const_cast<void*>(t.const_data_ptr()); }
+  static void* root_ptr(const at::Tensor& t) { return t.defined() ? in_ptr(t) : nullptr; }
+  static int count(const at::Tensor& t) { return static_cast<int>(t.numel()); }
+  static MPI_Datatype type(const at::Tensor& t) { return to_mpi(t.scalar_type()); }
+
+  void check_size(std::int64_t count, const std::string& what) const override {
+    mpi_count(count, what);
+  }
+
+  void check_tag(int tag, const std::string& what) const override {
+    DTRAIN_CHECK(tag >= 0 && tag <= tag_limit, what, ": tag must be in 0..", tag_limit,
+                 " (MPI_TAG_UB), got ", tag);
+  }
+
+  WorkPtr launch(const OpContext& ctx, std::vector<at::Tensor>, const AtIssue& at_issue) override {
+    return queue.enqueue(ctx.what, [this, ctx, in_turn = at_issue()] {
+      DTRAIN_CHECK_AS(CollectiveError, broken_by.empty(), ctx.what,
                       ": the group is unusable since an earlier collective timed out (", broken_by,
                       "); destroy it and end the job");
-      run();
+      in_turn(ctx);
     });
   }
 
-  // What a timeout of the running collective appends to its error: the
-  // ranks that never reached it, when the group has a store to ask.
-  std::string diagnosis(std::chrono::milliseconds timeout) const {
-    if (!options.diagnosis_store) {
-      return "";
-    }
-    return diagnose_timeout(options.diagnosis_store, group->name(), group->rank(),
-                            group->global_ranks(), seq, running_op, diagnosis_grace(timeout));
-  }
-
-  std::chrono::milliseconds timeout_or_default(std::chrono::milliseconds timeout) const {
-    return timeout.count() > 0 ? timeout : options.timeout;
-  }
-
-  // On the worker: posts a non-blocking collective (`post` returns MPI's
-  // code) and polls it until done or `timeout`; `buffers` are what MPI
-  // reads and writes (see Note [Abandoned buffers]).
-  void complete(const std::string& what, std::chrono::milliseconds timeout,
-                const std::function<int(MPI_Request*)>& post, std::vector<at::Tensor> buffers) {
+  // Posts a request under the MPI lock; `start` returns MPI's code.
+  static MPI_Request post(const std::string& what, const char* call,
+                          const std::function<int(MPI_Request*)>& start) {
     MPI_Request request = MPI_REQUEST_NULL;
-    {
-      std::lock_guard<std::mutex> lock(mpi_mutex());
-      check_not_finalized(what);
-      mpi_check(post(&request), what, "posting the collective");
-    }
-    if (!poll(request, Clock::now() + timeout, what)) {
-      const std::string message = what + ": not finished after " + std::to_string(timeout.count()) +
+    std::lock_guard<std::mutex> lock(mpi_mutex());
+    check_not_finalized(what);
+    mpi_check(start(&request), what, call);
+    return request;
+  }
+
+  // On the worker: posts MPI's non-blocking collective `start` with `args`
+  // and the group's communicator, and polls it until done or its timeout;
+  // `buffers` are what MPI reads and writes (see Note [Abandoned buffers]).
+  template <typename Start, typename... Args>
+  void run(const OpContext& ctx, std::vector<at::Tensor> buffers, Start start, Args... args) {
+    MPI_Request request = post(ctx.what, "posting the collective",
+                               [&](MPI_Request* r) { return start(args..., comm, r); });
+    if (!poll(request, Clock::now() + ctx.timeout, ctx.what)) {
+      const std::string message = ctx.what + ": not finished after " +
+                                  std::to_string(ctx.timeout.count()) +
                                   " ms (a rank did not join, or joined a different collective)" +
-                                  diagnosis(timeout);
+                                  diagnose_timeout(options.diagnosis_store, group, ctx);
       if (options.abort_on_timeout) {
         abort_job(comm, message);
       }
-      broken_by = what;
+      broken_by = ctx.what;
       abandon(std::move(buffers));
       throw CollectiveTimeoutError(message);
     }
   }
 
-  void start_worker() {
+  void broadcast(at::Tensor& data, int root, const OpContext& ctx) override {
+    run(ctx, {data}, MPI_Ibcast, data.mutable_data_ptr(), count(data), type(data), root);
+  }
+  void all_reduce(at::Tensor& data, ReduceOp op, const OpContext& ctx) override {
+    run(ctx, {data}, MPI_Iallreduce, MPI_IN_PLACE, data.mutable_data_ptr(), count(data), type(data),
+        to_mpi(op, data.scalar_type()));
+  }
+  // The root reduces in place; the others only send theirs.
+  void reduce(at::Tensor& data, ReduceOp op, int root, const OpContext& ctx) override {
+    const bool is_root = group.rank() == root;
+    run(ctx, {data}, MPI_Ireduce, is_root ? MPI_IN_PLACE : in_ptr(data),
+        is_root ? data.mutable_data_ptr() : nullptr, count(data), type(data),
+        to_mpi(op, data.scalar_type()), root);
+  }
+  void all_gather(const at::Tensor& in, at::Tensor& out, const OpContext& ctx) override {
+    run(ctx, {in, out}, MPI_Iallgather, in_ptr(in), count(in), type(in), out.mutable_data_ptr(),
+        count(in), type(in));
+  }
+  void gather(const at::Tensor& in, at::Tensor& out, int root, const OpContext& ctx) override {
+    run(ctx, {in, out}, MPI_Igather, in_ptr(in), count(in), type(in), root_ptr(out), count(in),
+        type(in), root);
+  }
+  void scatter(const at::Tensor& in, at::Tensor& out, int root, const OpContext& ctx) override {
+    run(ctx, {out, in}, MPI_Iscatter, root_ptr(in), count(out), type(out), out.mutable_data_ptr(),
+        count(out), type(out), root);
+  }
+  void reduce_scatter(at::Tensor& in, at::Tensor& out, ReduceOp op, const OpContext& ctx) override {
+    run(ctx, {out, in}, MPI_Ireduce_scatter_block, in_ptr(in), out.mutable_data_ptr(), count(out),
+        type(out), to_mpi(op, out.scalar_type()));
+  }
+  void all_to_all(const at::Tensor& in, at::Tensor& out, const BlockSizes&,
+                  const OpContext& ctx) override {
+    const int block = count(in) / group.size();
+    run(ctx, {in, out}, MPI_Ialltoall, in_ptr(in), block, type(in), out.mutable_data_ptr(), block,
+        type(in));
+  }
+  WorkPtr barrier(const OpContext& ctx) override {
+    return launch(ctx, {}, in_turn_only([this](const OpContext& c) { run(c, {}, MPI_Ibarrier); }));
+  }
+
+  WorkPtr send(const at::Tensor& data, int dst, int tag, const OpContext& ctx) override {
+    const MPI_Request request = post(ctx.what, "MPI_Isend", [&](MPI_Request* r) {
+      return MPI_Isend(in_ptr(data), static_cast<int>(data.nbytes()), MPI_BYTE, dst, tag, comm, r);
+    });
+    return make_request_work(ctx.what, request, data, -1, comm, options);
+  }
+  WorkPtr recv(at::Tensor& data, int src, int tag, const OpContext& ctx) override {
+    const auto bytes = static_cast<int>(data.nbytes());
+    const MPI_Request request = post(ctx.what, "MPI_Irecv", [&](MPI_Request* r) {
+      return MPI_Irecv(data.mutable_data_ptr(), bytes, MPI_BYTE, src, tag, comm, r);
+    });
+    return make_request_work(ctx.what, request, data, bytes, comm, options);
+  }
+
+  void start_worker(const std::string& what) {
     {
       std::lock_guard<std::mutex> lock(mpi_mutex());
       MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+      int* upper = nullptr;
+      int found = 0;
+      MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &upper, &found);
+      tag_limit = found && upper ? *upper : tag_limit;
     }
     queue.start();
+    spdlog::debug("{}: ready", what);
   }
 };
 
@@ -154,39 +227,28 @@ int tag_of(const std::string& name) {
 }  // namespace
 
 ProcessGroupMPI::ProcessGroupMPI(MpiOptions options, std::string name)
-    : ProcessGroup(world_rank(), world_size(), std::move(name)), impl_(std::make_unique<Impl>()) {
-  DTRAIN_CHECK(options.timeout.count() > 0, describe("creating the group"),
-               ": timeout must be positive, got ", options.timeout.count(), " ms");
-  impl_->options = options;
-  impl_->group = this;
+    : ProcessGroup(world_rank(), world_size(), std::move(name)),
+      impl_(std::make_unique<Impl>(*this, options, describe("creating the group"))) {
+  const std::string what = describe("creating the group");
   // MPI_Comm_idup, polled, so a rank that never comes times out like a collective.
-  MPI_Request request = MPI_REQUEST_NULL;
-  {
-    std::lock_guard<std::mutex> lock(mpi_mutex());
-    check_not_finalized(describe("creating the group"));
-    mpi_check(MPI_Comm_idup(MPI_COMM_WORLD, &impl_->comm, &request), describe("creating the group"),
-              "MPI_Comm_idup");
-  }
-  if (!poll(request, Clock::now() + options.timeout, describe("creating the group"))) {
-    throw CollectiveTimeoutError(describe("creating the group") +
-                                 ": not every rank joined within " +
+  MPI_Request request = Impl::post(what, "MPI_Comm_idup", [&](MPI_Request* r) {
+    return MPI_Comm_idup(MPI_COMM_WORLD, &impl_->comm, r);
+  });
+  if (!poll(request, Clock::now() + options.timeout, what)) {
+    throw CollectiveTimeoutError(what + ": not every rank joined within " +
                                  std::to_string(options.timeout.count()) + " ms");
   }
-  impl_->start_worker();
-  spdlog::debug("{}: ready", describe("mpi group"));
+  impl_->start_worker(describe("mpi group"));
 }
 
 ProcessGroupMPI::ProcessGroupMPI(std::vector<int> world_ranks, MpiOptions options, std::string name)
     : ProcessGroup(position_in(world_ranks, name), static_cast<int>(world_ranks.size()),
                    std::move(name)),
-      impl_(std::make_unique<Impl>()) {
-  DTRAIN_CHECK(options.timeout.count() > 0, describe("creating the group"),
-               ": timeout must be positive, got ", options.timeout.count(), " ms");
-  impl_->options = options;
-  impl_->group = this;
+      impl_(std::make_unique<Impl>(*this, options, describe("creating the group"))) {
+  const std::string what = describe("creating the group");
   {
     std::lock_guard<std::mutex> lock(mpi_mutex());
-    check_not_finalized(describe("creating the group"));
+    check_not_finalized(what);
     MPI_Group world_group = MPI_GROUP_NULL;
     MPI_Group group = MPI_GROUP_NULL;
     MPI_Comm_group(MPI_COMM_WORLD, &world_group);
@@ -195,10 +257,9 @@ ProcessGroupMPI::ProcessGroupMPI(std::vector<int> world_ranks, MpiOptions option
         MPI_Comm_create_group(MPI_COMM_WORLD, group, tag_of(this->name()), &impl_->comm);
     MPI_Group_free(&group);
     MPI_Group_free(&world_group);
-    mpi_check(code, describe("creating the group"), "MPI_Comm_create_group");
+    mpi_check(code, what, "MPI_Comm_create_group");
   }
-  impl_->start_worker();
-  spdlog::debug("{}: ready", describe("mpi group"));
+  impl_->start_worker(describe("mpi group"));
 }
 
 ProcessGroupMPI::~ProcessGroupMPI() {
@@ -208,289 +269,6 @@ ProcessGroupMPI::~ProcessGroupMPI() {
   if (!finalized() && impl_->broken_by.empty() && impl_->comm != MPI_COMM_NULL) {
     MPI_Comm_free(&impl_->comm);  // pending sends and receives still complete
   }
-}
-
-namespace {
-
-void check_cpu(const at::Tensor& tensor, const std::string& what) {
-  DTRAIN_CHECK(tensor.defined(), what, ": the tensor is undefined");
-  DTRAIN_CHECK(tensor.device().is_cpu(), what, ": backend mpi takes CPU tensors, got one on ",
-               tensor.device().str(), " (use the nccl backend for CUDA tensors)");
-  to_mpi(tensor.scalar_type());
-  mpi_count(tensor.numel() * tensor.element_size(), what);
-}
-
-void check_tag(int tag, const std::string& what) {
-  int* upper = nullptr;
-  int found = 0;
-  {
-    std::lock_guard<std::mutex> lock(mpi_mutex());
-    check_not_finalized(what);
-    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &upper, &found);
-  }
-  const int limit = found && upper ? *upper : 32767;
-  DTRAIN_CHECK(tag >= 0 && tag <= limit, what, ": tag must be in 0..", limit, " (MPI_TAG_UB), got ",
-               tag);
-}
-
-// MPI reads const input buffers through void*.
-void* in_ptr(const at::Tensor& t) {
-  return const_cast<void*>(t.const_data_ptr());
-}
-
-}  // namespace
-
-WorkPtr ProcessGroupMPI::send(const at::Tensor& tensor, int dst, int tag) {
-  const std::string what = describe("send to rank " + std::to_string(dst));
-  check_cpu(tensor, what);
-  check_peer(dst, rank(), size(), what);
-  check_tag(tag, what);
-  DTRAIN_CHECK(tensor.is_contiguous(), what, ": the tensor must be contiguous");
-  MPI_Request request = MPI_REQUEST_NULL;
-  {
-    std::lock_guard<std::mutex> lock(mpi_mutex());
-    check_not_finalized(what);
-    mpi_check(MPI_Isend(in_ptr(tensor), static_cast<int>(tensor.nbytes()), MPI_BYTE, dst, tag,
-                        impl_->comm, &request),
-              what, "MPI_Isend");
-  }
-  return make_request_work(what, request, tensor, -1, impl_->comm, impl_->options);
-}
-
-WorkPtr ProcessGroupMPI::recv(at::Tensor& tensor, int src, int tag) {
-  const std::string what = describe("recv from rank " + std::to_string(src));
-  check_cpu(tensor, what);
-  check_peer(src, rank(), size(), what);
-  check_tag(tag, what);
-  DTRAIN_CHECK(tensor.is_contiguous(), what, ": the tensor must be contiguous");
-  MPI_Request request = MPI_REQUEST_NULL;
-  {
-    std::lock_guard<std::mutex> lock(mpi_mutex());
-    check_not_finalized(what);
-    mpi_check(MPI_Irecv(tensor.mutable_data_ptr(), static_cast<int>(tensor.nbytes()), MPI_BYTE, src,
-                        tag, impl_->comm, &request),
-              what, "MPI_Irecv");
-  }
-  return make_request_work(what, request, tensor, static_cast<int64_t>(tensor.nbytes()),
-                           impl_->comm, impl_->options);
-}
-
-WorkPtr ProcessGroupMPI::broadcast(at::Tensor& tensor, const BroadcastOptions& options) {
-  const std::string op = "broadcast from rank " + std::to_string(options.root);
-  const std::string what = describe(op);
-  check_cpu(tensor, what);
-  check_root(options.root, size(), what);
-  const auto timeout = impl_->timeout_or_default(options.timeout);
-  return impl_->enqueue(op, what, [this, what, tensor, options, timeout]() mutable {
-    on_contiguous(tensor, [&](at::Tensor& t) {
-      impl_->complete(what, timeout,
-                      [&](MPI_Request* r) {
-                        return MPI_Ibcast(t.mutable_data_ptr(), static_cast<int>(t.numel()),
-                                          to_mpi(t.scalar_type()), options.root, impl_->comm, r);
-                      },
-                      {t});
-    });
-  });
-}
-
-WorkPtr ProcessGroupMPI::all_reduce(at::Tensor& tensor, const AllreduceOptions& options) {
-  const std::string op = "all_reduce(" + to_string(options.op) + ")";
-  const std::string what = describe(op);
-  check_cpu(tensor, what);
-  check_avg(options.op, tensor, what);
-  const auto timeout = impl_->timeout_or_default(options.timeout);
-  return impl_->enqueue(op, what, [this, what, tensor, options, timeout]() mutable {
-    on_contiguous(tensor, [&](at::Tensor& t) {
-      impl_->complete(what, timeout,
-                      [&](MPI_Request* r) {
-                        return MPI_Iallreduce(MPI_IN_PLACE, t.mutable_data_ptr(),
-                                              static_cast<int>(t.numel()), to_mpi(t.scalar_type()),
-                                              to_mpi(options.op, t.scalar_type()), impl_->comm, r);
-                      },
-                      {t});
-      if (options.op == ReduceOp::kAvg) {
-        t.div_(size());
-      }
-    });
-  });
-}
-
-WorkPtr ProcessGroupMPI::reduce(at::Tensor& tensor, const ReduceOptions& options) {
-  const std::string op =
-      "reduce(" + to_string(options.op) + ") to rank " + std::to_string(options.root);
-  const std::string what = describe(op);
-  check_cpu(tensor, what);
-  check_root(options.root, size(), what);
-  check_avg(options.op, tensor, what);
-  const auto timeout = impl_->timeout_or_default(options.timeout);
-  const bool is_root = rank() == options.root;
-  return impl_->enqueue(op, what, [this, what, tensor, options, timeout, is_root]() mutable {
-    on_contiguous(tensor, [&](at::Tensor& t) {
-      impl_->complete(what, timeout,
-                      [&](MPI_Request* r) {
-                        // The root reduces in place; the others only send theirs.
-                        return MPI_Ireduce(is_root ? MPI_IN_PLACE : in_ptr(t),
-                                           is_root ? t.mutable_data_ptr() : nullptr,
-                                           static_cast<int>(t.numel()), to_mpi(t.scalar_type()),
-                                           to_mpi(options.op, t.scalar_type()), options.root,
-                                           impl_->comm, r);
-                      },
-                      {t});
-      if (options.op == ReduceOp::kAvg && is_root) {
-        t.div_(size());
-      }
-    });
-  });
-}
-
-WorkPtr ProcessGroupMPI::all_gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
-                                    const CollectiveOptions& options) {
-  const std::string op = "all_gather";
-  const std::string what = describe(op);
-  check_cpu(input, what);
-  check_one_per_rank(outputs, input, size(), what, "outputs");
-  mpi_count(input.numel() * size(), what);
-  const auto timeout = impl_->timeout_or_default(options.timeout);
-  return impl_->enqueue(
-      op, what, [this, what, outputs, input = input.contiguous(), timeout]() mutable {
-        at::Tensor flat = at::empty({input.numel() * size()}, input.options());
-        impl_->complete(what, timeout,
-                        [&](MPI_Request* r) {
-                          const auto type = to_mpi(input.scalar_type());
-                          const int count = static_cast<int>(input.numel());
-                          return MPI_Iallgather(in_ptr(input), count, type, flat.mutable_data_ptr(),
-                                                count, type, impl_->comm, r);
-                        },
-                        {input, flat});
-        split_into(flat, outputs);
-      });
-}
-
-WorkPtr ProcessGroupMPI::gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
-                                const RootOptions& options) {
-  const std::string op = "gather to rank " + std::to_string(options.root);
-  const std::string what = describe(op);
-  check_cpu(input, what);
-  check_root(options.root, size(), what);
-  const bool is_root = rank() == options.root;
-  if (is_root) {
-    check_one_per_rank(outputs, input, size(), what, "outputs");
-    mpi_count(input.numel() * size(), what);
-  }
-  const auto timeout = impl_->timeout_or_default(options.timeout);
-  return impl_->enqueue(
-      op, what,
-      [this, what, outputs, input = input.contiguous(), options, timeout, is_root]() mutable {
-        at::Tensor flat =
-            is_root ? at::empty({input.numel() * size()}, input.options()) : at::empty({0});
-        impl_->complete(what, timeout,
-                        [&](MPI_Request* r) {
-                          const auto type = to_mpi(input.scalar_type());
-                          const int count = static_cast<int>(input.numel());
-                          return MPI_Igather(in_ptr(input), count, type,
-                                             is_root ? flat.mutable_data_ptr() : nullptr, count,
-                                             type, options.root, impl_->comm, r);
-                        },
-                        {input, flat});
-        if (is_root) {
-          split_into(flat, outputs);
-        }
-      });
-}
-
-WorkPtr ProcessGroupMPI::scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
-                                 const RootOptions& options) {
-  const std::string op = "scatter from rank " + std::to_string(options.root);
-  const std::string what = describe(op);
-  check_cpu(output, what);
-  check_root(options.root, size(), what);
-  const bool is_root = rank() == options.root;
-  if (is_root) {
-    check_one_per_rank(inputs, output, size(), what, "inputs");
-    mpi_count(output.numel() * size(), what);
-  }
-  const auto timeout = impl_->timeout_or_default(options.timeout);
-  at::Tensor flat = is_root ? flat_cat(inputs) : at::empty({0});
-  return impl_->enqueue(op, what, [this, what, output, flat, options, timeout, is_root]() mutable {
-    on_contiguous(output, [&](at::Tensor& t) {
-      impl_->complete(what, timeout,
-                      [&](MPI_Request* r) {
-                        const auto type = to_mpi(t.scalar_type());
-                        const int count = static_cast<int>(t.numel());
-                        return MPI_Iscatter(is_root ? in_ptr(flat) : nullptr, count, type,
-                                            t.mutable_data_ptr(), count, type, options.root,
-                                            impl_->comm, r);
-                      },
-                      {t, flat});
-    });
-  });
-}
-
-WorkPtr ProcessGroupMPI::reduce_scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
-                                        const AllreduceOptions& options) {
-  const std::string op = "reduce_scatter(" + to_string(options.op) + ")";
-  const std::string what = describe(op);
-  check_cpu(output, what);
-  check_avg(options.op, output, what);
-  check_one_per_rank(inputs, output, size(), what, "inputs");
-  mpi_count(output.numel() * size(), what);
-  const auto timeout = impl_->timeout_or_default(options.timeout);
-  at::Tensor flat = flat_cat(inputs);
-  return impl_->enqueue(op, what, [this, what, output, flat, options, timeout]() mutable {
-    on_contiguous(output, [&](at::Tensor& t) {
-      impl_->complete(what, timeout,
-                      [&](MPI_Request* r) {
-                        return MPI_Ireduce_scatter_block(
-                            in_ptr(flat), t.mutable_data_ptr(), static_cast<int>(t.numel()),
-                            to_mpi(t.scalar_type()), to_mpi(options.op, t.scalar_type()),
-                            impl_->comm, r);
-                      },
-                      {t, flat});
-      if (options.op == ReduceOp::kAvg) {
-        t.div_(size());
-      }
-    });
-  });
-}
-
-WorkPtr ProcessGroupMPI::all_to_all(std::vector<at::Tensor>& outputs,
-                                    const std::vector<at::Tensor>& inputs,
-                                    const CollectiveOptions& options) {
-  const std::string op = "all_to_all";
-  const std::string what = describe(op);
-  check_count(inputs, size(), what, "inputs");
-  check_count(outputs, size(), what, "outputs");
-  for (int i = 0; i < size(); ++i) {
-    check_cpu(inputs[i], what);
-    check_same(inputs[0], inputs[i], what);
-    check_same(inputs[0], outputs[i], what);
-  }
-  mpi_count(inputs[0].numel() * size(), what);
-  const auto timeout = impl_->timeout_or_default(options.timeout);
-  at::Tensor flat_in = flat_cat(inputs);
-  return impl_->enqueue(op, what, [this, what, outputs, flat_in, timeout]() mutable {
-    at::Tensor flat_out = at::empty_like(flat_in);
-    impl_->complete(what, timeout,
-                    [&](MPI_Request* r) {
-                      const auto type = to_mpi(flat_in.scalar_type());
-                      const int count = static_cast<int>(flat_in.numel() / size());
-                      return MPI_Ialltoall(in_ptr(flat_in), count, type,
-                                           flat_out.mutable_data_ptr(), count, type, impl_->comm,
-                                           r);
-                    },
-                    {flat_in, flat_out});
-    split_into(flat_out, outputs);
-  });
-}
-
-WorkPtr ProcessGroupMPI::barrier(const CollectiveOptions& options) {
-  const std::string op = "barrier";
-  const std::string what = describe(op);
-  const auto timeout = impl_->timeout_or_default(options.timeout);
-  return impl_->enqueue(op, what, [this, what, timeout] {
-    impl_->complete(what, timeout, [&](MPI_Request* r) { return MPI_Ibarrier(impl_->comm, r); },
-                    {});
-  });
 }
 
 // ---- init.cpp's entry points (mpi_backend.h) ----

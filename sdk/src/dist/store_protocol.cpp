@@ -9,17 +9,8 @@ namespace {
 class Writer {
  public:
   void u8(std::uint8_t v) { bytes_.push_back(v); }
-  void u32(std::uint32_t v) {
-    for (int i = 0; i < 4; ++i) {
-      bytes_.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
-    }
-  }
-  void i64(std::int64_t v) {
-    const auto u = static_cast<std::uint64_t>(v);
-    for (int i = 0; i < 8; ++i) {
-      bytes_.push_back(static_cast<std::uint8_t>(u >> (8 * i)));
-    }
-  }
+  void u32(std::uint32_t v) { little_endian(v); }
+  void i64(std::int64_t v) { little_endian(static_cast<std::uint64_t>(v)); }
   void blob(const void* data, std::size_t size) {
     u32(static_cast<std::uint32_t>(size));
     const auto* p = static_cast<const std::uint8_t*>(data);
@@ -37,6 +28,14 @@ class Writer {
   }
 
  private:
+  // An unsigned integer, least significant byte first (the wire's order).
+  template <typename T>
+  void little_endian(T v) {
+    for (std::size_t i = 0; i < sizeof(T); ++i) {
+      bytes_.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+    }
+  }
+
   Bytes bytes_;
 };
 
@@ -54,26 +53,8 @@ class Reader {
     }
     return body_[pos_ - 1];
   }
-  std::uint32_t u32() {
-    if (!take(4)) {
-      return 0;
-    }
-    std::uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) {
-      v |= std::uint32_t{body_[pos_ - 4 + i]} << (8 * i);
-    }
-    return v;
-  }
-  std::int64_t i64() {
-    if (!take(8)) {
-      return 0;
-    }
-    std::uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) {
-      v |= std::uint64_t{body_[pos_ - 8 + i]} << (8 * i);
-    }
-    return static_cast<std::int64_t>(v);
-  }
+  std::uint32_t u32() { return little_endian<std::uint32_t>(); }
+  std::int64_t i64() { return static_cast<std::int64_t>(little_endian<std::uint64_t>()); }
   Bytes blob() {
     const std::uint32_t size = u32();
     if (!ok_ || !take(size)) {
@@ -88,6 +69,19 @@ class Reader {
   }
 
  private:
+  // An unsigned integer, least significant byte first; 0 past the end.
+  template <typename T>
+  T little_endian() {
+    if (!take(sizeof(T))) {
+      return 0;
+    }
+    T v = 0;
+    for (std::size_t i = 0; i < sizeof(T); ++i) {
+      v |= T{body_[pos_ - sizeof(T) + i]} << (8 * i);
+    }
+    return v;
+  }
+
   bool take(std::size_t n) {
     if (!ok_ || body_.size() - pos_ < n) {
       ok_ = false;

@@ -24,6 +24,14 @@ std::optional<int> env_int(const char* name) {
   return value;
 }
 
+std::optional<bool> env_flag(const char* name) {
+  const char* raw = name == nullptr ? nullptr : std::getenv(name);
+  if (raw == nullptr || *raw == '\0') {
+    return std::nullopt;
+  }
+  return std::string_view(raw) == "1";
+}
+
 namespace {
 
 struct LauncherVars {

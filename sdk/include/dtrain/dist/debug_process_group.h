@@ -22,6 +22,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -43,6 +44,9 @@ ProcessGroupPtr wrap_for_debug_if_enabled(ProcessGroupPtr group, std::shared_ptr
 // "all_reduce(SUM) float32[4]": what a rank called, as it appears in errors.
 std::string describe_call(const std::string& op, const std::vector<at::Tensor>& tensors);
 
+// Sits on the ProcessGroup front end like any group: its operations are
+// checked as the wrapped group's are, compared across ranks (check_call),
+// then run on the wrapped group's transport.
 class DebugProcessGroup : public ProcessGroup {
  public:
   // `store`: shared by every rank of the group (the job's store);
@@ -53,29 +57,14 @@ class DebugProcessGroup : public ProcessGroup {
   std::string backend_name() const override { return inner_->backend_name(); }
   const ProcessGroupPtr& inner() const { return inner_; }
 
-  WorkPtr send(const at::Tensor& tensor, int dst, int tag = 0) override;
-  WorkPtr recv(at::Tensor& tensor, int src, int tag = 0) override;
-  WorkPtr broadcast(at::Tensor& tensor, const BroadcastOptions& options = {}) override;
-  WorkPtr all_reduce(at::Tensor& tensor, const AllreduceOptions& options = {}) override;
-  WorkPtr reduce(at::Tensor& tensor, const ReduceOptions& options = {}) override;
-  WorkPtr all_gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
-                     const CollectiveOptions& options = {}) override;
-  WorkPtr gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
-                 const RootOptions& options = {}) override;
-  WorkPtr scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
-                  const RootOptions& options = {}) override;
-  WorkPtr reduce_scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
-                         const AllreduceOptions& options = {}) override;
-  WorkPtr all_to_all(std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs,
-                     const CollectiveOptions& options = {}) override;
-  WorkPtr barrier(const CollectiveOptions& options = {}) override;
-
- private:
+ protected:
   // Publishes this rank's fingerprint and compares it with every rank's;
   // throws CollectiveError on a mismatch, CollectiveTimeoutError when a rank
   // does not arrive in time.
-  void check(const std::string& fingerprint, std::chrono::milliseconds timeout);
+  void check_call(const std::function<std::string()>& call,
+                  std::chrono::milliseconds timeout) override;
 
+ private:
   ProcessGroupPtr inner_;
   std::shared_ptr<Store> store_;
   std::chrono::milliseconds timeout_;

@@ -1,14 +1,28 @@
 // ProcessGroup: the one interface over every communication backend (Gloo
-// for CPU tensors now; NCCL and MPI implement the same interface).
+// for CPU tensors, NCCL for CUDA tensors, MPI under mpirun).
 //
 // Every operation returns a Work at once and runs asynchronously, in the
 // order it was issued; call wait() on it (or use the blocking free
 // functions in init.h). All ranks of the group must issue the same
 // collectives in the same order with tensors of the same shape and dtype.
-// An operation a backend lacks throws "backend X does not support Y".
 // Thread-safe: operations may be issued from any thread.
+//
+// Errors: a bad argument (a root or peer outside the group, a dtype or
+// device the backend does not move, lists of the wrong length or shapes,
+// AVG of integers) raises dtrain::Error at the call, naming the op, the
+// group, the rank and the argument, before any peer is contacted. A failure
+// while the operation runs (a peer died, the transport broke) raises
+// CollectiveError from Work::wait(); one that does not finish in its
+// timeout, CollectiveTimeoutError.
+//
+// These methods are one front end for every backend: it checks arguments,
+// names the operation, resolves its timeout, stages tensors on a device
+// the backend does not move, and hands the backend contiguous buffers
+// (src/dist/transport.h); a backend implements only how bytes move.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +33,11 @@
 #include "dtrain/dist/work.h"
 
 namespace dtrain::dist {
+
+namespace detail {
+class Transport;
+struct OpContext;
+}  // namespace detail
 
 class ProcessGroup {
  public:
@@ -43,42 +62,73 @@ class ProcessGroup {
   // `size` distinct ranks, ascending.
   void set_global_ranks(std::vector<int> ranks);
 
-  // Point to point (the tensor must stay alive and untouched until wait()).
-  virtual WorkPtr send(const at::Tensor& tensor, int dst, int tag = 0);
-  virtual WorkPtr recv(at::Tensor& tensor, int src, int tag = 0);
+  // Point to point (the tensor must be contiguous, and stay alive and
+  // untouched until wait()). `tag` >= 0 (the mpi backend: up to MPI_TAG_UB).
+  WorkPtr send(const at::Tensor& tensor, int dst, int tag = 0);
+  WorkPtr recv(at::Tensor& tensor, int src, int tag = 0);
 
-  virtual WorkPtr broadcast(at::Tensor& tensor, const BroadcastOptions& options = {});
-  virtual WorkPtr all_reduce(at::Tensor& tensor, const AllreduceOptions& options = {});
+  // broadcast, all_reduce, reduce and all_gather also take tensors on the
+  // device the backend stages (Gloo: CUDA, NCCL: CPU); such a call returns
+  // finished.
+  WorkPtr broadcast(at::Tensor& tensor, const BroadcastOptions& options = {});
+  WorkPtr all_reduce(at::Tensor& tensor, const AllreduceOptions& options = {});
   // The result lands in `tensor` on the root; other ranks' tensors are unchanged.
-  virtual WorkPtr reduce(at::Tensor& tensor, const ReduceOptions& options = {});
+  WorkPtr reduce(at::Tensor& tensor, const ReduceOptions& options = {});
   // outputs: `size` tensors shaped like input.
-  virtual WorkPtr all_gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
-                             const CollectiveOptions& options = {});
+  WorkPtr all_gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
+                     const CollectiveOptions& options = {});
   // outputs: `size` tensors on the root, ignored elsewhere.
-  virtual WorkPtr gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
-                         const RootOptions& options = {});
+  WorkPtr gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
+                 const RootOptions& options = {});
   // inputs: `size` tensors on the root, ignored elsewhere.
-  virtual WorkPtr scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
-                          const RootOptions& options = {});
+  WorkPtr scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
+                  const RootOptions& options = {});
   // inputs: `size` tensors shaped like output; output gets the reduction of block `rank`.
-  virtual WorkPtr reduce_scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
-                                 const AllreduceOptions& options = {});
-  // inputs[i] goes to rank i; outputs[i] comes from rank i.
-  virtual WorkPtr all_to_all(std::vector<at::Tensor>& outputs,
-                             const std::vector<at::Tensor>& inputs,
-                             const CollectiveOptions& options = {});
-  virtual WorkPtr barrier(const CollectiveOptions& options = {});
+  WorkPtr reduce_scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
+                         const AllreduceOptions& options = {});
+  // inputs[i] goes to rank i; outputs[i] comes from rank i. Every tensor
+  // has the shape of inputs[0] (on NCCL, only its dtype).
+  WorkPtr all_to_all(std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs,
+                     const CollectiveOptions& options = {});
+  WorkPtr barrier(const CollectiveOptions& options = {});
 
  protected:
   [[noreturn]] void unsupported(const std::string& op) const;
   // "all_reduce on group 'default' (gloo), rank 1 of 4": the prefix of every error.
   std::string describe(const std::string& op) const;
 
+  // For backends, once, in the constructor: what moves this group's bytes.
+  // It must outlive every operation issued on the group.
+  void set_transport(detail::Transport& transport);
+  // For a group that wraps another (DebugProcessGroup): its operations go
+  // through `inner`'s transport, numbered with inner's own.
+  void use_transport_of(const ProcessGroup& inner);
+
+  // Runs before each collective, once its arguments passed their checks:
+  // `call` says what it is ("all_reduce(SUM) float32[4]", describe_call in
+  // debug_process_group.h); `timeout` is the caller's (zero: none given).
+  // DebugProcessGroup compares calls across ranks here; by default nothing.
+  virtual void check_call(const std::function<std::string()>& call,
+                          std::chrono::milliseconds timeout);
+
  private:
+  detail::Transport& transport() const;
+  // The op's name and description, and the timeout it runs under.
+  detail::OpContext context(const std::string& op, std::chrono::milliseconds timeout) const;
+  // broadcast, all_reduce and reduce: one tensor, sent or reduced in place.
+  enum class InPlace { kBroadcast, kAllReduce, kReduce };
+  WorkPtr in_place(at::Tensor& tensor, InPlace kind, ReduceOp op, int root,
+                   std::chrono::milliseconds timeout);
+  // gather and scatter: `tensor` on every rank, `list` of a tensor per rank on the root.
+  enum class Rooted { kGather, kScatter };
+  WorkPtr rooted(Rooted kind, const at::Tensor& tensor, const std::vector<at::Tensor>& list,
+                 const RootOptions& options);
+
   int rank_;
   int size_;
   std::string name_;
   std::vector<int> global_ranks_;
+  detail::Transport* transport_ = nullptr;
 };
 
 using ProcessGroupPtr = std::shared_ptr<ProcessGroup>;

@@ -63,23 +63,6 @@ class ProcessGroupGloo : public ProcessGroup {
 
   std::string backend_name() const override { return "gloo"; }
 
-  WorkPtr send(const at::Tensor& tensor, int dst, int tag = 0) override;
-  WorkPtr recv(at::Tensor& tensor, int src, int tag = 0) override;
-  WorkPtr broadcast(at::Tensor& tensor, const BroadcastOptions& options = {}) override;
-  WorkPtr all_reduce(at::Tensor& tensor, const AllreduceOptions& options = {}) override;
-  WorkPtr reduce(at::Tensor& tensor, const ReduceOptions& options = {}) override;
-  WorkPtr all_gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
-                     const CollectiveOptions& options = {}) override;
-  WorkPtr gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
-                 const RootOptions& options = {}) override;
-  WorkPtr scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
-                  const RootOptions& options = {}) override;
-  WorkPtr reduce_scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
-                         const AllreduceOptions& options = {}) override;
-  WorkPtr all_to_all(std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs,
-                     const CollectiveOptions& options = {}) override;
-  WorkPtr barrier(const CollectiveOptions& options = {}) override;
-
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -51,7 +51,7 @@ struct MpiOptions {
   // a store shared by the group's members and this group alone (a prefix of
   // the job's store; make_mpi_group gives one). Without it, the error names
   // only the op, the group and the rank.
-  std::shared_ptr<Store> diagnosis_store;
+  std::shared_ptr<Store> diagnosis_store{};
   // Options from the environment: DTRAIN_MPI_ABORT_ON_TIMEOUT=1.
   static MpiOptions from_env();
 };
@@ -74,23 +74,6 @@ class ProcessGroupMPI : public ProcessGroup {
   // This process's rank in MPI_COMM_WORLD and the job's size (initialise MPI when needed).
   static int world_rank();
   static int world_size();
-
-  WorkPtr send(const at::Tensor& tensor, int dst, int tag = 0) override;
-  WorkPtr recv(at::Tensor& tensor, int src, int tag = 0) override;
-  WorkPtr broadcast(at::Tensor& tensor, const BroadcastOptions& options = {}) override;
-  WorkPtr all_reduce(at::Tensor& tensor, const AllreduceOptions& options = {}) override;
-  WorkPtr reduce(at::Tensor& tensor, const ReduceOptions& options = {}) override;
-  WorkPtr all_gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
-                     const CollectiveOptions& options = {}) override;
-  WorkPtr gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
-                 const RootOptions& options = {}) override;
-  WorkPtr scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
-                  const RootOptions& options = {}) override;
-  WorkPtr reduce_scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
-                         const AllreduceOptions& options = {}) override;
-  WorkPtr all_to_all(std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs,
-                     const CollectiveOptions& options = {}) override;
-  WorkPtr barrier(const CollectiveOptions& options = {}) override;
 
  private:
   struct Impl;

@@ -35,7 +35,6 @@
 #pragma once
 
 #include <chrono>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -98,34 +97,7 @@ class ProcessGroupNCCL : public ProcessGroup {
   static int compiled_version();
   static int runtime_version();
 
-  WorkPtr send(const at::Tensor& tensor, int dst, int tag = 0) override;
-  WorkPtr recv(at::Tensor& tensor, int src, int tag = 0) override;
-  WorkPtr broadcast(at::Tensor& tensor, const BroadcastOptions& options = {}) override;
-  WorkPtr all_reduce(at::Tensor& tensor, const AllreduceOptions& options = {}) override;
-  WorkPtr reduce(at::Tensor& tensor, const ReduceOptions& options = {}) override;
-  WorkPtr all_gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
-                     const CollectiveOptions& options = {}) override;
-  WorkPtr gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
-                 const RootOptions& options = {}) override;
-  WorkPtr scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
-                  const RootOptions& options = {}) override;
-  WorkPtr reduce_scatter(at::Tensor& output, const std::vector<at::Tensor>& inputs,
-                         const AllreduceOptions& options = {}) override;
-  WorkPtr all_to_all(std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs,
-                     const CollectiveOptions& options = {}) override;
-  WorkPtr barrier(const CollectiveOptions& options = {}) override;
-
  private:
-  // The device of the group's communicator, or the current one before it exists.
-  int group_device() const;
-  // Runs `run` on GPU copies of `inputs` and `outputs` (CPU tensors), waits
-  // for it, and copies the GPU outputs back into `outputs` (Note [Tensors on
-  // a device the backend does not move]).
-  WorkPtr through_device(const std::string& what, const std::vector<at::Tensor>& inputs,
-                         const std::vector<at::Tensor*>& outputs,
-                         const std::function<WorkPtr(std::vector<at::Tensor>& inputs,
-                                                     std::vector<at::Tensor>& outputs)>& run);
-
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -35,4 +35,8 @@ LaunchEnv read_launch_env();
 // when unset or empty. Throws dtrain::Error when it is not one.
 std::optional<int> env_int(const char* name);
 
+// An on/off setting: true when the variable is "1", false when it holds
+// anything else, nullopt when unset or empty.
+std::optional<bool> env_flag(const char* name);
+
 }  // namespace dtrain::util

@@ -3,8 +3,8 @@
 // as torch does; Gloo's own helpers know no bfloat16.
 #pragma once
 
+#include <bit>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <stdexcept>
 #include <type_traits>
@@ -39,14 +39,11 @@ inline float to_float(Half h) {
   } else {
     bits = sign;
   }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
+  return std::bit_cast<float>(bits);
 }
 
 inline Half to_half(float f) {
-  std::uint32_t x;
-  std::memcpy(&x, &f, 4);
+  const auto x = std::bit_cast<std::uint32_t>(f);
   const std::uint32_t sign = (x >> 16) & 0x8000u;
   const std::uint32_t abs = x & 0x7FFFFFFFu;
   if (abs >= 0x7F800000u) {  // inf or NaN
@@ -56,8 +53,7 @@ inline Half to_half(float f) {
     return {static_cast<std::uint16_t>(sign | 0x7C00u)};
   }
   if (abs < 0x38800000u) {  // subnormal half or zero
-    float magnitude;
-    std::memcpy(&magnitude, &abs, 4);
+    const auto magnitude = std::bit_cast<float>(abs);
     // Scale so the subnormal's units land on integers, then round to nearest even.
     const float scaled = magnitude * 16777216.0f;  // 2^24
     auto units = static_cast<std::uint32_t>(scaled);
@@ -72,15 +68,11 @@ inline Half to_half(float f) {
 }
 
 inline float to_float(BFloat16 b) {
-  const std::uint32_t bits = static_cast<std::uint32_t>(b.bits) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
+  return std::bit_cast<float>(static_cast<std::uint32_t>(b.bits) << 16);
 }
 
 inline BFloat16 to_bfloat16(float f) {
-  std::uint32_t x;
-  std::memcpy(&x, &f, 4);
+  auto x = std::bit_cast<std::uint32_t>(f);
   if ((x & 0x7FFFFFFFu) > 0x7F800000u) {
     return {static_cast<std::uint16_t>((x >> 16) | 0x40u)};  // quiet NaN
   }

@@ -1,0 +1,34 @@
+#include "transport.h"
+
+#include "dtrain/dist/process_group.h"
+#include "dtrain/util/errors.h"
+#include "timeout_diagnosis.h"
+
+namespace dtrain::dist::detail {
+
+WorkPtr Transport::numbered(OpContext ctx, const std::function<WorkPtr(const OpContext&)>& start) {
+  std::lock_guard<std::mutex> lock(issue_mutex_);
+  ctx.seq = collectives_ + 1;
+  WorkPtr work = start(ctx);
+  collectives_ = ctx.seq;
+  return work;
+}
+
+c10::Device Transport::staging_device(const std::string& what) {
+  throw Error(what + ": this backend stages no tensors");
+}
+
+void Transport::check_tag(int tag, const std::string& what) const {
+  DTRAIN_CHECK(tag >= 0, what, ": tag must be >= 0, got ", tag);
+}
+
+std::string diagnose_timeout(const std::shared_ptr<Store>& store, const ProcessGroup& group,
+                             const OpContext& ctx) {
+  if (!store || ctx.seq == 0) {
+    return "";
+  }
+  return diagnose_timeout(store, group.name(), group.rank(), group.global_ranks(), ctx.seq, ctx.op,
+                          diagnosis_grace(ctx.timeout));
+}
+
+}  // namespace dtrain::dist::detail
