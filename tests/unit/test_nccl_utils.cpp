@@ -64,6 +64,15 @@ TEST(NcclUtils, CheckNamesExpressionFileLineAndRank) {
   }
 }
 
+// NCCL's refusal of two ranks on one GPU comes with what to do instead.
+TEST(NcclUtils, DuplicateGpuAdvisesSharingOrOneGpuEach) {
+  const std::string advice = dtrain::dist::nccl::advice_for(
+      "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000");
+  EXPECT_NE(advice.find("dtrun --share-gpu"), std::string::npos) << advice;
+  EXPECT_NE(advice.find("--bind-devices"), std::string::npos) << advice;
+  EXPECT_EQ(dtrain::dist::nccl::advice_for("unhandled system error"), "");
+}
+
 TEST(NcclUtils, ErrorCodesMapToTypes) {
   EXPECT_THROW(nccl::throw_nccl_error(ncclRemoteError, "x", "f.cpp", 1, 0, ""),
                dist::NcclRemoteError);

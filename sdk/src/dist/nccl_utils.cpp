@@ -29,6 +29,16 @@ std::string result_name(ncclResult_t result) {
   }
 }
 
+std::string advice_for(const std::string& nccl_says) {
+  if (nccl_says.find("Duplicate GPU detected") != std::string::npos) {
+    return "several ranks of this host are on one GPU, which NCCL refuses: give each rank its "
+           "own GPU (dtrun --bind-devices, or one per LOCAL_RANK), or, to check multi-rank code "
+           "on one GPU, start them with dtrun --share-gpu (DTRAIN_SHARE_GPU=1 under another "
+           "launcher), which makes each rank its own NCCL host";
+  }
+  return "";
+}
+
 void throw_nccl_error(ncclResult_t result, const char* expression, const char* file, int line,
                       int rank, const std::string& context) {
   std::string message = (context.empty() ? std::string() : context + ": ") + "NCCL call `" +
@@ -39,6 +49,9 @@ void throw_nccl_error(ncclResult_t result, const char* expression, const char* f
   if (last != nullptr && *last != '\0') {
     message += "; NCCL says: ";
     message += last;
+    if (const std::string advice = advice_for(last); !advice.empty()) {
+      message += "; " + advice;
+    }
   }
   message += " (NCCL_DEBUG=WARN prints more)";
   const int code = static_cast<int>(result);

@@ -23,6 +23,11 @@ namespace dtrain::dist::nccl {
 // "ncclInvalidArgument" for ncclInvalidArgument, "ncclResult 42" for unknown codes.
 std::string result_name(ncclResult_t result);
 
+// What to do about an NCCL failure whose last error NCCL reported as
+// `nccl_says`, or "" when dtrain has no advice: several ranks of one host
+// on one GPU, which NCCL refuses, say how to run them.
+std::string advice_for(const std::string& nccl_says);
+
 [[noreturn]] void throw_nccl_error(ncclResult_t result, const char* expression, const char* file,
                                    int line, int rank, const std::string& context);
 [[noreturn]] void throw_cuda_error(cudaError_t result, const char* expression, const char* file,
