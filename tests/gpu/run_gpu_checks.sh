@@ -299,7 +299,7 @@ fi
 # ---- NCCL with several ranks on one GPU -----------------------------------------
 # Each test prints the summary's lines ("nccl_conformance world=3: passed",
 # "ddp_equivalence nccl world=2 <case>: max_abs_diff=...") into the log.
-step nccl_ranks 240 "$tests_log" ctest --test-dir "$build" -L gpu -R "$nccl_ranks_tests" -j 1 \
+step nccl_ranks 200 "$tests_log" ctest --test-dir "$build" -L gpu -R "$nccl_ranks_tests" -j 1 \
   --output-on-failure --no-tests=error --timeout 600
 
 # ---- the main job on CUDA, as users run it -----------------------------------------
@@ -327,7 +327,7 @@ export gpu main_epochs
 export -f main_job_cuda
 if [[ -x "$build/apps/train_pointnet2/train_pointnet2" && -x "$build/apps/dtrun/dtrun" ]]; then
   ((gpu)) || main_epochs=1
-  step main_job_cuda 150 "$bench_log" main_job_cuda
+  step main_job_cuda 120 "$bench_log" main_job_cuda
 else
   skip main_job_cuda "train_pointnet2 or dtrun not built"
 fi
