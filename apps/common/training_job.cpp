@@ -10,6 +10,7 @@
 #include "dtrain/util/errors.h"
 #include "dtrain/util/job_rank.h"
 #include "dtrain/util/memory.h"
+#include "dtrain/util/process_setup.h"
 
 namespace dtrain::apps {
 
@@ -28,7 +29,8 @@ std::vector<double> Job::each(double value) const {
   return sum(std::move(slots));
 }
 
-void name_rank_in_errors() {
+void set_up_training_process() {
+  util::set_up_process(util::ProcessSetup().retain_freed_host_memory(false));
   try {
     const util::LaunchEnv env = util::read_launch_env();
     if (env.world_size.value_or(1) > 1) {
@@ -81,8 +83,10 @@ Job start_job(const util::LaunchEnv& env, const JoinFlags& flags, const std::str
               int timeout_s, c10::Device device) {
   Job job;
   job.device = device;
+  // Note [Freed host memory stays with the process], from the first
+  // training step on: the data is loaded by now.
+  util::retain_freed_host_memory();
   if (env.world_size.value_or(1) <= 1) {
-    util::retain_freed_host_memory();  // init_process_group's default, alone
     return job;
   }
   // "auto" follows the training device, not whether the machine has a GPU:

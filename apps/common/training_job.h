@@ -38,11 +38,13 @@ struct Job {
   std::vector<double> each(double value) const;
 };
 
-// Call first in main(): a process that a launcher started as one of
+// Call first in main(): dtrain's logging and crash traces
+// (util::set_up_process; the host-memory policy comes with start_job, once
+// the data is loaded), and a process that a launcher started as one of
 // several names its rank in its error line from the start (a bad flag or a
 // missing dataset included), not only once it has joined the process group.
 // A launcher variable that cannot be read is left to the run to report.
-void name_rank_in_errors();
+void set_up_training_process();
 
 // The device --device names: the CPU, or for "cuda" the GPU numbered by
 // this process's local rank (the only one, when it sees one), made the
@@ -51,10 +53,10 @@ void name_rank_in_errors();
 // its optimizer's state start there.
 c10::Device choose_device(const util::LaunchEnv& env, const std::string& device);
 
-// Joins the process group when `env` (from launch_env) counts more than one
-// process, where `flags` say (backend "auto": nccl on GPUs, gloo on CPUs;
-// timeout_s bounds every collective); alone, keeps freed host memory in the
-// process as init_process_group would.
+// Keeps freed host memory in the process (util::retain_freed_host_memory),
+// then joins the process group when `env` (from launch_env) counts more
+// than one process, where `flags` say (backend "auto": nccl on GPUs, gloo on
+// CPUs; timeout_s bounds every collective).
 Job start_job(const util::LaunchEnv& env, const JoinFlags& flags, const std::string& backend,
               int timeout_s, c10::Device device = c10::kCPU);
 

@@ -13,6 +13,7 @@
 #include "dtrain/dist/init.h"
 #include "dtrain/util/cli_app.h"
 #include "dtrain/util/errors.h"
+#include "dtrain/util/process_setup.h"
 
 namespace dist = dtrain::dist;
 using dtrain::examples::format_tensor;
@@ -32,6 +33,7 @@ void run(int rank, int size) {
 }
 
 int main(int argc, char** argv) {
+  dtrain::util::set_up_process();
   CLI::App app{"All-reduce (SUM) of ones in the group of ranks 0 and 1"};
   dtrain::dist::SpawnOptions options;
   dtrain::examples::add_flags(app, options);

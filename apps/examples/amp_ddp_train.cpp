@@ -33,6 +33,7 @@
 #include "dtrain/ddp/distributed_data_parallel.h"
 #include "dtrain/models/toy_cnn.h"
 #include "dtrain/util/cli_app.h"
+#include "dtrain/util/process_setup.h"
 
 namespace {
 
@@ -127,6 +128,7 @@ void run(const TrainFlags& flags, const std::string& level_name, int rank, int s
 }  // namespace
 
 int main(int argc, char** argv) {
+  dtrain::util::set_up_process();
   CLI::App app{"The seed's apex + distributed program: DDP at apex's opt levels O0-O3"};
   dtrain::dist::SpawnOptions options;
   dtrain::examples::add_flags(app, options);

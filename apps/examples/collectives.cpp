@@ -25,6 +25,7 @@
 #include "common/spawn.h"
 #include "dtrain/dist/init.h"
 #include "dtrain/util/cli_app.h"
+#include "dtrain/util/process_setup.h"
 
 namespace dist = dtrain::dist;
 using dtrain::examples::format_tensor;
@@ -107,6 +108,7 @@ void run(int rank, int size) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dtrain::util::set_up_process();
   CLI::App app{
       "Every collective: broadcast, reduce, all_reduce, all_gather, gather, scatter, "
       "reduce_scatter, all_to_all, barrier"};

@@ -22,6 +22,7 @@
 #include "dtrain/dist/init.h"
 #include "dtrain/models/toy_cnn.h"
 #include "dtrain/util/cli_app.h"
+#include "dtrain/util/process_setup.h"
 
 namespace {
 
@@ -74,6 +75,7 @@ void run(const TrainFlags& flags, int rank, int size) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dtrain::util::set_up_process();
   CLI::App app{
       "The seed's Horovod training program: DistributedOptimizer, broadcast_parameters, "
       "DistributedSampler"};

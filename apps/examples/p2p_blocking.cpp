@@ -10,6 +10,7 @@
 #include "common/spawn.h"
 #include "dtrain/dist/init.h"
 #include "dtrain/util/cli_app.h"
+#include "dtrain/util/process_setup.h"
 
 namespace dist = dtrain::dist;
 using dtrain::examples::format_tensor;
@@ -31,6 +32,7 @@ void run(int rank, int size) {
 }
 
 int main(int argc, char** argv) {
+  dtrain::util::set_up_process();
   CLI::App app{"Blocking point-to-point: rank 0 sends a tensor with send(), the others recv() it"};
   dtrain::dist::SpawnOptions options;
   dtrain::examples::add_flags(app, options);

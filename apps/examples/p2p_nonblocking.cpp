@@ -13,6 +13,7 @@
 #include "common/spawn.h"
 #include "dtrain/dist/init.h"
 #include "dtrain/util/cli_app.h"
+#include "dtrain/util/process_setup.h"
 
 namespace dist = dtrain::dist;
 using dtrain::examples::format_tensor;
@@ -40,6 +41,7 @@ void run(int rank, int size) {
 }
 
 int main(int argc, char** argv) {
+  dtrain::util::set_up_process();
   CLI::App app{"Non-blocking point-to-point: isend()/irecv(), then wait()"};
   dtrain::dist::SpawnOptions options;
   dtrain::examples::add_flags(app, options);

@@ -99,7 +99,7 @@ int train(const PointNet2TrainOptions& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  dtrain::apps::name_rank_in_errors();
+  dtrain::apps::set_up_training_process();
   CLI::App app{
       "Train a PointNet++ classifier on point clouds (CPU or GPU; data-parallel when launched with "
       "several processes by dtrun, mpirun or srun)",

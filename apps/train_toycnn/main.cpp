@@ -108,7 +108,7 @@ int train(const TrainOptions& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  dtrain::apps::name_rank_in_errors();
+  dtrain::apps::set_up_training_process();
   CLI::App app{
       "Train the seed tutorial's toy CNN on Fashion-MNIST or CIFAR-10 (CPU or GPU; data-parallel "
       "when launched with several processes by dtrun, mpirun or srun)",

@@ -38,6 +38,7 @@
 #include "dtrain/util/device_memory.h"
 #include "dtrain/util/errors.h"
 #include "dtrain/util/memory.h"
+#include "dtrain/util/process_setup.h"
 #include "median_step.h"
 
 namespace {
@@ -142,6 +143,8 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // dtrain's logging and crash traces; malloc keeps glibc's settings.
+  dtrain::util::set_up_process(dtrain::util::ProcessSetup().retain_freed_host_memory(false));
   CLI::App app{"Toy CNN training step with and without autocast (CPU bf16; CUDA bf16 or fp16)",
                "bench_amp_toycnn"};
   Options o;

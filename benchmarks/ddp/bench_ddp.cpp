@@ -35,7 +35,7 @@
 #include "dtrain/util/cli_app.h"
 #include "dtrain/util/cli_checks.h"
 #include "dtrain/util/launch_env.h"
-#include "dtrain/util/memory.h"
+#include "dtrain/util/process_setup.h"
 #include "lockstep.h"
 
 namespace {
@@ -195,8 +195,6 @@ int bench(const Options& options) {
   const int world = dtrain::util::read_launch_env().world_size.value_or(1);
   if (options.mode == "ddp" || world > 1) {
     dtrain::dist::init_process_group({.backend = "gloo"});
-  } else {
-    dtrain::util::retain_freed_host_memory();  // init_process_group's default, alone
   }
   const int rank = dtrain::dist::is_initialized() ? dtrain::dist::get_rank() : 0;
   // Every rank sees its own data; the model starts equal (DDP broadcasts).
@@ -216,6 +214,7 @@ int bench(const Options& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dtrain::util::set_up_process();
   CLI::App app{"DDP step time of the toy CNN or a PointNet++-sized MLP (CPU, Gloo)", "bench_ddp"};
   Options options;
   app.add_option("--model", options.model)->check(CLI::IsMember({"toycnn", "pointmlp"}));

@@ -41,6 +41,7 @@
 #include "dtrain/util/cli_checks.h"
 #include "dtrain/util/errors.h"
 #include "dtrain/util/launch_env.h"
+#include "dtrain/util/process_setup.h"
 
 #if DTRAIN_BENCH_WITH_MPI
 #include "mpi_peer.h"
@@ -268,6 +269,7 @@ int spawn_ranks(const BenchOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dtrain::util::set_up_process();
   BenchOptions o;
   CLI::App app{"all_reduce (SUM, float32) time, algbw and busbw per message size"};
   app.add_option("--rank", o.rank, "this process's rank; -1: fork every rank (or the launcher's)")

@@ -21,7 +21,7 @@
 #include "dtrain/train/csv_writer.h"
 #include "dtrain/util/cli_app.h"
 #include "dtrain/util/errors.h"
-#include "dtrain/util/memory.h"
+#include "dtrain/util/process_setup.h"
 #include "median_step.h"
 
 namespace {
@@ -76,7 +76,6 @@ std::vector<at::Tensor> pass(at::Tensor (*op)(const at::Tensor&, Layer&), const 
 
 int run(const Options& o) {
   at::set_num_threads(o.threads);
-  dtrain::util::retain_freed_host_memory();
   at::manual_seed(0);
   dtrain::train::CsvWriter csv(
       o.csv,
@@ -132,6 +131,7 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dtrain::util::set_up_process();
   CLI::App app{"batch norm + ReLU, forward and backward: LibTorch against the fused op",
                "bench_batch_norm_relu"};
   Options o;

@@ -29,8 +29,8 @@
 // appended, so rounds of a run collect in one file. The loss must stay
 // finite.
 //
-// Like dtrain's training apps (and init_process_group), the benchmark keeps
-// freed host memory in the process (dtrain::util::retain_freed_host_memory):
+// Like dtrain's training apps, the benchmark keeps freed host memory in the
+// process (dtrain::util::set_up_process, retain_freed_host_memory):
 // without it, every step's large activations come back from the kernel as
 // fresh pages (ssg-lite, batch 16 x 512 points: 124 ms a step against 82 ms
 // with it, same machine, minutes apart). The Python peer runs with glibc's
@@ -54,6 +54,7 @@
 #include "dtrain/util/cli_checks.h"
 #include "dtrain/util/errors.h"
 #include "dtrain/util/memory.h"
+#include "dtrain/util/process_setup.h"
 #include "median_step.h"
 
 namespace {
@@ -122,7 +123,6 @@ Workload make_workload(const Options& o, const c10::Device& device) {
 
 int run(const Options& o) {
   at::set_num_threads(o.threads);
-  dtrain::util::retain_freed_host_memory();
   at::manual_seed(0);
   dtrain::train::CsvWriter csv(o.csv,
                                {"impl", "preset", "batch_size", "points", "threads", "steps",
@@ -176,6 +176,7 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dtrain::util::set_up_process();
   CLI::App app{"PointNet++ training step (dtrain, C++)", "bench_pointnet2_train"};
   Options o;
   app.add_option("--model", o.model, "the classifier, or part segmentation")

@@ -31,6 +31,7 @@
 #include "dtrain/train/csv_writer.h"
 #include "dtrain/util/cli_app.h"
 #include "dtrain/util/cli_checks.h"
+#include "dtrain/util/process_setup.h"
 #include "median_step.h"
 
 namespace {
@@ -103,6 +104,8 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // dtrain's logging and crash traces; malloc keeps glibc's settings.
+  dtrain::util::set_up_process(dtrain::util::ProcessSetup().retain_freed_host_memory(false));
   CLI::App app{"Time a checkpoint save of a PointNet++ classifier with Adam's state",
                "bench_checkpoint"};
   Options o;

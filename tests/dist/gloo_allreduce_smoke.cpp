@@ -15,6 +15,7 @@
 #include <ATen/ATen.h>
 
 #include "dtrain/dist/init.h"
+#include "dtrain/util/process_setup.h"
 #include "multi_process.h"
 
 namespace {
@@ -39,6 +40,7 @@ int run_rank(int rank, int port) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dtrain::util::set_up_process();
   if (argc > 2) {
     std::fprintf(stderr, "usage: %s [port]\n", argv[0]);
     return 2;

@@ -13,11 +13,13 @@
 #include <thread>
 
 #include "dtrain/dist/init.h"
+#include "dtrain/util/process_setup.h"
 
 namespace dist = dtrain::dist;
 using namespace std::chrono_literals;
 
 int main() {
+  dtrain::util::set_up_process();
   ::setenv("DTRAIN_MPI_ABORT_ON_TIMEOUT", "1", 1);
   at::set_num_threads(1);
   dist::init_process_group({.backend = "mpi", .timeout = 30s});

@@ -20,8 +20,10 @@
 #include "dtrain/dist/init.h"
 #include "dtrain/dist/process_group_mpi.h"
 #include "dtrain/util/errors.h"
+#include "dtrain/util/process_setup.h"
 
 int main(int argc, char** argv) {
+  dtrain::util::set_up_process();
   namespace dist = dtrain::dist;
   using namespace std::chrono_literals;
   const bool expect_error = argc == 4 && std::string(argv[2]) == "--expect-error";

@@ -14,6 +14,7 @@
 
 #include "dtrain/dist/init.h"
 #include "dtrain/util/logging.h"
+#include "dtrain/util/process_setup.h"
 #include "gloo_ranks.h"
 #include "test_support.h"
 
@@ -33,6 +34,9 @@ ChildEnd run_two_ranks_expecting_rank_1_to_abort(Body body) {
     const std::vector<int> codes = dtrain::testing::run_ranks(
         2,
         [&](int rank) {
+          // The rank's last lines come from the crash traces, which a
+          // program sets up (dtrain's programs do).
+          dtrain::util::set_up_process();
           dtrain::testing::init_gloo_group(rank, 2, port, 20s);
           dtrain::util::set_log_rank(rank, rank);
           try {

@@ -17,6 +17,7 @@
 
 #include "collective_conformance.h"
 #include "dtrain/dist/init.h"
+#include "dtrain/util/process_setup.h"
 #include "expect_error.h"
 
 namespace {
@@ -212,6 +213,7 @@ class FailuresOnly : public ::testing::EmptyTestEventListener {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dtrain::util::set_up_process();
   g_rank = env_int("OMPI_COMM_WORLD_RANK");
   g_world = env_int("OMPI_COMM_WORLD_SIZE");
   if (g_rank < 0 || g_world < 0) {

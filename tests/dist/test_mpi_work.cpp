@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "dtrain/dist/init.h"
+#include "dtrain/util/process_setup.h"
 
 namespace {
 
@@ -99,6 +100,7 @@ void polled_point_to_point(int rank) {
 }  // namespace
 
 int main() {
+  dtrain::util::set_up_process();
   const char* launch_rank = std::getenv("OMPI_COMM_WORLD_RANK");
   if (launch_rank == nullptr) {
     std::cerr << "run me under mpirun (OMPI_COMM_WORLD_RANK is unset)\n";

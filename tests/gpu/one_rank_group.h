@@ -13,6 +13,7 @@
 
 #include "dtrain/ddp/distributed_data_parallel.h"
 #include "dtrain/dist/init.h"
+#include "dtrain/util/process_setup.h"
 #include "multi_process.h"
 
 namespace dtrain::testing {
@@ -27,6 +28,8 @@ class OneRankCudaGroup : public ::testing::Test {
     if (!at::hasCUDA()) {
       GTEST_SKIP() << "no CUDA device visible";
     }
+    // A crash on the GPU machine is traced in the run's log, as in dtrain's programs.
+    util::set_up_process(util::ProcessSetup().logging(false).retain_freed_host_memory(false));
     dist::init_process_group({.backend = backend_,
                               .init_method = "tcp://127.0.0.1:" + std::to_string(free_port()),
                               .rank = 0,

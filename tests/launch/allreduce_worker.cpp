@@ -29,6 +29,7 @@
 #include "dtrain/util/cli_app.h"
 #include "dtrain/util/cli_checks.h"
 #include "dtrain/util/errors.h"
+#include "dtrain/util/process_setup.h"
 
 namespace dist = dtrain::dist;
 
@@ -44,6 +45,7 @@ void append_line(const std::string& path, const std::string& line) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dtrain::util::set_up_process();
   CLI::App app{"All-reduce rank+1 across a dtrun job, step after step"};
   int steps = 10;
   int step_ms = 100;

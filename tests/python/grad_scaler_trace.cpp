@@ -24,8 +24,11 @@
 #include <string>
 
 #include "dtrain/amp/grad_scaler.h"
+#include "dtrain/util/process_setup.h"
 
 int main(int argc, char** argv) {
+  // dtrain's logging and crash traces; malloc keeps glibc's settings.
+  dtrain::util::set_up_process(dtrain::util::ProcessSetup().retain_freed_host_memory(false));
   if (argc != 6) {
     std::cerr << "usage: grad_scaler_trace <init_scale> <growth_interval> <steps> <grad_factor> "
                  "<poison>\n";

@@ -11,9 +11,12 @@
 #include <fstream>
 #include <string>
 
+#include "dtrain/util/process_setup.h"
 #include "lockstep.h"
 
 int main(int argc, char** argv) {
+  // dtrain's logging and crash traces; malloc keeps glibc's settings.
+  dtrain::util::set_up_process(dtrain::util::ProcessSetup().retain_freed_host_memory(false));
   if (argc < 4) {
     std::fprintf(stderr, "usage: lockstep_probe DIR:NAME ROUNDS LOG [TIMEOUT_S]\n");
     return 2;

@@ -10,8 +10,11 @@
 
 #include "dtrain/data/distributed_sampler.h"
 #include "dtrain/util/errors.h"
+#include "dtrain/util/process_setup.h"
 
 int main() {
+  // dtrain's logging and crash traces; malloc keeps glibc's settings.
+  dtrain::util::set_up_process(dtrain::util::ProcessSetup().retain_freed_host_memory(false));
   std::string line;
   while (std::getline(std::cin, line)) {
     std::istringstream in(line);

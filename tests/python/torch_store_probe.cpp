@@ -11,6 +11,7 @@
 #include <string>
 
 #include "dtrain/dist/torch_tcp_store.h"
+#include "dtrain/util/process_setup.h"
 
 namespace {
 
@@ -32,6 +33,8 @@ std::string timeout_of(Call call) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // dtrain's logging and crash traces; malloc keeps glibc's settings.
+  dtrain::util::set_up_process(dtrain::util::ProcessSetup().retain_freed_host_memory(false));
   if (argc != 3) {
     std::fprintf(stderr, "usage: torch_store_probe HOST PORT\n");
     return 2;

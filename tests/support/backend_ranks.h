@@ -30,6 +30,7 @@
 #include "dtrain/config.h"
 #include "dtrain/dist/init.h"
 #include "dtrain/util/launch_env.h"
+#include "dtrain/util/process_setup.h"
 #include "multi_process.h"
 
 namespace dtrain::testing {
@@ -69,9 +70,11 @@ inline RankBackend nccl_on_shared_gpu() {
 }
 
 // Starts the default group for `rank` through tcp:// on `port`, with one
-// intra-op thread (ranks share the machine's cores).
+// intra-op thread (ranks share the machine's cores). The rank writes a
+// crash trace if it dies, as dtrain's programs do (util::set_up_process).
 inline void init_backend_group(const RankBackend& backend, int rank, int world, std::uint16_t port,
                                std::chrono::seconds timeout) {
+  util::set_up_process(util::ProcessSetup().logging(false).retain_freed_host_memory(false));
   at::set_num_threads(1);
   if (backend.device.is_cuda()) {
     ::setenv(util::kShareGpuVariable, "1", 1);  // read by init_process_group

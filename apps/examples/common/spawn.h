@@ -8,6 +8,7 @@
 // srun: SLURM_PROCID) it runs only as the rank it was given.
 //
 //   int main(int argc, char** argv) {
+//     dtrain::util::set_up_process();  // logging with the rank, crash traces
 //     dtrain::dist::SpawnOptions options;
 //     CLI::App app{"..."};
 //     dtrain::examples::add_flags(app, options);

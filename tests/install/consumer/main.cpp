@@ -1,7 +1,7 @@
-// Uses a model, a kernel and the logger of an installed dtrain; launched
-// with several processes (the install test runs it under the installed
-// dtrun), also the process group (Gloo, so the installed Gloo module) and
-// DistributedDataParallel.
+// Uses a model, a kernel and the logger of an installed dtrain (set up as a
+// program opts in, util::set_up_process); launched with several processes
+// (the install test runs it under the installed dtrun), also the process
+// group (Gloo, so the installed Gloo module) and DistributedDataParallel.
 #include <cstdio>
 
 #include <dtrain/config.h>
@@ -11,6 +11,7 @@
 #include <dtrain/models/toy_cnn.h>
 #include <dtrain/util/launch_env.h>
 #include <dtrain/util/logging.h>
+#include <dtrain/util/process_setup.h>
 
 namespace {
 
@@ -38,6 +39,7 @@ int data_parallel_step() {
 }  // namespace
 
 int main() {
+  dtrain::util::set_up_process();
   if (dtrain::util::read_launch_env().world_size.value_or(1) > 1) {
     return data_parallel_step();
   }
