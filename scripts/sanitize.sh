@@ -16,8 +16,9 @@
 # have it), the install test (its consumer builds without sanitizers),
 # valgrind's (it cannot run a sanitized program), the crash traces' (the
 # sanitizer reports the crash itself), the host-memory policy's (ASan
-# replaces malloc, whose settings it checks), the benchmarks and the GPU
-# tests. A first build compiles everything again (25 minutes on 2 cores);
+# replaces malloc, whose settings it checks), the process setup's (a
+# sanitizer has handlers of its own for the fatal signals), the benchmarks
+# and the GPU tests. A first build compiles everything again (25 minutes on 2 cores);
 # later ones hit ccache.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -42,4 +43,4 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:exitco
 dtrain_log "running tests under $sanitizers"
 cd "$DTRAIN_BUILD_DIR"
 ctest --output-on-failure -j "${DTRAIN_TEST_JOBS:-$(nproc)}" -LE "$skip_labels" \
-  -E '^(python\.|dist\.gloo_valgrind$|CrashTrace\.|HostMemory\.)' "$@"
+  -E '^(python\.|dist\.gloo_valgrind$|CrashTrace\.|HostMemory\.|ProcessSetup\.)' "$@"

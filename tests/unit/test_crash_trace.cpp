@@ -1,5 +1,7 @@
 // dtrain::util crash traces: a fatal signal writes the rank, the signal and
-// the native stack to stderr, then the process dies of that signal.
+// the native stack to stderr, then the process dies of that signal. Each
+// child sets them up as a program does (util::set_up_process): loading the
+// SDK installs nothing (Note [Nothing happens on load]).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -15,12 +17,19 @@
 #include <vector>
 
 #include "dtrain/util/crash_trace.h"
+#include "dtrain/util/process_setup.h"
 #include "test_support.h"
 
 namespace {
 
 using dtrain::testing::ChildEnd;
 using dtrain::testing::run_in_child;
+
+// Crash traces alone, as a program that wants them asks for them.
+void set_up_crash_traces() {
+  dtrain::util::set_up_process(
+      dtrain::util::ProcessSetup().logging(false).retain_freed_host_memory(false));
+}
 
 bool died_of(const ChildEnd& end, int signal) {
   return WIFSIGNALED(end.status) && WTERMSIG(end.status) == signal;
@@ -43,6 +52,7 @@ std::string this_object() {
 
 TEST(CrashTrace, SegfaultPrintsRankSignalAndStackThenDiesOfIt) {
   const ChildEnd end = run_in_child([] {
+    set_up_crash_traces();
     dtrain::util::set_crash_trace_rank(3, 1);
     // A null pointer the compiler cannot see through: a real fault.
     volatile int* nowhere = reinterpret_cast<volatile int*>(std::getenv("DTRAIN_NO_SUCH_VARIABLE"));
@@ -76,6 +86,7 @@ int recurse(int depth) {
 // so the whole trace is still written.
 TEST(CrashTrace, AStackOverflowIsTraced) {
   const ChildEnd end = run_in_child([] {
+    set_up_crash_traces();
     dtrain::util::set_crash_trace_rank(2, 1);
     return recurse(0) == 0;  // not reached: the child ends inside
   });
@@ -90,6 +101,7 @@ TEST(CrashTrace, AStackOverflowIsTraced) {
 // the caller from the return address the call left.
 TEST(CrashTrace, ACallThroughANullPointerNamesItsCaller) {
   const ChildEnd end = run_in_child([] {
+    set_up_crash_traces();
     dtrain::util::set_crash_trace_rank(1, 0);
     using Function = void (*)();
     Function volatile nowhere = reinterpret_cast<Function>(std::getenv("DTRAIN_NO_SUCH_VARIABLE"));
@@ -111,6 +123,7 @@ TEST(CrashTrace, ACallThroughANullPointerNamesItsCaller) {
 
 TEST(CrashTrace, ACrashOnAnotherThreadIsTraced) {
   const ChildEnd end = run_in_child([] {
+    set_up_crash_traces();
     dtrain::util::set_crash_trace_rank(0, 0);
     std::thread worker([] {
       volatile int* nowhere =
@@ -128,6 +141,7 @@ TEST(CrashTrace, ACrashOnAnotherThreadIsTraced) {
 // whole trace, then the process dies of the signal, without hanging.
 TEST(CrashTrace, ThreadsFaultingTogetherLeaveOneWholeTrace) {
   const ChildEnd end = run_in_child([] {
+    set_up_crash_traces();
     alarm(20);  // a hang would end as SIGALRM, and fail below
     std::vector<std::thread> workers;
     for (int t = 0; t < 4; ++t) {
@@ -151,6 +165,7 @@ TEST(CrashTrace, ThreadsFaultingTogetherLeaveOneWholeTrace) {
 
 TEST(CrashTrace, AbortIsTracedWithoutARank) {
   const ChildEnd end = run_in_child([] {
+    set_up_crash_traces();
     dtrain::util::set_crash_trace_rank(std::nullopt, std::nullopt);
     std::abort();
     return false;  // not reached: the child ends above
@@ -161,11 +176,21 @@ TEST(CrashTrace, AbortIsTracedWithoutARank) {
       << "an abort has no faulting instruction: " << end.stderr_text;
 }
 
+// A program that did not ask for them dies as it would without dtrain.
+TEST(CrashTrace, NotSetUpLeavesTheDefault) {
+  const ChildEnd end = run_in_child([] {
+    dtrain::util::set_crash_trace_rank(0, 0);  // as init_process_group does
+    std::raise(SIGSEGV);
+    return false;  // not reached: the child ends above
+  });
+  EXPECT_TRUE(died_of(end, SIGSEGV)) << end.status;
+  EXPECT_EQ(end.stderr_text, "");
+}
+
 TEST(CrashTrace, SwitchedOffLeavesTheDefault) {
   const ChildEnd end = run_in_child([] {
-    std::signal(SIGSEGV, SIG_DFL);  // undo the handler installed at load
     setenv("DTRAIN_CRASH_TRACE", "0", 1);
-    dtrain::util::install_crash_trace();
+    set_up_crash_traces();
     std::raise(SIGSEGV);
     return false;  // not reached: the child ends above
   });
@@ -178,6 +203,7 @@ TEST(CrashTrace, SwitchedOffLeavesTheDefault) {
 // abort is traced as above.
 TEST(CrashTrace, AnUncaughtExceptionIsNamedWithTheRank) {
   const ChildEnd end = run_in_child([] {
+    set_up_crash_traces();
     dtrain::util::set_crash_trace_rank(2, 0);
     std::thread worker([] { throw std::invalid_argument("the library's own words"); });
     worker.join();
@@ -203,6 +229,7 @@ std::string explain_nothing(const std::string&) {
 
 TEST(CrashTrace, ExplainersThatRecogniseTheMessageAddALine) {
   const ChildEnd end = run_in_child([] {
+    set_up_crash_traces();
     dtrain::util::set_crash_trace_rank(0, 0);
     dtrain::util::add_uncaught_explainer(explain_nothing);
     dtrain::util::add_uncaught_explainer(explain_library_words);
@@ -223,6 +250,7 @@ TEST(CrashTrace, ExplainersThatRecogniseTheMessageAddALine) {
 
 TEST(CrashTrace, TerminateWithoutAnExceptionIsNamed) {
   const ChildEnd end = run_in_child([] {
+    set_up_crash_traces();
     dtrain::util::set_crash_trace_rank(1, 1);
     std::terminate();
     return false;  // not reached: the child ends above
@@ -240,7 +268,7 @@ void own_terminate() {
 TEST(CrashTrace, AProgramsOwnTerminateHandlerStays) {
   const ChildEnd end = run_in_child([] {
     std::set_terminate(own_terminate);
-    dtrain::util::install_crash_trace();
+    set_up_crash_traces();
     std::terminate();
     return false;  // not reached: the child ends above
   });
@@ -257,7 +285,7 @@ void own_handler(int) {
 TEST(CrashTrace, AProgramsOwnHandlerStays) {
   const ChildEnd end = run_in_child([] {
     std::signal(SIGFPE, own_handler);
-    dtrain::util::install_crash_trace();
+    set_up_crash_traces();
     std::raise(SIGFPE);
     return false;  // not reached: the child ends above
   });

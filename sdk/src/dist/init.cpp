@@ -22,7 +22,6 @@
 #include "dtrain/util/build_info.h"
 #include "dtrain/util/launch_env.h"
 #include "dtrain/util/logging.h"
-#include "dtrain/util/memory.h"
 #include "host_port.h"
 #include "interfaces.h"
 #include "membership.h"
@@ -219,11 +218,13 @@ ProcessGroupPtr init_process_group(const InitOptions& options) {
     check_mpi_world(rdzv.rank, rdzv.world_size);  // before anyone waits in the store
   }
   const util::LaunchEnv launch = util::read_launch_env();
+  // The job's rank, and the log prefix's where the program chose dtrain's
+  // logging; malloc's settings stay the program's (Note [Nothing happens on
+  // load], util/process_setup.h).
   util::set_log_rank(rdzv.rank, launch.local_rank);
   if (backend == "nccl" && launch.share_gpu) {
     use_shared_gpu_nccl_variables(rdzv.rank);  // before NCCL's first call in this process
   }
-  util::retain_freed_host_memory();  // Note [Freed host memory stays with the process]
 
   std::shared_ptr<Store> store;
   if (rdzv.kind == Rendezvous::Kind::kFile) {

@@ -313,9 +313,4 @@ void set_crash_trace_rank(std::optional<int> rank, std::optional<int> local_rank
   std::snprintf(g_prefix, sizeof(g_prefix), "%s", prefix.c_str());
 }
 
-namespace {
-// Every process that loads the SDK reports its crashes (logging.cpp sets the rank).
-const bool g_crash_trace_ready = (install_crash_trace(), true);
-}  // namespace
-
 }  // namespace dtrain::util

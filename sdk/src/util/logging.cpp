@@ -16,13 +16,15 @@ namespace dtrain::util {
 namespace {
 
 std::mutex g_logging_mutex;
+// Whether the process chose dtrain's logging (init_logging); until then
+// set_log_rank leaves spdlog as the program set it. Under g_logging_mutex.
+bool g_dtrain_logging = false;
 
 std::string rank_text(std::optional<int> value) {
   return value ? std::to_string(*value) : std::string("-");
 }
 
 void apply_pattern(std::optional<int> rank, std::optional<int> local_rank) {
-  set_crash_trace_rank(rank, local_rank);
   spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] [rank " + rank_text(rank) + "/local " +
                       rank_text(local_rank) + "] [%^%l%$] %v");
 }
@@ -50,6 +52,8 @@ void init_logging() {
   } catch (const Error& e) {
     env_problem = e.what();
   }
+  g_dtrain_logging = true;
+  set_crash_trace_rank(env.rank, env.local_rank);
   apply_pattern(env.rank, env.local_rank);
 
   spdlog::level::level_enum level = spdlog::level::info;
@@ -74,12 +78,10 @@ void init_logging() {
 void set_log_rank(std::optional<int> rank, std::optional<int> local_rank) {
   std::lock_guard<std::mutex> lock(g_logging_mutex);
   set_job_rank(rank);
-  apply_pattern(rank, local_rank);
+  set_crash_trace_rank(rank, local_rank);
+  if (g_dtrain_logging) {
+    apply_pattern(rank, local_rank);
+  }
 }
-
-namespace {
-// Every process that loads the SDK logs with its rank from the first line on.
-const bool g_logging_ready = (init_logging(), true);
-}  // namespace
 
 }  // namespace dtrain::util

@@ -73,6 +73,9 @@ struct Rendezvous {
 // what is missing or malformed (no process is contacted).
 Rendezvous resolve_rendezvous(const InitOptions& options);
 
+// Also makes the group's rank this process's job_rank() and the rank in
+// dtrain's log prefix (util::set_log_rank); the logger itself, signal
+// handlers and malloc's settings are the program's (util::set_up_process).
 ProcessGroupPtr init_process_group(const InitOptions& options = {});
 bool is_initialized();
 // Throws dtrain::Error when init_process_group has not been called.

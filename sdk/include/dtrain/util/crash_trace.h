@@ -1,4 +1,4 @@
-// Stack traces of crashes. When a process that loaded the SDK dies of a
+// Stack traces of crashes. When a process that installed them dies of a
 // fatal signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT), it first writes
 // the signal and its native stack to stderr, with its rank:
 //
@@ -8,9 +8,10 @@
 //
 // and then dies of that signal as before (its exit status is unchanged), so
 // dtrun's failure summary, which quotes a failed worker's last lines, shows
-// where it crashed. Installed when the SDK is loaded, only for signals whose
-// handler is still the default: a program's own handlers (Python's, say)
-// stay. DTRAIN_CRASH_TRACE=0 turns it off. Frames of executables show as
+// where it crashed. Installed by util::set_up_process (process_setup.h),
+// never when the SDK is loaded (Note [Nothing happens on load]), and only
+// for signals whose handler is still the default: a program's own handlers
+// (Python's, say) stay. DTRAIN_CRASH_TRACE=0 turns it off. Frames of executables show as
 // offsets unless they are linked with -rdynamic; addr2line -e <binary>
 // <offset> names them.
 //

@@ -33,8 +33,10 @@ std::int64_t current_rss_bytes();
 // 1413-1418 MB against 987-989 MB (msg: 3.5 GB against 2.8 GB with glibc's
 // defaults).
 //
-// Applied once per process by dtrain::dist::init_process_group (and by the
-// applications' local paths); DTRAIN_HOST_MEMORY=release keeps glibc's
+// A choice of the program, not of the library (Note [Nothing happens on
+// load]): util::set_up_process applies it (process_setup.h), and the
+// training apps once their data is loaded, before they start training.
+// Applied once per process; DTRAIN_HOST_MEMORY=release keeps glibc's
 // defaults (retain, the default, or any other value warns and retains).
 // Returns whether the policy is in force.
 bool retain_freed_host_memory();
