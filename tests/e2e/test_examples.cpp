@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -234,6 +235,24 @@ TEST_F(Examples, AmpDdpTrainingLowersTheLossAtEveryOptLevel) {
               std::vector<std::string>{"Rank 0 parameters agree across ranks"})
         << result.output;
   }
+}
+
+// The README's smallest DDP program, launched as the README says: two
+// processes under dtrun, rank 0 printing a loss that falls.
+TEST_F(Examples, DdpMinimalUnderDtrunLowersTheLoss) {
+  const ProcessResult result = run_process(
+      {DTRAIN_DTRUN_PATH, "--standalone", "--nproc-per-node", "2", DTRAIN_EXAMPLE_DDP_MINIMAL});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::vector<double> losses;
+  for (const auto& line : non_empty_lines(result.output)) {
+    double loss = 0;
+    int step = 0;
+    if (std::sscanf(line.c_str(), "step %d: loss %lf", &step, &loss) == 2) {
+      losses.push_back(loss);
+    }
+  }
+  ASSERT_EQ(losses.size(), 5u) << "one line every 25 steps, from rank 0 only:\n" << result.output;
+  EXPECT_LT(losses.back(), 0.1 * losses.front()) << result.output;
 }
 
 TEST_F(Examples, BadFlagIsOneLineAndExitTwo) {
