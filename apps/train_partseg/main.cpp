@@ -32,12 +32,12 @@ using dtrain::models::PointNet2PartSeg;
 
 // Scale, shift and jitter, and a new point order, drawn from each batch's
 // own generator (batch_generator); none without --augment.
-std::optional<dtrain::data::PointCloudAugmentOptions> make_augment(
+std::optional<dtrain::datasets::PointCloudAugmentOptions> make_augment(
     const PartSegTrainOptions& options) {
   if (!options.augment) {
     return std::nullopt;
   }
-  return dtrain::data::PointCloudAugmentOptions();
+  return dtrain::datasets::PointCloudAugmentOptions();
 }
 
 int train(const PartSegTrainOptions& options) {

@@ -62,9 +62,9 @@ PartData load_part_data(const PartSegTrainOptions& options) {
   // The parts each category owns, from the training labels; the test set
   // must not hold others, or its IoU would count parts the model was never
   // shown for that category.
-  data.owned = train::category_parts(data.train.categories, data.train.parts, num_categories);
-  const train::CategoryParts in_test =
-      train::category_parts(data.test.categories, data.test.parts, num_categories);
+  data.owned = models::category_parts(data.train.categories, data.train.parts, num_categories);
+  const models::CategoryParts in_test =
+      models::category_parts(data.test.categories, data.test.parts, num_categories);
   for (std::size_t c = 0; c < in_test.size(); ++c) {
     for (const int64_t part : in_test[c]) {
       DTRAIN_CHECK(std::binary_search(data.owned[c].begin(), data.owned[c].end(), part),

@@ -16,7 +16,7 @@ using amp::AutocastGuard;
 
 TrainBatches segmentation_batches(const SegmentationForward& forward,
                                   const datasets::LabeledParts& train,
-                                  std::optional<data::PointCloudAugmentOptions> augment) {
+                                  std::optional<datasets::PointCloudAugmentOptions> augment) {
   if (augment) {
     DTRAIN_CHECK(!augment->shuffle_points() && augment->dropout_max() == 0,
                  "segmentation_batches: shuffle points here, where the labels follow, not in "
@@ -31,7 +31,7 @@ TrainBatches segmentation_batches(const SegmentationForward& forward,
                       at::rand(parts.sizes(), generator).argsort(/*dim=*/int64_t{1});
                   points = points.gather(1, order.unsqueeze(2).expand_as(points));
                   parts = parts.gather(1, order);
-                  points = data::augment_point_clouds(points, *augment, generator);
+                  points = datasets::augment_point_clouds(points, *augment, generator);
                 }
                 return Batch{points, parts, train.categories.index_select(0, index)};
               },
@@ -48,14 +48,14 @@ const std::vector<std::string>& segmentation_metric_names() {
 
 EvalStats segmentation_evaluate(const SegmentationForward& forward, torch::nn::Module& module,
                                 const datasets::LabeledParts& test,
-                                const train::CategoryParts& owned, const LoopSettings& settings,
+                                const models::CategoryParts& owned, const LoopSettings& settings,
                                 const Job& job) {
   module.eval();
   torch::NoGradGuard no_grad;
   AutocastGuard autocast(settings.autocast());
   const int64_t first = test.size() * job.rank / job.world;
   const int64_t last = test.size() * (job.rank + 1) / job.world;
-  train::MiouTotals miou(static_cast<int64_t>(owned.size()));
+  models::MiouTotals miou(static_cast<int64_t>(owned.size()));
   double loss_sum = 0;
   double correct = 0;
   for (int64_t begin = first; begin < last; begin += settings.eval_batch) {
@@ -66,16 +66,16 @@ EvalStats segmentation_evaluate(const SegmentationForward& forward, torch::nn::M
         forward(test.points.narrow(0, begin, count).to(settings.device), categories);
     loss_sum += F::cross_entropy(logits, parts, F::CrossEntropyFuncOptions().reduction(torch::kSum))
                     .item<double>();
-    const at::Tensor predicted = train::predict_parts(logits, categories, owned);
+    const at::Tensor predicted = models::predict_parts(logits, categories, owned);
     correct += predicted.eq(parts).sum().item<double>();
-    miou.add(train::shape_part_iou(predicted, parts, categories, owned), categories);
+    miou.add(models::shape_part_iou(predicted, parts, categories, owned), categories);
   }
   // Every rank's sums added up: loss, correct points, then the IoU totals.
   std::vector<double> sums = {loss_sum, correct};
   const std::vector<double> miou_sums = miou.sums();
   sums.insert(sums.end(), miou_sums.begin(), miou_sums.end());
   const std::vector<double> totals = job.sum(std::move(sums));
-  const auto job_miou = train::MiouTotals::from_sums(std::span(totals).subspan(2));
+  const auto job_miou = models::MiouTotals::from_sums(std::span(totals).subspan(2));
   const auto points = static_cast<double>(test.size() * test.points.size(1));
   return {.mean_loss = totals[0] / points,
           .accuracy = totals[1] / points,

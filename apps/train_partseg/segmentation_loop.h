@@ -1,7 +1,7 @@
 // Part segmentation's training loss and evaluation for train_partseg: the
 // model sees the points and their object's category, predicts a part for
 // every point, and is scored as PointNet++ scores ShapeNet-Part (point
-// accuracy, instance and class mIoU; train/part_segmentation_metrics.h).
+// accuracy, instance and class mIoU; models/part_segmentation_metrics.h).
 #pragma once
 
 #include <functional>
@@ -11,9 +11,9 @@
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 
-#include "dtrain/data/point_cloud_augment.h"
+#include "dtrain/datasets/point_cloud_augment.h"
 #include "dtrain/datasets/shapenet_part.h"
-#include "dtrain/train/part_segmentation_metrics.h"
+#include "dtrain/models/part_segmentation_metrics.h"
 #include "training_job.h"
 #include "training_loop.h"
 
@@ -29,7 +29,7 @@ using SegmentationForward =
 // augment_point_clouds' scale, shift and jitter, on the CPU.
 TrainBatches segmentation_batches(const SegmentationForward& forward,
                                   const datasets::LabeledParts& train,
-                                  std::optional<data::PointCloudAugmentOptions> augment);
+                                  std::optional<datasets::PointCloudAugmentOptions> augment);
 
 // The names of EvalStats::extra as segmentation_evaluate fills it.
 const std::vector<std::string>& segmentation_metric_names();
@@ -40,7 +40,7 @@ const std::vector<std::string>& segmentation_metric_names();
 // extra = {instance mIoU, class mIoU (over the categories in the test set)}.
 EvalStats segmentation_evaluate(const SegmentationForward& forward, torch::nn::Module& module,
                                 const datasets::LabeledParts& test,
-                                const train::CategoryParts& owned, const LoopSettings& settings,
+                                const models::CategoryParts& owned, const LoopSettings& settings,
                                 const Job& job);
 
 }  // namespace dtrain::apps

@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 
 #include "classification_loop.h"
-#include "dtrain/data/point_cloud_augment.h"
+#include "dtrain/datasets/point_cloud_augment.h"
 #include "dtrain/models/pointnet2_cls.h"
 #include "dtrain/util/cli_app.h"
 #include "dtrain/util/launch_env.h"
@@ -39,7 +39,7 @@ dtrain::apps::Augment make_augment(const PointNet2TrainOptions& options) {
   if (!options.augment && !options.rotate && options.point_dropout == 0) {
     return {};
   }
-  auto augment = dtrain::data::PointCloudAugmentOptions()
+  auto augment = dtrain::datasets::PointCloudAugmentOptions()
                      .rotate_up(options.rotate)
                      .dropout_max(options.point_dropout)
                      .shuffle_points(options.augment);
@@ -47,7 +47,7 @@ dtrain::apps::Augment make_augment(const PointNet2TrainOptions& options) {
     augment.scale_min(1).scale_max(1).shift(0).jitter_sigma(0);
   }
   return [augment](const at::Tensor& points, at::Generator& generator) {
-    return dtrain::data::augment_point_clouds(points, augment, generator);
+    return dtrain::datasets::augment_point_clouds(points, augment, generator);
   };
 }
 

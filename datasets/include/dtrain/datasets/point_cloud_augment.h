@@ -20,7 +20,7 @@
 #include <ATen/core/Tensor.h>
 #include <torch/arg.h>
 
-namespace dtrain::data {
+namespace dtrain::datasets {
 
 struct PointCloudAugmentOptions {
   // Each cloud's xyz is multiplied by one factor uniform in [scale_min, scale_max].
@@ -54,4 +54,4 @@ struct PointCloudAugmentOptions {
 at::Tensor augment_point_clouds(const at::Tensor& points, const PointCloudAugmentOptions& options,
                                 std::optional<at::Generator> generator = std::nullopt);
 
-}  // namespace dtrain::data
+}  // namespace dtrain::datasets

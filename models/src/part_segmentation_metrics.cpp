@@ -1,4 +1,4 @@
-#include "dtrain/train/part_segmentation_metrics.h"
+#include "dtrain/models/part_segmentation_metrics.h"
 
 #include <algorithm>
 #include <limits>
@@ -7,7 +7,7 @@
 
 #include "dtrain/util/errors.h"
 
-namespace dtrain::train {
+namespace dtrain::models {
 
 namespace {
 
@@ -198,4 +198,4 @@ double MiouTotals::class_miou() const {
   return seen > 0 ? sum / seen : 0;
 }
 
-}  // namespace dtrain::train
+}  // namespace dtrain::models

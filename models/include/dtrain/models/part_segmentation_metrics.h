@@ -21,7 +21,7 @@
 
 #include <ATen/core/Tensor.h>
 
-namespace dtrain::train {
+namespace dtrain::models {
 
 // The part labels each category owns, ascending: owned[c] for category c.
 using CategoryParts = std::vector<std::vector<int64_t>>;
@@ -74,4 +74,4 @@ class MiouTotals {
   std::vector<double> category_shapes_;
 };
 
-}  // namespace dtrain::train
+}  // namespace dtrain::models

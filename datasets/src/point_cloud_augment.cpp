@@ -1,4 +1,4 @@
-#include "dtrain/data/point_cloud_augment.h"
+#include "dtrain/datasets/point_cloud_augment.h"
 
 #include <cmath>
 #include <limits>
@@ -9,7 +9,7 @@
 
 #include "dtrain/util/errors.h"
 
-namespace dtrain::data {
+namespace dtrain::datasets {
 
 namespace {
 
@@ -142,4 +142,4 @@ at::Tensor augment_point_clouds(const at::Tensor& points, const PointCloudAugmen
   return out;
 }
 
-}  // namespace dtrain::data
+}  // namespace dtrain::datasets
