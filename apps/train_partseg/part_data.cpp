@@ -35,7 +35,7 @@ std::pair<ds::LabeledParts, ds::LabeledParts> read_splits(const PartSegTrainOpti
                              options.num_points)};
   }
   auto read = ds::ShapeNetPartH5Options().num_points(options.num_points);
-  if (options.dataset == "synthetic") {
+  if (options.data == CloudData::kSynthetic) {
     root = ensure_synthetic_root(options);
     read.num_parts(static_cast<int64_t>(ds::synthetic_part_names().size()));
   } else {
@@ -54,8 +54,8 @@ std::pair<ds::LabeledParts, ds::LabeledParts> read_splits(const PartSegTrainOpti
 PartData load_part_data(const PartSegTrainOptions& options) {
   PartData data;
   auto [train, test] = read_splits(options, data.root);
-  data.train = first(std::move(train), options.train_limit);
-  data.test = first(std::move(test), options.test_limit);
+  data.train = first(std::move(train), options.limits.train);
+  data.test = first(std::move(test), options.limits.test);
   const auto num_categories = static_cast<int64_t>(data.train.category_names.size());
   data.num_parts =
       1 + std::max(data.train.parts.max().item<int64_t>(), data.test.parts.max().item<int64_t>());

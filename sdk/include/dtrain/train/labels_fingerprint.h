@@ -1,5 +1,5 @@
 // A short fingerprint of a training set's labels, compared across the
-// processes of a job (run_training): --data-dir may name another copy of
+// processes of a job (the Trainer does, when the job starts): --data-dir may name another copy of
 // the dataset on each node, and copies that differ (another version,
 // another split, a partial download of the same size) would otherwise
 // train on silently, each process drawing its share of the epoch from
@@ -17,7 +17,7 @@
 
 #include <ATen/core/Tensor.h>
 
-namespace dtrain::apps {
+namespace dtrain::train {
 
 // 16 hex digits of a 64-bit FNV-1a hash, one step per int64 value, over
 // each tensor's rank, sizes and values in order. Equal labels give equal
@@ -26,4 +26,4 @@ namespace dtrain::apps {
 // about 2^-64. Undefined tensors count as empty.
 std::string labels_fingerprint(const std::vector<at::Tensor>& labels);
 
-}  // namespace dtrain::apps
+}  // namespace dtrain::train

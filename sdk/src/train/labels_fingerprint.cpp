@@ -1,11 +1,11 @@
-#include "labels_fingerprint.h"
+#include "dtrain/train/labels_fingerprint.h"
 
 #include <cstdint>
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
-namespace dtrain::apps {
+namespace dtrain::train {
 
 namespace {
 
@@ -40,4 +40,4 @@ std::string labels_fingerprint(const std::vector<at::Tensor>& labels) {
   return fmt::format("{:016x}", hash);
 }
 
-}  // namespace dtrain::apps
+}  // namespace dtrain::train

@@ -1,4 +1,4 @@
-#include "epoch_report.h"
+#include "dtrain/train/epoch_report.h"
 
 #include <utility>
 
@@ -8,7 +8,7 @@
 #include "dtrain/util/errors.h"
 #include "dtrain/util/memory.h"
 
-namespace dtrain::apps {
+namespace dtrain::train {
 
 EpochReport::EpochReport(const std::string& csv_path, bool writes, int epochs, bool append,
                          std::vector<std::string> extra_columns)
@@ -30,7 +30,7 @@ EpochReport::EpochReport(const std::string& csv_path, bool writes, int epochs, b
                                      "peak_device_mb"};
     columns.insert(columns.end(), extra_columns_.begin(), extra_columns_.end());
     csv_.emplace(csv_path, std::move(columns),
-                 append ? train::CsvWriter::Mode::kAppend : train::CsvWriter::Mode::kCreate);
+                 append ? CsvWriter::Mode::kAppend : CsvWriter::Mode::kCreate);
   }
 }
 
@@ -53,20 +53,20 @@ void EpochReport::record(int epoch, const EpochStats& train, const EvalStats& ev
       epoch, epochs_, train.mean_loss, eval.mean_loss, 100 * eval.accuracy, extras, samples_per_s,
       train.seconds, peak_rss_mb,
       train.peak_device_mb > 0 ? fmt::format(", peak GPU {:.0f} MiB", train.peak_device_mb) : "");
-  std::vector<train::CsvWriter::Cell> row{int64_t{epoch},
-                                          train.samples,
-                                          train.seconds,
-                                          samples_per_s,
-                                          peak_rss_mb,
-                                          train.mean_loss,
-                                          eval.mean_loss,
-                                          eval.accuracy,
-                                          train.rank_samples_per_s_min,
-                                          train.rank_samples_per_s_max,
-                                          train.step_ms,
-                                          comm.seconds,
-                                          comm.hidden_fraction,
-                                          train.peak_device_mb};
+  std::vector<CsvWriter::Cell> row{int64_t{epoch},
+                                   train.samples,
+                                   train.seconds,
+                                   samples_per_s,
+                                   peak_rss_mb,
+                                   train.mean_loss,
+                                   eval.mean_loss,
+                                   eval.accuracy,
+                                   train.rank_samples_per_s_min,
+                                   train.rank_samples_per_s_max,
+                                   train.step_ms,
+                                   comm.seconds,
+                                   comm.hidden_fraction,
+                                   train.peak_device_mb};
   row.insert(row.end(), eval.extra.begin(), eval.extra.end());
   csv_->write_row(row);
 }
@@ -79,4 +79,4 @@ void EpochReport::finish(const EvalStats& eval, double seconds, int world) {
   }
 }
 
-}  // namespace dtrain::apps
+}  // namespace dtrain::train

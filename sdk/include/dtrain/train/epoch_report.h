@@ -1,22 +1,23 @@
-// What a training app reports after each epoch: one log line and one CSV
+// What a training run reports after each epoch: one log line and one CSV
 // row, written by rank 0 only (the numbers are already the whole job's).
 //
 // CSV columns: epoch, samples, epoch_time_s, samples_per_s, peak_rss_mb,
 // train_loss, test_loss, test_accuracy, rank_samples_per_s_min,
 // rank_samples_per_s_max, step_ms, comm_s, comm_hidden_fraction,
-// peak_device_mb, then an
-// app's own metrics (EvalStats::extra), such as part segmentation's mIoU.
+// peak_device_mb, then a
+// run's own metrics (EvalStats::extra), such as part segmentation's mIoU.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "dtrain/train/comm_stats.h"
 #include "dtrain/train/csv_writer.h"
-#include "job_model.h"
-#include "training_loop.h"
+#include "dtrain/train/epoch_stats.h"
+#include "dtrain/train/evaluation.h"
 
-namespace dtrain::apps {
+namespace dtrain::train {
 
 class EpochReport {
  public:
@@ -32,9 +33,9 @@ class EpochReport {
   void finish(const EvalStats& eval, double seconds, int world);
 
  private:
-  std::optional<train::CsvWriter> csv_;
+  std::optional<CsvWriter> csv_;
   int epochs_;
   std::vector<std::string> extra_columns_;
 };
 
-}  // namespace dtrain::apps
+}  // namespace dtrain::train

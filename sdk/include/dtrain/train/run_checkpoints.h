@@ -21,21 +21,22 @@
 
 #include "dtrain/amp/grad_scaler.h"
 #include "dtrain/train/checkpoint.h"
-#include "sharding.h"
-#include "train_flags.h"
-#include "training_job.h"
-#include "training_loop.h"
+#include "dtrain/train/epoch_stats.h"
+#include "dtrain/train/job.h"
+#include "dtrain/train/sharding.h"
+#include "dtrain/train/trainer_options.h"
 
-namespace dtrain::apps {
+namespace dtrain::train {
 
 class RunCheckpoints {
  public:
-  // Before the job starts: on rank 0 checks that --checkpoint can be
+  // Before the job starts: on rank 0 checks that --checkpoint (options'
+  // checkpoint; also keep_epoch_checkpoints and resume) can be
   // written (a bad path fails before any training), and with --resume
   // loads the checkpoint into the model, the optimizer and the scaler
   // when there is one. Nothing is kept for the references' lifetime but
   // the pointers given.
-  RunCheckpoints(const CommonTrainOptions& options, int rank, torch::nn::Module& module,
+  RunCheckpoints(const TrainerOptions& options, int rank, torch::nn::Module& module,
                  torch::optim::Optimizer& optimizer, amp::GradScaler* scaler);
 
   // Epochs the loaded checkpoint holds whole (0: training starts afresh).
@@ -43,7 +44,7 @@ class RunCheckpoints {
 
   // Throws unless every rank resumes from the same epoch and step: a rank
   // that found no checkpoint (another node, the file not copied there)
-  // would otherwise train from scratch beside the others.
+  // would otherwise train from scratch beside the others. A collective.
   void check_same_resume_point(const Job& job) const;
 
   // Restores the sharding's state from the loaded checkpoint, and returns
@@ -55,14 +56,14 @@ class RunCheckpoints {
   // Rank 0 writes a checkpoint after `epochs_done` epochs and, when
   // `position` has steps, that far into the next one; other ranks return.
   // The state is taken at once and written to disk in the background
-  // (train::CheckpointWriter), so training goes on meanwhile; a failed
+  // (CheckpointWriter), so training goes on meanwhile; a failed
   // write is thrown by the next save or by finish().
   void save(int64_t epochs_done, const EpochPosition& position, const Sharding& sharding,
             const Job& job);
   // Until the last checkpoint is on disk (before the process ends), and
   // kept under its epoch's name when it should be.
   void finish();
-  // After a stop asked for by signal `sig` (train::GracefulStop), with the
+  // After a stop asked for by signal `sig` (GracefulStop), with the
   // checkpoint saved after `epochs_done` epochs and `steps_done` steps:
   // waits for it to be on disk, says so on rank 0, leaves the job, and
   // returns the exit code of a process ended by that signal (128 + sig), so
@@ -80,8 +81,8 @@ class RunCheckpoints {
   torch::nn::Module* module_;
   torch::optim::Optimizer* optimizer_;
   amp::GradScaler* scaler_;
-  std::optional<train::TrainingProgress> loaded_;
-  train::CheckpointWriter writer_;
+  std::optional<TrainingProgress> loaded_;
+  CheckpointWriter writer_;
 };
 
-}  // namespace dtrain::apps
+}  // namespace dtrain::train

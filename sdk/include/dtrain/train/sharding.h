@@ -1,5 +1,5 @@
 // How each epoch's training samples and each step's global batch are split
-// among the job's processes (--rank-weights):
+// among the job's processes (--rank-weights, rank_weights.h):
 //
 // - "equal": DistributedSampler's shards (PyTorch's, padded to a multiple
 //   of the world size) and --batch-size on every process.
@@ -23,26 +23,14 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "dtrain/data/distributed_sampler.h"
-#include "train_flags.h"
-#include "training_job.h"
+#include "dtrain/train/job.h"
+#include "dtrain/train/rank_weights.h"
+#include "dtrain/train/trainer_options.h"
 
-namespace dtrain::apps {
+namespace dtrain::train {
 
-struct EpochStats;
-struct CommStats;
-
-// --rank-weights as given: "equal", "auto", or one weight per process.
-struct RankWeights {
-  enum class Kind { kEqual, kFixed, kAuto };
-  Kind kind = Kind::kEqual;
-  std::vector<double> fixed;  // kFixed: positive and finite, in rank order
-};
-
-// Throws dtrain::Error saying what is wrong (the caller names the flag)
-// when `text` is neither "equal", "auto" nor positive finite numbers
-// separated by commas.
-RankWeights parse_rank_weights(const std::string& text);
+struct CommStats;   // comm_stats.h
+struct EpochStats;  // epoch_stats.h
 
 // This process's part of one epoch.
 struct EpochShard {
@@ -67,9 +55,9 @@ class Sharding {
   // Throws dtrain::Error naming --rank-weights and its value when a
   // weighted split (auto: its first, equal one) leaves a process fewer
   // than 2 samples of the epoch or of the global batch: batch norm cannot
-  // train on one sample. `noun` names samples in logs ("clouds").
-  Sharding(const CommonTrainOptions& options, int64_t dataset_size, const Job& job,
-           std::string noun);
+  // train on one sample. Of `options`, takes rank_weights, batch_size,
+  // seed and noun (which names samples in logs: "clouds").
+  Sharding(const TrainerOptions& options, int64_t dataset_size, const Job& job);
 
   // Not "equal": DDP must average gradients by sample count.
   bool weighted() const { return weights_.kind != RankWeights::Kind::kEqual; }
@@ -149,4 +137,4 @@ class Sharding {
   mutable std::optional<std::pair<int, std::vector<EpochShard>>> every_shard_;
 };
 
-}  // namespace dtrain::apps
+}  // namespace dtrain::train

@@ -1,4 +1,4 @@
-#include "run_checkpoints.h"
+#include "dtrain/train/run_checkpoints.h"
 
 #include <ATen/ATen.h>
 
@@ -9,7 +9,7 @@
 #include "dtrain/dist/init.h"
 #include "dtrain/util/errors.h"
 
-namespace dtrain::apps {
+namespace dtrain::train {
 
 namespace {
 
@@ -45,11 +45,10 @@ std::string epoch_checkpoint_path(const std::string& path, int64_t epoch) {
 
 }  // namespace
 
-RunCheckpoints::RunCheckpoints(const CommonTrainOptions& options, int rank,
-                               torch::nn::Module& module, torch::optim::Optimizer& optimizer,
-                               amp::GradScaler* scaler)
-    : path_(options.checkpoint),
-      keep_epochs_(options.keep_epoch_checkpoints),
+RunCheckpoints::RunCheckpoints(const TrainerOptions& options, int rank, torch::nn::Module& module,
+                               torch::optim::Optimizer& optimizer, amp::GradScaler* scaler)
+    : path_(options.checkpoint()),
+      keep_epochs_(options.keep_epoch_checkpoints()),
       module_(&module),
       optimizer_(&optimizer),
       scaler_(scaler) {
@@ -57,12 +56,12 @@ RunCheckpoints::RunCheckpoints(const CommonTrainOptions& options, int rank,
     return;
   }
   if (rank == 0) {
-    train::check_checkpoint_path(path_);  // the writer's: before any training
+    check_checkpoint_path(path_);  // the writer's: before any training
   }
-  if (!options.resume) {
+  if (!options.resume()) {
     return;
   }
-  loaded_ = train::load_checkpoint_progress(path_, module, optimizer, scaler);
+  loaded_ = load_checkpoint_progress(path_, module, optimizer, scaler);
   if (!loaded_) {
     spdlog::info("no checkpoint at {} yet: starting at epoch 1", path_);
   } else if (loaded_->steps_done == 0) {
@@ -143,7 +142,7 @@ void RunCheckpoints::save(int64_t epochs_done, const EpochPosition& position,
   if (path_.empty() || job.rank != 0) {
     return;
   }
-  train::TrainingProgress progress{
+  TrainingProgress progress{
       .epochs_done = epochs_done, .steps_done = position.steps, .extra = sharding.state()};
   if (position.steps > 0) {
     const int epoch = static_cast<int>(epochs_done) + 1;
@@ -198,4 +197,4 @@ int RunCheckpoints::stopped(int sig, int64_t epochs_done, int64_t steps_done, co
   return 128 + sig;
 }
 
-}  // namespace dtrain::apps
+}  // namespace dtrain::train

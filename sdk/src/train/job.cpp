@@ -1,4 +1,4 @@
-#include "training_job.h"
+#include "dtrain/train/job.h"
 
 #include <chrono>
 
@@ -11,7 +11,7 @@
 #include "dtrain/util/job_rank.h"
 #include "dtrain/util/memory.h"
 
-namespace dtrain::apps {
+namespace dtrain::train {
 
 std::vector<double> Job::sum(std::vector<double> values) const {
   if (distributed()) {
@@ -39,11 +39,11 @@ void name_rank_in_errors() {
   }
 }
 
-util::LaunchEnv launch_env(const JoinFlags& flags) {
+util::LaunchEnv launch_env(const JoinOptions& join) {
   util::LaunchEnv env = util::read_launch_env();
-  if (flags.world_size > 0) {
-    env.world_size = flags.world_size;
-    env.rank = flags.rank;
+  if (join.world_size() > 0) {
+    env.world_size = join.world_size();
+    env.rank = join.rank();
     env.source = "flags";
   }
   if (env.world_size.value_or(1) > 1) {
@@ -53,11 +53,10 @@ util::LaunchEnv launch_env(const JoinFlags& flags) {
 }
 
 // Made current so that NCCL and the caching allocator use it.
-c10::Device choose_device(const util::LaunchEnv& env, const std::string& device) {
-  if (device == "cpu") {
+c10::Device choose_device(const util::LaunchEnv& env, Device device) {
+  if (device == Device::kCpu) {
     return c10::kCPU;
   }
-  DTRAIN_CHECK(device == "cuda", "unknown device '", device, "': expected cpu or cuda");
   const auto visible = at::hasCUDA() ? static_cast<int64_t>(at::getNumGPUs()) : 0;
   DTRAIN_CHECK(visible > 0,
                "--device cuda: no CUDA device is visible (none installed, CUDA_VISIBLE_DEVICES "
@@ -77,8 +76,8 @@ c10::Device choose_device(const util::LaunchEnv& env, const std::string& device)
   return {c10::kCUDA, index};
 }
 
-Job start_job(const util::LaunchEnv& env, const JoinFlags& flags, const std::string& backend,
-              int timeout_s, c10::Device device) {
+Job start_job(const util::LaunchEnv& env, const JoinOptions& join, Backend backend, int timeout_s,
+              c10::Device device) {
   Job job;
   job.device = device;
   if (env.world_size.value_or(1) <= 1) {
@@ -87,19 +86,21 @@ Job start_job(const util::LaunchEnv& env, const JoinFlags& flags, const std::str
   }
   // "auto" follows the training device, not whether the machine has a GPU:
   // CPU training on a GPU node still needs Gloo.
-  const std::string chosen = backend != "auto" ? backend : (job.device.is_cuda() ? "nccl" : "gloo");
+  const Backend chosen = backend != Backend::kAuto
+                             ? backend
+                             : (job.device.is_cuda() ? Backend::kNccl : Backend::kGloo);
   // Without --world-size, rank and world come from the launcher's
   // variables, read where init_process_group reads them (under mpirun it
   // also shares the store's address through MPI).
-  const bool by_flags = flags.world_size > 0;
-  dist::init_process_group({.backend = chosen,
-                            .init_method = flags.init_method,
-                            .rank = by_flags ? flags.rank : -1,
-                            .world_size = by_flags ? flags.world_size : -1,
+  const bool by_hand = join.world_size() > 0;
+  dist::init_process_group({.backend = backend_words().word(chosen),
+                            .init_method = join.init_method(),
+                            .rank = by_hand ? join.rank() : -1,
+                            .world_size = by_hand ? join.world_size() : -1,
                             .timeout = std::chrono::seconds(timeout_s)});
   job.rank = dist::get_rank();
   job.world = dist::get_world_size();
-  if (chosen == "gloo" && job.device.is_cuda()) {
+  if (chosen == Backend::kGloo && job.device.is_cuda()) {
     spdlog::info(
         "gloo copies each bucket of gradients from {} to the host and back; nccl keeps "
         "them on the GPU and is faster where it works",
@@ -114,4 +115,4 @@ void finish_job(const Job& job) {
   }
 }
 
-}  // namespace dtrain::apps
+}  // namespace dtrain::train

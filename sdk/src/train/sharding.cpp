@@ -1,8 +1,7 @@
-#include "sharding.h"
+#include "dtrain/train/sharding.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <utility>
 
 #include <ATen/ATen.h>
@@ -10,12 +9,13 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include "dtrain/data/distributed_sampler.h"
 #include "dtrain/data/throughput_weighted_sampler.h"
+#include "dtrain/train/comm_stats.h"
+#include "dtrain/train/epoch_stats.h"
 #include "dtrain/util/errors.h"
-#include "job_model.h"
-#include "training_loop.h"
 
-namespace dtrain::apps {
+namespace dtrain::train {
 
 namespace {
 
@@ -30,35 +30,6 @@ constexpr const char* kLayoutKey = "sharding/layout";    // samples, seed, world
 constexpr const char* kWeightsKey = "sharding/weights";  // weighted splits only
 
 }  // namespace
-
-RankWeights parse_rank_weights(const std::string& text) {
-  if (text == "equal") {
-    return {};
-  }
-  if (text == "auto") {
-    return {.kind = RankWeights::Kind::kAuto, .fixed = {}};
-  }
-  RankWeights weights{.kind = RankWeights::Kind::kFixed, .fixed = {}};
-  const std::string expected =
-      "expected equal, auto or one positive number per process, in rank order, such as 3,1";
-  size_t begin = 0;
-  while (true) {
-    const size_t comma = text.find(',', begin);
-    const std::string part =
-        text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
-    char* end = nullptr;
-    const double value = std::strtod(part.c_str(), &end);
-    DTRAIN_CHECK(!part.empty() && end == part.c_str() + part.size(), expected, "; '", part,
-                 "' is not a number");
-    DTRAIN_CHECK(std::isfinite(value) && value > 0, expected, "; ", part,
-                 " is not positive and finite");
-    weights.fixed.push_back(value);
-    if (comma == std::string::npos) {
-      return weights;
-    }
-    begin = comma + 1;
-  }
-}
 
 bool EpochShard::steps_differ() const {
   return !rank_steps.empty() && *std::min_element(rank_steps.begin(), rank_steps.end()) !=
@@ -75,15 +46,14 @@ int EpochShard::last_to_finish() const {
   return 0;
 }
 
-Sharding::Sharding(const CommonTrainOptions& options, int64_t dataset_size, const Job& job,
-                   std::string noun)
-    : flag_("--rank-weights " + options.rank_weights),
-      weights_(parse_rank_weights(options.rank_weights)),
+Sharding::Sharding(const TrainerOptions& options, int64_t dataset_size, const Job& job)
+    : flag_("--rank-weights " + to_string(options.rank_weights())),
+      weights_(options.rank_weights()),
       dataset_size_(dataset_size),
-      batch_size_(options.batch_size),
-      seed_(static_cast<int64_t>(options.seed)),
+      batch_size_(options.batch_size()),
+      seed_(static_cast<int64_t>(options.seed())),
       job_(job),
-      noun_(std::move(noun)) {
+      noun_(options.noun()) {
   if (!weighted()) {
     equal_samples_ =
         data::DistributedSampler(dataset_size,
@@ -354,4 +324,4 @@ bool Sharding::restore(const std::map<std::string, at::Tensor>& state) {
   return same_layout && saved_weights == (weighted() ? current_ : std::vector<double>{});
 }
 
-}  // namespace dtrain::apps
+}  // namespace dtrain::train
