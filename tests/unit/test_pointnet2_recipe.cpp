@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "parse_flags.h"
 #include "pointnet2_recipe.h"
 
 namespace {
@@ -21,12 +22,7 @@ PointNet2RecipeOptions parse_recipe(std::vector<std::string> args) {
   CLI::App app;
   dtrain::train::FlagTable flags(app);
   dtrain::apps::add_recipe_flags(flags, o);
-  args.insert(args.begin(), "app");
-  std::vector<const char*> argv;
-  for (const auto& arg : args) {
-    argv.push_back(arg.c_str());
-  }
-  app.parse(static_cast<int>(argv.size()), argv.data());
+  dtrain::testing::parse_flags(app, std::move(args));
   return o;
 }
 

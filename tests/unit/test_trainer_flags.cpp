@@ -17,24 +17,16 @@
 #include "dtrain/train/trainer_flags.h"
 #include "dtrain/train/trainer_options.h"
 #include "dtrain/util/errors.h"
+#include "parse_flags.h"
 
 namespace {
 
+using dtrain::testing::parse_flags;
 using dtrain::train::Agreement;
 using dtrain::train::FlagTable;
 using dtrain::train::LrSchedule;
 using dtrain::train::Precision;
 using dtrain::train::TrainerOptions;
-
-// Parses `args` (after the program's name) into `app`.
-void parse_flags(CLI::App& app, std::vector<std::string> args) {
-  args.insert(args.begin(), "program");
-  std::vector<const char*> argv;
-  for (const auto& arg : args) {
-    argv.push_back(arg.c_str());
-  }
-  app.parse(static_cast<int>(argv.size()), argv.data());
-}
 
 // The message CLI11 gives for `args`, or "" when they parse.
 std::string trainer_flags_error(std::vector<std::string> args) {
