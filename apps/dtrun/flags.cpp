@@ -58,9 +58,8 @@ class DtrunFormatter : public CLI::Formatter {
   }
 };
 
-}  // namespace
-
-void add_dtrun_flags(CLI::App& app, DtrunFlags& f) {
+// The usage line, the examples and what workers get.
+void describe(CLI::App& app) {
   app.prefix_command(true);
   app.formatter(std::make_shared<DtrunFormatter>());
   app.footer(
@@ -77,7 +76,10 @@ void add_dtrun_flags(CLI::App& app, DtrunFlags& f) {
       "MASTER_PORT, TORCHELASTIC_RESTART_COUNT (= DTRUN_RESTART_COUNT) and TORCHELASTIC_RUN_ID.\n"
       "Exit status: 0 when every worker exited 0; 1 when the job failed; 2 for bad flags;\n"
       "128+N after signal N.");
+}
 
+// --nnodes .. --local-addr: how nodes meet.
+void add_rendezvous_flags(CLI::App& app, DtrunFlags& f) {
   app.add_option("--nnodes", f.nnodes, "Number of nodes, or MIN:MAX for an elastic job")
       ->capture_default_str();
   app.add_option("--nproc-per-node,--nproc_per_node", f.nproc_per_node,
@@ -110,6 +112,10 @@ void add_dtrun_flags(CLI::App& app, DtrunFlags& f) {
   app.add_option("--local-addr,--local_addr", f.local_addr,
                  "This node's address as others reach it (default: the address routing to the "
                  "endpoint)");
+}
+
+// --max-restarts .. --role: the workers, their output and their devices.
+void add_worker_flags(CLI::App& app, DtrunFlags& f) {
   app.add_option("--max-restarts,--max_restarts", f.max_restarts,
                  "Group restarts after failures, for the whole job")
       ->check(dtrain::util::non_negative())
@@ -151,36 +157,9 @@ void add_dtrun_flags(CLI::App& app, DtrunFlags& f) {
       ->capture_default_str();
 }
 
-launch::LaunchOptions to_launch_options(const CLI::App& app, const DtrunFlags& f,
-                                        std::vector<std::string> program) {
+// The rendezvous --standalone, --rdzv-backend and its flags choose, into `options`.
+void choose_rendezvous(const CLI::App& app, const DtrunFlags& f, launch::LaunchOptions& options) {
   using launch::RendezvousBackend;
-  if (!program.empty() && program.front() == "--") {
-    program.erase(program.begin());
-  }
-  DTRAIN_CHECK(program.empty() || program.front().empty() || program.front()[0] != '-',
-               "unknown flag '", program.empty() ? "" : program.front(), "'");
-
-  launch::LaunchOptions options;
-  options.program = std::move(program);
-  options.devices = launch::detect_local_devices();
-  options.nnodes = launch::parse_nnodes(f.nnodes);
-  options.nproc_per_node = launch::parse_nproc_per_node(f.nproc_per_node, options.devices);
-  options.node_rank = f.node_rank;
-  options.run_id = f.rdzv_id;
-  options.role = f.role;
-  options.local_addr = f.local_addr.empty() ? "" : launch::parse_host(f.local_addr, "--local-addr");
-  options.max_restarts = f.max_restarts;
-  options.monitor_interval =
-      launch::parse_seconds(f.monitor_interval, "--monitor-interval '" + f.monitor_interval + "'");
-  options.stop_timeout =
-      launch::parse_seconds(f.stop_timeout, "--stop-timeout '" + f.stop_timeout + "'");
-  options.log_dir = f.log_dir;
-  options.redirects = launch::parse_streams(f.redirects, "--redirects");
-  options.tee = launch::parse_streams(f.tee, "--tee");
-  options.local_ranks_filter = launch::parse_local_ranks_filter(f.local_ranks_filter);
-  options.bind_devices = f.bind_devices;
-  options.share_gpu = f.share_gpu;
-
   const bool master_given = given(app, "--master-addr") || given(app, "--master-port");
   if (f.standalone) {
     DTRAIN_CHECK(!given(app, "--rdzv-endpoint") && !master_given,
@@ -223,6 +202,46 @@ launch::LaunchOptions to_launch_options(const CLI::App& app, const DtrunFlags& f
   } else {
     throw Error("--rdzv-backend '" + f.rdzv_backend + "' is not one of static, c10d (or store)");
   }
+}
+
+}  // namespace
+
+void add_dtrun_flags(CLI::App& app, DtrunFlags& f) {
+  describe(app);
+  add_rendezvous_flags(app, f);
+  add_worker_flags(app, f);
+}
+
+launch::LaunchOptions to_launch_options(const CLI::App& app, const DtrunFlags& f,
+                                        std::vector<std::string> program) {
+  if (!program.empty() && program.front() == "--") {
+    program.erase(program.begin());
+  }
+  DTRAIN_CHECK(program.empty() || program.front().empty() || program.front()[0] != '-',
+               "unknown flag '", program.empty() ? "" : program.front(), "'");
+
+  launch::LaunchOptions options;
+  options.program = std::move(program);
+  options.devices = launch::detect_local_devices();
+  options.nnodes = launch::parse_nnodes(f.nnodes);
+  options.nproc_per_node = launch::parse_nproc_per_node(f.nproc_per_node, options.devices);
+  options.node_rank = f.node_rank;
+  options.run_id = f.rdzv_id;
+  options.role = f.role;
+  options.local_addr = f.local_addr.empty() ? "" : launch::parse_host(f.local_addr, "--local-addr");
+  options.max_restarts = f.max_restarts;
+  options.monitor_interval =
+      launch::parse_seconds(f.monitor_interval, "--monitor-interval '" + f.monitor_interval + "'");
+  options.stop_timeout =
+      launch::parse_seconds(f.stop_timeout, "--stop-timeout '" + f.stop_timeout + "'");
+  options.log_dir = f.log_dir;
+  options.redirects = launch::parse_streams(f.redirects, "--redirects");
+  options.tee = launch::parse_streams(f.tee, "--tee");
+  options.local_ranks_filter = launch::parse_local_ranks_filter(f.local_ranks_filter);
+  options.bind_devices = f.bind_devices;
+  options.share_gpu = f.share_gpu;
+
+  choose_rendezvous(app, f, options);
   launch::apply_rendezvous_conf(options, launch::parse_key_values(f.rdzv_conf, "--rdzv-conf"));
   launch::validate(options);
   // After the flags, so their mistakes are named first.

@@ -1,7 +1,5 @@
-// The smallest complete DDP program: each process fits y = sum(x) on its
-// own random batches; DistributedDataParallel averages every gradient over
-// the processes, so all replicas stay equal. Run it with
-//   dtrun --standalone --nproc-per-node 2 ddp_minimal
+// The smallest DDP program: each process fits y = sum(x) on its own data, the
+// gradients averaged over all. Run: dtrun --standalone --nproc-per-node 2 ddp_minimal
 #include <torch/torch.h>
 
 #include <cstdio>

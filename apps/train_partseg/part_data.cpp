@@ -35,7 +35,7 @@ std::pair<ds::LabeledParts, ds::LabeledParts> read_splits(const PartSegTrainOpti
                              options.num_points)};
   }
   auto read = ds::ShapeNetPartH5Options().num_points(options.num_points);
-  if (options.dataset == "synthetic") {
+  if (options.data == CloudData::kSynthetic) {
     root = ensure_synthetic_root(options);
     read.num_parts(static_cast<int64_t>(ds::synthetic_part_names().size()));
   } else {
@@ -54,17 +54,17 @@ std::pair<ds::LabeledParts, ds::LabeledParts> read_splits(const PartSegTrainOpti
 PartData load_part_data(const PartSegTrainOptions& options) {
   PartData data;
   auto [train, test] = read_splits(options, data.root);
-  data.train = first(std::move(train), options.train_limit);
-  data.test = first(std::move(test), options.test_limit);
+  data.train = first(std::move(train), options.limits.train);
+  data.test = first(std::move(test), options.limits.test);
   const auto num_categories = static_cast<int64_t>(data.train.category_names.size());
   data.num_parts =
       1 + std::max(data.train.parts.max().item<int64_t>(), data.test.parts.max().item<int64_t>());
   // The parts each category owns, from the training labels; the test set
   // must not hold others, or its IoU would count parts the model was never
   // shown for that category.
-  data.owned = train::category_parts(data.train.categories, data.train.parts, num_categories);
-  const train::CategoryParts in_test =
-      train::category_parts(data.test.categories, data.test.parts, num_categories);
+  data.owned = models::category_parts(data.train.categories, data.train.parts, num_categories);
+  const models::CategoryParts in_test =
+      models::category_parts(data.test.categories, data.test.parts, num_categories);
   for (std::size_t c = 0; c < in_test.size(); ++c) {
     for (const int64_t part : in_test[c]) {
       DTRAIN_CHECK(std::binary_search(data.owned[c].begin(), data.owned[c].end(), part),

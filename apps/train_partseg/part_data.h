@@ -5,7 +5,7 @@
 #include <string>
 
 #include "dtrain/datasets/shapenet_part.h"
-#include "dtrain/train/part_segmentation_metrics.h"
+#include "dtrain/models/part_segmentation_metrics.h"
 #include "train_options.h"
 
 namespace dtrain::apps {
@@ -13,9 +13,9 @@ namespace dtrain::apps {
 struct PartData {
   datasets::LabeledParts train;  // points (N, num_points, 3)
   datasets::LabeledParts test;
-  int64_t num_parts = 0;       // the model's outputs: the largest part label + 1
-  train::CategoryParts owned;  // the parts each category owns, as the training set shows
-  std::string root;            // where the files are
+  int64_t num_parts = 0;        // the model's outputs: the largest part label + 1
+  models::CategoryParts owned;  // the parts each category owns, as the training set shows
+  std::string root;             // where the files are
 };
 
 // The synthetic shapes (written first when missing; safe for several ranks

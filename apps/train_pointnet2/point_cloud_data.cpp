@@ -18,7 +18,7 @@ LabeledTensors as_inputs(const ds::LabeledClouds& clouds, bool normals, int64_t 
 }
 
 std::string dataset_root(const PointNet2TrainOptions& options) {
-  if (options.dataset == "synthetic") {
+  if (options.data == CloudData::kSynthetic) {
     return ensure_synthetic_root(options);
   }
   const std::string root =
@@ -38,8 +38,8 @@ PointCloudData load_point_cloud_data(const PointNet2TrainOptions& options) {
         ds::generate_synthetic_shapes(ds::Split::kTrain, synthetic), options.num_points);
     const ds::LabeledClouds test = ds::first_points(
         ds::generate_synthetic_shapes(ds::Split::kTest, synthetic), options.num_points);
-    return {as_inputs(train, options.normals, options.train_limit),
-            as_inputs(test, options.normals, options.test_limit), train.class_names, "memory"};
+    return {as_inputs(train, options.normals, options.limits.train),
+            as_inputs(test, options.normals, options.limits.test), train.class_names, "memory"};
   }
   const std::string root = dataset_root(options);
   const auto read = ds::ModelNetH5Options()
@@ -48,8 +48,8 @@ PointCloudData load_point_cloud_data(const PointNet2TrainOptions& options) {
                         .load_normals(options.normals);
   const ds::LabeledClouds train = ds::load_modelnet_h5(ds::Split::kTrain, read);
   const ds::LabeledClouds test = ds::load_modelnet_h5(ds::Split::kTest, read);
-  return {as_inputs(train, options.normals, options.train_limit),
-          as_inputs(test, options.normals, options.test_limit), train.class_names, root};
+  return {as_inputs(train, options.normals, options.limits.train),
+          as_inputs(test, options.normals, options.limits.test), train.class_names, root};
 }
 
 }  // namespace dtrain::apps

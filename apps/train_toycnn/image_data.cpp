@@ -14,7 +14,7 @@ std::string dataset_root(const TrainOptions& options) {
   if (!options.data_dir.empty()) {
     return options.data_dir;
   }
-  if (options.dataset == "cifar10") {
+  if (options.dataset == ImageSet::kCifar10) {
     const std::string root = ds::cifar10_default_root();
     DTRAIN_CHECK(!root.empty(),
                  "--dataset cifar10 needs --data-dir (or $DTRAIN_CIFAR10_DIR): the directory of "
@@ -27,7 +27,7 @@ std::string dataset_root(const TrainOptions& options) {
 
 ds::LabeledImages load_split(const TrainOptions& options, const std::string& root,
                              ds::Split split) {
-  if (options.dataset == "cifar10") {
+  if (options.dataset == ImageSet::kCifar10) {
     return ds::load_cifar10(split, ds::Cifar10Options().root(root));
   }
   return ds::load_fashion_mnist(split, ds::FashionMnistOptions().root(root));
@@ -38,11 +38,11 @@ ds::LabeledImages load_split(const TrainOptions& options, const std::string& roo
 ImageData load_image_data(const TrainOptions& options) {
   ImageData data;
   data.root = dataset_root(options);
-  data.name = options.dataset == "cifar10" ? "CIFAR-10" : "Fashion-MNIST";
+  data.name = options.dataset == ImageSet::kCifar10 ? "CIFAR-10" : "Fashion-MNIST";
   const ds::LabeledImages train = load_split(options, data.root, ds::Split::kTrain);
   const ds::LabeledImages test = load_split(options, data.root, ds::Split::kTest);
-  data.train = LabeledTensors{train.images, train.labels}.first(options.train_limit);
-  data.test = LabeledTensors{test.images, test.labels}.first(options.test_limit);
+  data.train = LabeledTensors{train.images, train.labels}.first(options.limits.train);
+  data.test = LabeledTensors{test.images, test.labels}.first(options.limits.test);
   data.class_names = train.class_names;
   data.channels = train.images.size(1);
   return data;

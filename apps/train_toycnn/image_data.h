@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "classification_loop.h"
+#include "classification.h"
 #include "train_options.h"
 
 namespace dtrain::apps {

@@ -1,6 +1,6 @@
 // train_toycnn: the seed tutorial's toy CNN on Fashion-MNIST (the default)
 // or CIFAR-10 (--dataset cifar10, the seed's own data), in one process or
-// data-parallel over several.
+// data-parallel over several, by dtrain::train::Trainer.
 //
 // Launched with a world size above 1 (dtrun, torchrun-style variables,
 // mpirun or srun) it joins the process group, wraps the model in
@@ -14,22 +14,17 @@
 // (--resume continues from it). --augment adds the standard CIFAR
 // augmentation (random crop with 4 pixels of black padding, horizontal
 // flip).
-#include <memory>
-#include <vector>
-
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 #include <torch/optim/sgd.h>
 
-#include "classification_loop.h"
+#include "classification.h"
 #include "dtrain/data/image_augment.h"
 #include "dtrain/models/toy_cnn.h"
+#include "dtrain/train/trainer.h"
 #include "dtrain/util/cli_app.h"
-#include "dtrain/util/launch_env.h"
 #include "image_data.h"
 #include "train_options.h"
-#include "training_job.h"
-#include "training_run.h"
 
 namespace {
 
@@ -41,7 +36,7 @@ using dtrain::models::ToyCnn;
 // seed draws the same. The padding is -1, black after normalisation, as
 // torchvision pads the raw image with 0 before ToTensor and Normalize (and
 // the colour of Fashion-MNIST's background and border).
-Augment make_augment(const TrainOptions& options) {
+dtrain::train::TensorDataset::Augment make_augment(const TrainOptions& options) {
   if (!options.augment) {
     return {};
   }
@@ -51,69 +46,36 @@ Augment make_augment(const TrainOptions& options) {
   };
 }
 
-// SGD with momentum at the (scaled) rate of --lr, the same every epoch.
-TrainingOptimizer sgd_training_optimizer(const TrainOptions& options,
-                                         const std::vector<at::Tensor>& parameters) {
-  return {.optimizer = std::make_unique<torch::optim::SGD>(
-              parameters, torch::optim::SGDOptions(options.lr).momentum(options.momentum)),
-          .lr_at = [options](int world, int /*epoch*/) { return options.scaled_lr(world); },
-          .summary =
-              [options](int world) {
-                return fmt::format("SGD with momentum {} at learning rate {} ({})",
-                                   options.momentum, options.scaled_lr(world),
-                                   options.lr_scaling_words());
-              }};
-}
-
-int train(const TrainOptions& options) {
-  if (options.threads > 0) {
-    at::set_num_threads(options.threads);
-  }
-  const dtrain::util::LaunchEnv env = dtrain::apps::launch_env(options.join);
-  // First: a missing GPU is named before any data is read.
-  const c10::Device device = choose_device(env, options.device);
+int train(const TrainOptions& options, const dtrain::train::FlagTable& flags) {
+  dtrain::train::Trainer trainer(options.trainer, flags);
   const ImageData data = load_image_data(options);
-  torch::manual_seed(options.seed);
+  torch::manual_seed(options.trainer.seed());
   ToyCnn model(dtrain::models::ToyCnnOptions()
                    .in_channels(data.channels)
                    .num_classes(static_cast<int64_t>(data.class_names.size())));
-  model->to(device);
-  TrainingTask<ToyCnn> task{
-      .model = model,
-      .model_name = "toy CNN",
-      .data_summary =
-          fmt::format("{} from {}: {} training, {} test images{}", data.name, data.root,
-                      data.train.size(), data.test.size(),
-                      options.augment ? " (training images randomly cropped and flipped)" : ""),
-      .noun = "images",
-      .train_size = data.train.size(),
-      .train_labels = {data.train.labels},
-      .needs_two_per_process = false,  // no batch norm
-      .eval_batch = 1000,
-      .extra_columns = {},
-      .shared_settings = dtrain::apps::shared_settings(options),
-      .optimizer = sgd_training_optimizer(options, model->parameters()),
-      .train_batches =
-          [&](JobModel<ToyCnn>& job_model) {
-            return classification_batches(job_model.train_forward(), data.train,
-                                          make_augment(options));
-          },
-      .evaluate =
-          [&](JobModel<ToyCnn>& job_model, const LoopSettings& settings, const Job& job) {
-            return evaluate(job_model.eval_forward(), *model, data.test, settings, job);
-          }};
-  return run_training(options, env, device, std::move(task));
+  model->to(trainer.device());
+  // SGD with momentum, at the (scaled) rate of --lr in every epoch.
+  torch::optim::SGD sgd(model->parameters(),
+                        torch::optim::SGDOptions(options.trainer.lr()).momentum(options.momentum));
+  dtrain::train::TensorDataset train_set({data.train.inputs, data.train.labels},
+                                         make_augment(options));
+  train_set.summary(fmt::format(
+      "{} from {}: {} training, {} test images{}", data.name, data.root, data.train.size(),
+      data.test.size(), options.augment ? " (training images randomly cropped and flipped)" : ""));
+  return trainer.fit(model, sgd, train_set, classification_step<ToyCnn>(),
+                     classification_evaluation<ToyCnn>(data.test));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  dtrain::apps::set_up_training_process();
+  dtrain::train::set_up_training_process();
   CLI::App app{
       "Train the seed tutorial's toy CNN on Fashion-MNIST or CIFAR-10 (CPU or GPU; data-parallel "
       "when launched with several processes by dtrun, mpirun or srun)",
       "train_toycnn"};
   TrainOptions options;
-  dtrain::apps::add_train_flags(app, options);
-  return dtrain::util::run_cli_app(app, argc, argv, [&] { return train(options); });
+  dtrain::train::FlagTable flags(app);
+  add_train_flags(flags, options);
+  return dtrain::util::run_cli_app(app, argc, argv, [&] { return train(options, flags); });
 }

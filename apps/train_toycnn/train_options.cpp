@@ -1,37 +1,34 @@
 #include "train_options.h"
 
-#include <fmt/format.h>
-
 #include "dtrain/datasets/fashion_mnist.h"
+#include "dtrain/train/trainer_flags.h"
 
 namespace dtrain::apps {
 
-std::vector<dist::Setting> shared_settings(const TrainOptions& options) {
-  std::vector<dist::Setting> settings =
-      shared_settings(static_cast<const CommonTrainOptions&>(options));
-  settings.insert(settings.end(), {{"--dataset", options.dataset},
-                                   {"--momentum", fmt::format("{}", options.momentum)},
-                                   {"--augment", fmt::format("{}", options.augment)}});
-  return settings;
-}
+using train::Agreement;
 
-void add_train_flags(CLI::App& app, TrainOptions& options) {
-  take_last_flag_values(app);
-  app.add_option("--dataset", options.dataset,
-                 "fashion-mnist: Fashion-MNIST's IDX files (plain or .gz); cifar10: CIFAR-10's "
-                 "binary version (data_batch_1.bin .. data_batch_5.bin, test_batch.bin)")
-      ->check(CLI::IsMember({"fashion-mnist", "cifar10"}))
-      ->capture_default_str();
-  app.add_option("--data-dir", options.data_dir,
-                 "Directory of the dataset's files (default: Fashion-MNIST from " +
-                     datasets::fashion_mnist_default_root() +
-                     ", which $DTRAIN_FASHION_MNIST_DIR sets; CIFAR-10 from $DTRAIN_CIFAR10_DIR)");
-  add_common_train_flags(app, options, "images");
-  app.add_option("--momentum", options.momentum, "SGD momentum")
+void add_train_flags(train::FlagTable& flags, TrainOptions& options) {
+  static const util::EnumWords<ImageSet> datasets{{"fashion-mnist", ImageSet::kFashionMnist},
+                                                  {"cifar10", ImageSet::kCifar10}};
+  flags.add_choice("--dataset", options.dataset, datasets,
+                   "fashion-mnist: Fashion-MNIST's IDX files (plain or .gz); cifar10: CIFAR-10's "
+                   "binary version (data_batch_1.bin .. data_batch_5.bin, test_batch.bin)",
+                   Agreement::same());
+  flags.add("--data-dir", options.data_dir,
+            "Directory of the dataset's files (default: Fashion-MNIST from " +
+                datasets::fashion_mnist_default_root() +
+                ", which $DTRAIN_FASHION_MNIST_DIR sets; CIFAR-10 from $DTRAIN_CIFAR10_DIR)",
+            Agreement::may_differ());
+  flags.advise("give each a --data-dir holding the same dataset");
+  train::add_trainer_flags(flags, options.trainer);
+  add_data_limit_flags(flags, options.limits, "images");
+  flags.add("--momentum", options.momentum, "SGD momentum", Agreement::same())
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  app.add_flag("--augment", options.augment,
-               "Randomly crop (4 pixels of black padding) and horizontally flip training images");
+  flags.add_switch(
+      "--augment", options.augment,
+      "Randomly crop (4 pixels of black padding) and horizontally flip training images",
+      Agreement::same());
 }
 
 }  // namespace dtrain::apps

@@ -2,32 +2,35 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
-#include <CLI/CLI.hpp>
-
-#include "train_flags.h"
+#include "data_limits.h"
+#include "dtrain/train/flag_table.h"
+#include "dtrain/train/trainer_options.h"
+#include "dtrain/util/enum_words.h"
 
 namespace dtrain::apps {
 
-struct TrainOptions : CommonTrainOptions {
-  // "fashion-mnist": Debian's Fashion-MNIST IDX files, padded to 32x32, one
-  // channel; "cifar10": CIFAR-10's binary version, three channels.
-  std::string dataset = "fashion-mnist";
+// --dataset: Debian's Fashion-MNIST IDX files, padded to 32x32, one
+// channel; or CIFAR-10's binary version, three channels.
+enum class ImageSet { kFashionMnist, kCifar10 };
+
+struct TrainOptions {
+  train::TrainerOptions trainer = train::TrainerOptions()
+                                      .csv("out/train_toycnn.csv")
+                                      .noun("images")
+                                      .model_name("toy CNN")
+                                      .eval_batch(1000)
+                                      .needs_two_per_process(false);  // no batch norm
+  DataLimits limits;
+  ImageSet dataset = ImageSet::kFashionMnist;
   std::string data_dir;  // empty: the dataset's default directory
   double momentum = 0.9;
   // Random crop (4 pixels of black padding) and horizontal flip of every
   // training image, the standard CIFAR recipe.
   bool augment = false;
-
-  TrainOptions() { csv = "out/train_toycnn.csv"; }
 };
 
-// Registers every flag on `app`, with ranges checked by CLI11 at parse time.
-// The common shared settings and --dataset, --momentum, --augment
-// (check_same_settings); --data-dir may differ.
-std::vector<dist::Setting> shared_settings(const TrainOptions& options);
-
-void add_train_flags(CLI::App& app, TrainOptions& options);
+// Registers every flag, with ranges checked by CLI11 at parse time.
+void add_train_flags(train::FlagTable& flags, TrainOptions& options);
 
 }  // namespace dtrain::apps

@@ -2,9 +2,12 @@
 # runs tests/install/consumer against it the way research code would, as
 # the README says: find_package(dtrain) with the prefix and LibTorch's on
 # CMAKE_PREFIX_PATH, target_link_libraries(... dtrain::dtrain); then runs it
-# as two processes under the installed dtrun (Gloo and DDP from the install).
+# as two processes under the installed dtrun (Gloo and DDP from the install);
+# and research code on the installed Trainer (TRAINER_PROGRAM, the
+# example apps/examples/train_tiny_pointnet.cpp), one epoch by two
+# processes, which must write its report.
 #
-# Inputs: DTRAIN_BUILD_DIR, CONSUMER_SOURCE_DIR, WORK_DIR, TORCH_DIR, [CCACHE]
+# Inputs: DTRAIN_BUILD_DIR, CONSUMER_SOURCE_DIR, WORK_DIR, TORCH_DIR, TRAINER_PROGRAM, [CCACHE]
 set(RUN_STEP_CONTEXT "install test")
 include("${CMAKE_CURRENT_LIST_DIR}/run_step.cmake")
 
@@ -47,7 +50,8 @@ endif()
 # ";"-list would be split apart on its way through run_step's ARGN.
 run_step("configuring the consumer" ${CMAKE_COMMAND} -E env
   "CMAKE_PREFIX_PATH=${prefix}:${TORCH_DIR}/.." ${CMAKE_COMMAND} -S "${CONSUMER_SOURCE_DIR}"
-  -B "${WORK_DIR}/build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${launcher})
+  -B "${WORK_DIR}/build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${launcher}
+  "-DDTRAIN_TRAINER_PROGRAM=${TRAINER_PROGRAM}")
 run_step("building the consumer" ${CMAKE_COMMAND} --build "${WORK_DIR}/build")
 run_step("running the consumer" "${WORK_DIR}/build/consumer")
 if(NOT step_output MATCHES "consumer ok: dtrain [0-9.]+, 4/4 predictions counted")
@@ -62,3 +66,13 @@ foreach(rank 0 1)
   endif()
 endforeach()
 message(STATUS "${step_output}")
+run_step("running the Trainer program under the installed dtrun" "${prefix}/bin/dtrun"
+  --standalone --nproc-per-node 2 "${WORK_DIR}/build/trainer_program" --epochs 1 --threads 1
+  --csv "${WORK_DIR}/trainer_program.csv")
+file(STRINGS "${WORK_DIR}/trainer_program.csv" report)
+list(LENGTH report rows)
+if(NOT rows EQUAL 2 OR NOT report MATCHES "^epoch,samples,.*;1,400,")
+  message(FATAL_ERROR "install test: the Trainer program's report is not one epoch of 400 "
+    "clouds:\n${report}\n${step_output}")
+endif()
+message(STATUS "${report}")

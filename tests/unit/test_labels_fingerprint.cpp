@@ -5,11 +5,11 @@
 
 #include <ATen/ATen.h>
 
-#include "labels_fingerprint.h"
+#include "dtrain/train/labels_fingerprint.h"
 
 namespace {
 
-using dtrain::apps::labels_fingerprint;
+using dtrain::train::labels_fingerprint;
 
 TEST(LabelsFingerprint, EqualLabelsAgreeAndAnyChangeShows) {
   const at::Tensor labels = at::arange(1000, at::kLong) % 40;

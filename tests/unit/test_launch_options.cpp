@@ -422,7 +422,7 @@ TEST(Failure, LastLines) {
   EXPECT_EQ(last_lines("a\nb\nc\n", 2), "b\nc");
   EXPECT_EQ(last_lines("a\nb", 5), "a\nb");
   EXPECT_EQ(last_lines("", 3), "");
-  ExitStatus status;
+  dtrain::util::ExitStatus status;
   status.code = 3;
   EXPECT_EQ(status.describe(), "exit code 3");
   EXPECT_EQ(status.shell_code(), 3);

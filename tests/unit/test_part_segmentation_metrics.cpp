@@ -1,20 +1,20 @@
-// dtrain::train's part-segmentation metrics against hand-worked cases and
+// dtrain::models' part-segmentation metrics against hand-worked cases and
 // a loop over every shape and part written from the definition.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
 
-#include "dtrain/train/part_segmentation_metrics.h"
+#include "dtrain/models/part_segmentation_metrics.h"
 #include "expect_error.h"
 
 namespace {
 
+using dtrain::models::category_parts;
+using dtrain::models::CategoryParts;
+using dtrain::models::MiouTotals;
+using dtrain::models::predict_parts;
+using dtrain::models::shape_part_iou;
 using dtrain::testing::expect_error;
-using dtrain::train::category_parts;
-using dtrain::train::CategoryParts;
-using dtrain::train::MiouTotals;
-using dtrain::train::predict_parts;
-using dtrain::train::shape_part_iou;
 
 at::Tensor longs(std::vector<int64_t> values) {
   return at::tensor(values, at::kLong);

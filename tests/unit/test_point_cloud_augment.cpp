@@ -1,4 +1,4 @@
-// dtrain::data::augment_point_clouds: each step within its bounds, rotations
+// dtrain::datasets::augment_point_clouds: each step within its bounds, rotations
 // that keep shapes and carry normals along, dropout to the first point, and
 // the checks.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 
 #include <ATen/ATen.h>
 
-#include "dtrain/data/point_cloud_augment.h"
+#include "dtrain/datasets/point_cloud_augment.h"
 #include "dtrain/util/errors.h"
 #include "expect_error.h"
 
@@ -16,8 +16,8 @@ namespace {
 
 using dtrain::testing::expect_error;
 
-using dtrain::data::augment_point_clouds;
-using dtrain::data::PointCloudAugmentOptions;
+using dtrain::datasets::augment_point_clouds;
+using dtrain::datasets::PointCloudAugmentOptions;
 
 // Every step off; tests turn on the one they look at.
 PointCloudAugmentOptions nothing() {

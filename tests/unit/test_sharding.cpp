@@ -1,4 +1,4 @@
-// The training apps' Sharding after a restart with another split: the
+// The Trainer's Sharding after a restart with another split: the
 // samples no process reached are listed exactly (every process's split,
 // less the steps taken), and that rest is split among the new processes
 // with every sample once (padded as DistributedSampler pads, or cut by the
@@ -10,21 +10,20 @@
 #include <algorithm>
 #include <vector>
 
-#include "sharding.h"
+#include "dtrain/train/sharding.h"
 
 namespace {
 
-using dtrain::apps::CommonTrainOptions;
-using dtrain::apps::EpochShard;
-using dtrain::apps::Job;
-using dtrain::apps::Sharding;
+using dtrain::train::EpochShard;
+using dtrain::train::Job;
+using dtrain::train::Sharding;
+using dtrain::train::TrainerOptions;
 
-CommonTrainOptions options(int64_t batch_size, const std::string& rank_weights = "equal") {
-  CommonTrainOptions o;
-  o.batch_size = batch_size;
-  o.seed = 7;
-  o.rank_weights = rank_weights;
-  return o;
+TrainerOptions options(int64_t batch_size, const std::string& rank_weights = "equal") {
+  return TrainerOptions()
+      .batch_size(batch_size)
+      .seed(7)
+      .rank_weights(dtrain::train::parse_rank_weights(rank_weights));
 }
 
 std::vector<int64_t> sorted(std::vector<int64_t> values) {
@@ -33,10 +32,10 @@ std::vector<int64_t> sorted(std::vector<int64_t> values) {
 }
 
 // Every rank's Sharding of one job, as each process would build it.
-std::vector<Sharding> job_of(int world, int64_t dataset, const CommonTrainOptions& o) {
+std::vector<Sharding> job_of(int world, int64_t dataset, const TrainerOptions& o) {
   std::vector<Sharding> ranks;
   for (int r = 0; r < world; ++r) {
-    ranks.emplace_back(o, dataset, Job{.rank = r, .world = world}, "samples");
+    ranks.emplace_back(o, dataset, Job{.rank = r, .world = world});
   }
   return ranks;
 }

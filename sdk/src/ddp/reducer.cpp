@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <numeric>
-#include <unordered_set>
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -14,6 +13,7 @@
 
 #include "dtrain/ddp/bucket_assignment.h"
 #include "dtrain/util/errors.h"
+#include "unused_parameters.h"
 
 namespace dtrain::ddp {
 namespace {
@@ -175,7 +175,7 @@ void Reducer::prepare_for_backward(const std::vector<at::Tensor>& outputs) {
   if (static_graph_ && static_unused_) {
     unused = *static_unused_;
   } else {
-    unused = unused_parameters(outputs);
+    unused = detail::unreached_accumulators(outputs, accumulators_);
     if (static_graph_) {
       static_unused_ = unused;
     }
@@ -501,7 +501,7 @@ void Reducer::finalize_locked() {
   at::NoGradGuard no_grad;
   step_events_.backward_end = Clock::now();
   if (next_bucket_ < buckets_.size()) {
-    const std::string message = missing_gradients_message();
+    const std::string message = detail::missing_gradients_message(group_->rank(), names_, ready_);
     abandon_iteration_locked();
     throw Error(message);
   }
@@ -582,58 +582,6 @@ void Reducer::abandon_iteration_locked() {
   if (!rebuilt_) {
     ready_order_.clear();
   }
-}
-
-std::vector<std::size_t> Reducer::unused_parameters(const std::vector<at::Tensor>& outputs) const {
-  std::unordered_set<const torch::autograd::Node*> reached;
-  std::vector<torch::autograd::Node*> stack;
-  for (const at::Tensor& output : outputs) {
-    if (output.defined() && output.requires_grad()) {
-      auto edge = torch::autograd::impl::gradient_edge(output);
-      if (edge.function) {
-        stack.push_back(edge.function.get());
-      }
-    }
-  }
-  while (!stack.empty()) {
-    torch::autograd::Node* node = stack.back();
-    stack.pop_back();
-    if (!reached.insert(node).second) {
-      continue;
-    }
-    for (const auto& edge : node->next_edges()) {
-      if (edge.function) {
-        stack.push_back(edge.function.get());
-      }
-    }
-  }
-  std::vector<std::size_t> unused;
-  for (std::size_t i = 0; i < accumulators_.size(); ++i) {
-    if (reached.count(accumulators_[i].get()) == 0) {
-      unused.push_back(i);
-    }
-  }
-  return unused;
-}
-
-std::string Reducer::missing_gradients_message() const {
-  std::vector<std::string> missing;
-  for (std::size_t i = 0; i < parameters_.size(); ++i) {
-    if (!ready_[i]) {
-      missing.push_back("'" + names_[i] + "'");
-    }
-  }
-  const std::size_t shown = std::min<std::size_t>(missing.size(), 8);
-  std::string list = fmt::format(
-      "{}", fmt::join(missing.begin(), missing.begin() + static_cast<std::ptrdiff_t>(shown), ", "));
-  if (missing.size() > shown) {
-    list += fmt::format(" and {} more", missing.size() - shown);
-  }
-  return fmt::format(
-      "rank {}: {} parameter(s) received no gradient in this backward pass: {}. If they are "
-      "not used in forward, construct DistributedDataParallel with find_unused_parameters = "
-      "true (or static_graph = true when the set of used parameters never changes)",
-      group_->rank(), missing.size(), list);
 }
 
 }  // namespace dtrain::ddp

@@ -206,6 +206,31 @@ Rendezvous resolve_rendezvous(const InitOptions& options) {
   return rdzv;
 }
 
+namespace {
+
+// The store of a tcp:// or env:// rendezvous: torchrun's agent hosts one of
+// PyTorch's for its workers and says so; dtrun sets the variable to False
+// and worker 0 hosts ours.
+std::shared_ptr<Store> tcp_store(const Rendezvous& rdzv, std::chrono::milliseconds timeout) {
+  const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+  const bool torch_agent_hosts = agent != nullptr && std::string(agent) == "True";
+  try {
+    if (torch_agent_hosts) {
+      return std::make_shared<TorchTcpStore>(rdzv.host, rdzv.port, timeout);
+    }
+    return std::make_shared<TcpStore>(TcpStoreOptions()
+                                          .host(rdzv.host)
+                                          .port(rdzv.port)
+                                          .is_server(rdzv.rank == 0)
+                                          .timeout(timeout));
+  } catch (const StoreTimeoutError& e) {
+    throw CollectiveTimeoutError("init_process_group: rank " + std::to_string(rdzv.rank) +
+                                 " could not reach the master: " + e.what());
+  }
+}
+
+}  // namespace
+
 ProcessGroupPtr init_process_group(const InitOptions& options) {
   DefaultState& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
@@ -232,24 +257,7 @@ ProcessGroupPtr init_process_group(const InitOptions& options) {
   } else if (rdzv.kind == Rendezvous::Kind::kMpi) {
     store = tcp_store_through_mpi(rdzv, options.timeout);  // now kTcp, with host and port
   } else {
-    // torchrun's agent hosts a store of PyTorch's for its workers and says
-    // so; dtrun sets the variable to False and worker 0 hosts ours.
-    const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
-    const bool torch_agent_hosts = agent != nullptr && std::string(agent) == "True";
-    try {
-      if (torch_agent_hosts) {
-        store = std::make_shared<TorchTcpStore>(rdzv.host, rdzv.port, options.timeout);
-      } else {
-        store = std::make_shared<TcpStore>(TcpStoreOptions()
-                                               .host(rdzv.host)
-                                               .port(rdzv.port)
-                                               .is_server(rdzv.rank == 0)
-                                               .timeout(options.timeout));
-      }
-    } catch (const StoreTimeoutError& e) {
-      throw CollectiveTimeoutError("init_process_group: rank " + std::to_string(rdzv.rank) +
-                                   " could not reach the master: " + e.what());
-    }
+    store = tcp_store(rdzv, options.timeout);
   }
   // Keys of a restarted job must not meet the previous attempt's.
   const char* restart = std::getenv("TORCHELASTIC_RESTART_COUNT");

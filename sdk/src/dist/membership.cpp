@@ -12,7 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "dtrain/dist/same_settings.h"
+#include "dtrain/dist/setting.h"
 #include "dtrain/dist/types.h"
 #include "dtrain/util/build_info.h"
 #include "dtrain/util/errors.h"

@@ -71,6 +71,25 @@ void wait_for(MPI_Request& request, std::chrono::steady_clock::time_point deadli
   }
 }
 
+// Step 1: rank 0's host name, into `root_host` on every rank, and whether
+// every rank runs on that host.
+bool whole_job_on_root_host(Text& root_host, std::chrono::steady_clock::time_point deadline,
+                            std::chrono::milliseconds timeout) {
+  const std::string mine = net::host_name();
+  root_host = to_text(mine);
+  MPI_Request request = MPI_REQUEST_NULL;
+  started(MPI_Ibcast(root_host.data(), kTextCount, MPI_CHAR, 0, MPI_COMM_WORLD, &request),
+          "sharing rank 0's host name");
+  wait_for(request, deadline, timeout, "sharing rank 0's host name");
+  int on_root_host = mine == root_host.data() ? 1 : 0;
+  int all_on_root_host = 0;
+  started(MPI_Iallreduce(&on_root_host, &all_on_root_host, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD,
+                         &request),
+          "finding the hosts of the job");
+  wait_for(request, deadline, timeout, "finding the hosts of the job");
+  return all_on_root_host != 0;
+}
+
 // What rank 0 tells the others: the port (0 when it failed) and the address
 // to dial, or the reason it failed.
 struct Announcement {
@@ -86,18 +105,8 @@ std::shared_ptr<TcpStore> tcp_store_through_mpi(Rendezvous& rdzv,
   const auto deadline = std::chrono::steady_clock::now() + timeout;
 
   // 1. Is the whole job on rank 0's host?
-  const std::string mine = net::host_name();
-  Text root_host = to_text(mine);
-  MPI_Request request = MPI_REQUEST_NULL;
-  started(MPI_Ibcast(root_host.data(), kTextCount, MPI_CHAR, 0, MPI_COMM_WORLD, &request),
-          "sharing rank 0's host name");
-  wait_for(request, deadline, timeout, "sharing rank 0's host name");
-  int on_root_host = mine == root_host.data() ? 1 : 0;
-  int all_on_root_host = 0;
-  started(MPI_Iallreduce(&on_root_host, &all_on_root_host, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD,
-                         &request),
-          "finding the hosts of the job");
-  wait_for(request, deadline, timeout, "finding the hosts of the job");
+  Text root_host{};
+  const bool all_on_root_host = whole_job_on_root_host(root_host, deadline, timeout);
 
   // 2 and 3. Rank 0 picks the address and starts the store.
   const char* master_addr = std::getenv("MASTER_ADDR");
@@ -134,6 +143,7 @@ std::shared_ptr<TcpStore> tcp_store_through_mpi(Rendezvous& rdzv,
     }
   }
   // Bytes: every rank runs this same build on the same architecture.
+  MPI_Request request = MPI_REQUEST_NULL;
   started(MPI_Ibcast(&announcement, static_cast<int>(sizeof(announcement)), MPI_BYTE, 0,
                      MPI_COMM_WORLD, &request),
           "sharing the store's address");

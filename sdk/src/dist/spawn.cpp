@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "dtrain/dist/init.h"
-#include "dtrain/launch/failure.h"
 #include "dtrain/util/errors.h"
+#include "dtrain/util/exit_status.h"
 #include "dtrain/util/launch_env.h"
 
 namespace dtrain::dist {
@@ -141,7 +141,7 @@ void join_ranks(std::vector<pid_t> pids, FailureRecords& records) {
     const int rank = static_cast<int>(it - pids.begin());
     *it = 0;
     --left;
-    const launch::ExitStatus ended = launch::exit_status_from_wait(status);
+    const util::ExitStatus ended = util::exit_status_from_wait(status);
     if (ended.success()) {
       continue;
     }

@@ -76,7 +76,7 @@ class Agent {
   NodeInfo make_info();
   void start_workers(const Membership& m);
   Outcome supervise(const Membership& m);
-  void record_failure(const Membership& m, int local_rank, const ExitStatus& status);
+  void record_failure(const Membership& m, int local_rank, const util::ExitStatus& status);
   void stop_workers(int sig);
   int finish(int round, int members, const Outcome& outcome);
   // The round's failure records: each node's first.
@@ -258,7 +258,7 @@ void Agent::start_workers(const Membership& m) {
                address::host_port(facts.master_addr, facts.master_port));
 }
 
-void Agent::record_failure(const Membership& m, int local_rank, const ExitStatus& status) {
+void Agent::record_failure(const Membership& m, int local_rank, const util::ExitStatus& status) {
   const int rank = worker_ranks_[static_cast<std::size_t>(local_rank)];
   spdlog::error("round {}: rank {} (local rank {}) ended with {}", m.round, rank, local_rank,
                 status.describe());

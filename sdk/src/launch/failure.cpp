@@ -1,33 +1,12 @@
 #include "dtrain/launch/failure.h"
 
-#include <sys/wait.h>
-
 #include <algorithm>
-#include <cstring>
 #include <sstream>
 #include <vector>
 
 #include "../dist/timeout_diagnosis.h"
 
 namespace dtrain::launch {
-
-std::string ExitStatus::describe() const {
-  if (signal != 0) {
-    const char* abbrev = sigabbrev_np(signal);
-    return "signal " + std::to_string(signal) + (abbrev ? " (SIG" + std::string(abbrev) + ")" : "");
-  }
-  return "exit code " + std::to_string(code);
-}
-
-ExitStatus exit_status_from_wait(int wait_status) {
-  ExitStatus status;
-  if (WIFSIGNALED(wait_status)) {
-    status.signal = WTERMSIG(wait_status);
-  } else if (WIFEXITED(wait_status)) {
-    status.code = WEXITSTATUS(wait_status);
-  }
-  return status;
-}
 
 // One field per line; the log tail last, since it may hold newlines itself.
 std::string encode(const WorkerFailure& failure) {

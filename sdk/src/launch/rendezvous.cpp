@@ -216,6 +216,82 @@ bool Rendezvous::try_close(int round, int count) {
   return first(round, "closed", std::to_string(count)) == std::to_string(count);
 }
 
+int Rendezvous::wait_for_members(int round, const std::function<bool()>& interrupted) {
+  const auto joined_at = Clock::now();
+  std::optional<Clock::time_point> min_reached_at;
+  while (true) {
+    if (interrupted()) {
+      throw Interrupted{};
+    }
+    if (const auto closed = read(round, "closed")) {
+      DTRAIN_CHECK(*closed != "timeout", "rendezvous round ", round, ": fewer than ",
+                   settings_.nnodes.min, " node(s) (--nnodes ", settings_.nnodes.min, ":",
+                   settings_.nnodes.max, ") joined within the join timeout of ",
+                   settings_.join_timeout.count() / 1000.0,
+                   " s (--rdzv-conf join_timeout=SECONDS)");
+      return to_int(*closed, "member count");
+    }
+    const int joined = static_cast<int>(add(round, "joined", 0));
+    const auto now = Clock::now();
+    if (joined >= settings_.nnodes.max) {
+      try_close(round, settings_.nnodes.max);
+      continue;
+    }
+    if (joined >= settings_.nnodes.min && !settings_.order_by_node_rank) {
+      if (!min_reached_at) {
+        min_reached_at = now;
+      }
+      if (now - *min_reached_at >= settings_.last_call_timeout) {
+        try_close(round, joined);
+        continue;
+      }
+    } else if (now - joined_at >= settings_.join_timeout) {
+      first(round, "closed", "timeout");
+      continue;
+    }
+    std::this_thread::sleep_for(settings_.poll_interval);
+  }
+}
+
+Membership Rendezvous::membership_of(int round, int members, int ticket) {
+  Membership membership;
+  membership.round = round;
+  membership.restarts = restarts_of(round);
+  std::vector<std::string> keys;
+  for (int t = 0; t < members; ++t) {
+    keys.push_back(key(round, "node/" + std::to_string(t)));
+  }
+  try {
+    store_->wait(keys, settings_.join_timeout);
+  } catch (const dist::StoreTimeoutError& e) {
+    // An agent took a ticket and vanished before writing who it is.
+    throw Error("rendezvous round " + std::to_string(round) +
+                ": a node joined but never described itself (" + e.what() + ")");
+  }
+  std::vector<std::pair<NodeInfo, int>> nodes;  // with their tickets
+  for (int t = 0; t < members; ++t) {
+    nodes.emplace_back(decode_node_info(text_of(store_->get(keys[t]))), t);
+  }
+  if (settings_.order_by_node_rank) {
+    std::sort(nodes.begin(), nodes.end(),
+              [](const auto& a, const auto& b) { return a.first.node_rank < b.first.node_rank; });
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      DTRAIN_CHECK(nodes[i].first.node_rank == static_cast<int>(i),
+                   "static rendezvous: expected --node-rank 0..", nodes.size() - 1,
+                   " once each, but node rank ", nodes[i].first.node_rank,
+                   " was given to more than one node (hosts ", nodes[i].first.host,
+                   i > 0 ? " and " + nodes[i - 1].first.host : std::string(), ")");
+    }
+  }
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    membership.nodes.push_back(nodes[i].first);
+    if (nodes[i].second == ticket) {
+      membership.group_rank = static_cast<int>(i);
+    }
+  }
+  return membership;
+}
+
 JoinResult Rendezvous::join(const std::function<NodeInfo()>& make_info,
                             const std::function<bool()>& interrupted) {
   int round = newest_open_round();
@@ -229,83 +305,10 @@ JoinResult Rendezvous::join(const std::function<NodeInfo()>& make_info,
     }
     const int ticket = static_cast<int>(add(round, "joined", 1)) - 1;
     store_->set(key(round, "node/" + std::to_string(ticket)), encode(make_info()));
-    const auto joined_at = Clock::now();
-    std::optional<Clock::time_point> min_reached_at;
-    std::optional<int> members;
-    while (!members) {
-      if (interrupted()) {
-        throw Interrupted{};
-      }
-      if (const auto closed = read(round, "closed")) {
-        DTRAIN_CHECK(*closed != "timeout", "rendezvous round ", round, ": fewer than ",
-                     settings_.nnodes.min, " node(s) (--nnodes ", settings_.nnodes.min, ":",
-                     settings_.nnodes.max, ") joined within the join timeout of ",
-                     settings_.join_timeout.count() / 1000.0,
-                     " s (--rdzv-conf join_timeout=SECONDS)");
-        members = to_int(*closed, "member count");
-        break;
-      }
-      const int joined = static_cast<int>(add(round, "joined", 0));
-      const auto now = Clock::now();
-      if (joined >= settings_.nnodes.max) {
-        try_close(round, settings_.nnodes.max);
-        continue;
-      }
-      if (joined >= settings_.nnodes.min && !settings_.order_by_node_rank) {
-        if (!min_reached_at) {
-          min_reached_at = now;
-        }
-        if (now - *min_reached_at >= settings_.last_call_timeout) {
-          try_close(round, joined);
-          continue;
-        }
-      } else if (now - joined_at >= settings_.join_timeout) {
-        first(round, "closed", "timeout");
-        continue;
-      }
-      std::this_thread::sleep_for(settings_.poll_interval);
+    const int members = wait_for_members(round, interrupted);
+    if (ticket < members) {
+      return {membership_of(round, members, ticket), std::nullopt, round};
     }
-
-    if (ticket < *members) {
-      Membership membership;
-      membership.round = round;
-      membership.restarts = restarts_of(round);
-      std::vector<std::string> keys;
-      for (int t = 0; t < *members; ++t) {
-        keys.push_back(key(round, "node/" + std::to_string(t)));
-      }
-      try {
-        store_->wait(keys, settings_.join_timeout);
-      } catch (const dist::StoreTimeoutError& e) {
-        // An agent took a ticket and vanished before writing who it is.
-        throw Error("rendezvous round " + std::to_string(round) +
-                    ": a node joined but never described itself (" + e.what() + ")");
-      }
-      std::vector<std::pair<NodeInfo, int>> nodes;  // with their tickets
-      for (int t = 0; t < *members; ++t) {
-        nodes.emplace_back(decode_node_info(text_of(store_->get(keys[t]))), t);
-      }
-      if (settings_.order_by_node_rank) {
-        std::sort(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) {
-          return a.first.node_rank < b.first.node_rank;
-        });
-        for (std::size_t i = 0; i < nodes.size(); ++i) {
-          DTRAIN_CHECK(nodes[i].first.node_rank == static_cast<int>(i),
-                       "static rendezvous: expected --node-rank 0..", nodes.size() - 1,
-                       " once each, but node rank ", nodes[i].first.node_rank,
-                       " was given to more than one node (hosts ", nodes[i].first.host,
-                       i > 0 ? " and " + nodes[i - 1].first.host : std::string(), ")");
-        }
-      }
-      for (std::size_t i = 0; i < nodes.size(); ++i) {
-        membership.nodes.push_back(nodes[i].first);
-        if (nodes[i].second == ticket) {
-          membership.group_rank = static_cast<int>(i);
-        }
-      }
-      return {membership, std::nullopt, round};
-    }
-
     // Admitted to no round yet: wait for this one to end, then join the next.
     std::optional<Outcome> ended;
     while (!(ended = outcome(round))) {

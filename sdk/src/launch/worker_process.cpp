@@ -222,7 +222,7 @@ int WorkerProcess::take_stderr_fd() {
   return fd;
 }
 
-std::optional<ExitStatus> WorkerProcess::poll() {
+std::optional<util::ExitStatus> WorkerProcess::poll() {
   if (!running()) {
     return status_;
   }
@@ -236,7 +236,7 @@ std::optional<ExitStatus> WorkerProcess::poll() {
   int wait_status = 0;
   while (::waitpid(pid_, &wait_status, 0) < 0 && errno == EINTR) {
   }
-  status_ = exit_status_from_wait(wait_status);
+  status_ = util::exit_status_from_wait(wait_status);
   close_quietly(exit_fd_);  // it would stay readable, and wake every poll
   return status_;
 }

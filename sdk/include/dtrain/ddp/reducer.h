@@ -145,8 +145,6 @@ class Reducer {
   void finalize_locked();
   void abandon_iteration_locked();
   double bucket_scale_locked();
-  std::vector<std::size_t> unused_parameters(const std::vector<at::Tensor>& outputs) const;
-  std::string missing_gradients_message() const;
 
   std::vector<at::Tensor> parameters_;
   std::vector<std::string> names_;

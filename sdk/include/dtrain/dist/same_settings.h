@@ -14,13 +14,9 @@
 #include <vector>
 
 #include "dtrain/dist/process_group.h"
+#include "dtrain/dist/setting.h"
 
 namespace dtrain::dist {
-
-struct Setting {
-  std::string name;   // a flag ("--epochs") or a quantity ("training clouds")
-  std::string value;  // as text, the same for equal values
-};
 
 // Throws dtrain::Error on every rank of `group` (nullptr: the default
 // group) when a setting differs between them, naming each such setting with
@@ -28,10 +24,5 @@ struct Setting {
 // A group of one has nothing to compare. Every rank must call it.
 void check_same_settings(const std::vector<Setting>& settings, const std::string& advice = "",
                          const ProcessGroupPtr& group = nullptr);
-
-// What differs between the ranks' settings (indexed by rank), one entry
-// per setting: `--epochs: "5" on ranks 0-2, "3" on rank 3`; a setting a
-// rank lacks has the value "(none)". Empty when all agree.
-std::vector<std::string> settings_disagreements(const std::vector<std::vector<Setting>>& per_rank);
 
 }  // namespace dtrain::dist

@@ -9,27 +9,16 @@
 #include <string>
 #include <vector>
 
+#include "dtrain/util/exit_status.h"
+
 namespace dtrain::launch {
-
-// A worker's end as waitpid reports it.
-struct ExitStatus {
-  int code = 0;    // exit code when signal == 0
-  int signal = 0;  // the signal that killed it, or 0
-  bool success() const { return signal == 0 && code == 0; }
-  // "exit code 3" or "signal 9 (SIGKILL)".
-  std::string describe() const;
-  // The shell's convention: the code, or 128 + signal.
-  int shell_code() const { return signal != 0 ? 128 + signal : code; }
-};
-
-ExitStatus exit_status_from_wait(int wait_status);
 
 struct WorkerFailure {
   int rank = -1;
   int local_rank = -1;
   int group_rank = -1;
   std::string host;
-  ExitStatus status;
+  util::ExitStatus status;
   // When its agent saw it end (wall clock, ms since the epoch): the agents
   // wake on worker exits, so the earliest of a round's failures is the one
   // that happened first, give or take the nodes' clock skew.

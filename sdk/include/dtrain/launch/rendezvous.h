@@ -124,6 +124,12 @@ class Rendezvous {
   int newest_open_round();
   int restarts_of(int round);
   bool try_close(int round, int count);
+  // Until `round` closes (closing it when the nodes it waits for have
+  // joined or its timeouts passed): its member count.
+  int wait_for_members(int round, const std::function<bool()>& interrupted);
+  // The membership of `round`'s first `members` tickets, in node-rank order
+  // for the static backend, as the holder of `ticket` sees it.
+  Membership membership_of(int round, int members, int ticket);
 
   std::shared_ptr<dist::Store> store_;
   RendezvousSettings settings_;

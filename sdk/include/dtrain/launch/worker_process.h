@@ -53,8 +53,8 @@ class WorkerProcess {
   int take_stderr_fd();
 
   // The exit status once the worker has ended (reaping it), else nullopt. Never blocks.
-  std::optional<ExitStatus> poll();
-  const std::optional<ExitStatus>& status() const { return status_; }
+  std::optional<util::ExitStatus> poll();
+  const std::optional<util::ExitStatus>& status() const { return status_; }
   bool running() const { return !status_.has_value(); }
   // Sends `sig` to the worker's whole process group (no-op once reaped).
   void signal_group(int sig);
@@ -67,7 +67,7 @@ class WorkerProcess {
   int stdout_fd_ = -1;
   int stderr_fd_ = -1;
   int exit_fd_ = -1;
-  std::optional<ExitStatus> status_;
+  std::optional<util::ExitStatus> status_;
 };
 
 }  // namespace dtrain::launch

@@ -1,0 +1,26 @@
+// The Trainer's flags (--epochs, --batch-size, --lr, --amp, --device,
+// --checkpoint, --rank-weights, ...), declared in a program's FlagTable
+// and bound to a TrainerOptions, so research code and dtrain's apps take
+// the same command line:
+//
+//   TrainerOptions options = TrainerOptions().epochs(20).lr(1e-3);  // defaults first
+//   FlagTable flags(app);
+//   add_trainer_flags(flags, options);
+//   ... parse ...
+//   Trainer trainer(options, flags);  // the processes compare flags' same_settings()
+//
+// Ranges are checked by CLI11 as each flag is parsed; combinations
+// (option_problem, and --init-method, --rank-weights against the job) once
+// all are, each reported as a bad flag before any data is read.
+// options.noun() names a sample in help texts, as in "--rank-weights:
+// how each epoch's clouds ... are split".
+#pragma once
+
+#include "dtrain/train/flag_table.h"
+#include "dtrain/train/trainer_options.h"
+
+namespace dtrain::train {
+
+void add_trainer_flags(FlagTable& flags, TrainerOptions& options);
+
+}  // namespace dtrain::train

@@ -1,0 +1,115 @@
+// The settings of a training run by dtrain::train::Trainer (trainer.h):
+// typed values with their defaults beside them, set with chained setters
+// as LibTorch's frontend options are.
+//
+//   auto options = TrainerOptions().epochs(20).batch_size(16).lr(1e-3)
+//                      .precision(Precision::kBf16).checkpoint("out/run.pt");
+//
+// The command line reaches them through add_trainer_flags (trainer_flags.h),
+// which names each field's flag; the enums' flag words are in the *_words()
+// tables. The Trainer checks them once, when it is made (option_problem).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/arg.h>
+
+#include "dtrain/train/lr_schedule.h"
+#include "dtrain/train/rank_weights.h"
+#include "dtrain/util/enum_words.h"
+
+namespace dtrain::train {
+
+// The arithmetic of the forward passes (--amp).
+enum class Precision {
+  kFp32,  // float32 throughout
+  kBf16,  // forward passes under bf16 autocast (CPU or CUDA)
+  kFp16,  // forward passes under fp16 autocast, steps through a loss scaler (CUDA only)
+};
+// Where each process trains (--device): the CPU, or the GPU of its local rank.
+enum class Device { kCpu, kCuda };
+// The process group's backend with several processes (--backend); kAuto:
+// NCCL on GPUs, Gloo on the CPU.
+enum class Backend { kAuto, kGloo, kMpi, kNccl };
+
+const util::EnumWords<Precision>& precision_words();  // "off", "bf16", "fp16"
+const util::EnumWords<Device>& device_words();        // "cpu", "cuda"
+const util::EnumWords<Backend>& backend_words();      // "auto", "gloo", "mpi", "nccl"
+
+// How this process meets the others when each is started by hand, one
+// command per process (--init-method tcp://host:port --world-size 2
+// --rank 0), rather than by a launcher. world_size 0: the launcher's
+// variables say (dtrun/torchrun, mpirun, srun, or alone).
+struct JoinOptions {
+  TORCH_ARG(std::string, init_method) = "env://";
+  TORCH_ARG(int, world_size) = 0;
+  TORCH_ARG(int, rank) = -1;
+};
+
+struct TrainerOptions {
+  // Passes over the training set.
+  TORCH_ARG(int, epochs) = 5;
+  // Samples per step and process, as in PyTorch DDP.
+  TORCH_ARG(int64_t, batch_size) = 64;
+  // One process's learning rate; the Trainer sets lr_schedule's rate of
+  // scaled_lr(lr, lr_scaling, processes) before every epoch.
+  TORCH_ARG(double, lr) = 0.01;
+  TORCH_ARG(LrScaling, lr_scaling) = LrScaling::kLinear;
+  TORCH_ARG(LrSchedule, lr_schedule) = LrSchedule::constant();
+  TORCH_ARG(Precision, precision) = Precision::kFp32;
+  TORCH_ARG(Device, device) = Device::kCpu;
+  // With several processes: the process group's backend, how long a
+  // collective may wait for a peer, and how processes started by hand meet.
+  TORCH_ARG(Backend, backend) = Backend::kAuto;
+  TORCH_ARG(int, dist_timeout_s) = 300;
+  TORCH_ARG(JoinOptions, join) = {};
+  // Seeds the sampler's shuffle, each batch's augmentation and each step's
+  // dropout (with the epoch, the rank and the batch or step).
+  TORCH_ARG(uint64_t, seed) = 0;
+  // Intra-op threads (0: LibTorch's default).
+  TORCH_ARG(int, threads) = 0;
+  // Threads making training batches ahead of the steps (0: each in its step).
+  TORCH_ARG(int, loader_workers) = 1;
+  // How the epochs and the global batch are split among processes.
+  TORCH_ARG(RankWeights, rank_weights) = RankWeights::equal();
+  // Written by rank 0 after every epoch (atomically, in the background);
+  // empty: none. Also after every checkpoint_steps steps of an epoch (0:
+  // at epochs' ends only); keep_epoch_checkpoints keeps each epoch's as
+  // <name>.epoch<N><ext>; resume continues from it when it exists.
+  TORCH_ARG(std::string, checkpoint) = "";
+  TORCH_ARG(int64_t, checkpoint_steps) = 0;
+  TORCH_ARG(bool, keep_epoch_checkpoints) = false;
+  TORCH_ARG(bool, resume) = false;
+  // The per-epoch report (CSV), written by rank 0; empty: none.
+  TORCH_ARG(std::string, csv) = "";
+  // Test samples per evaluation batch (EvalContext::batch_size).
+  TORCH_ARG(int64_t, eval_batch) = 64;
+  // What a training sample is called in logs and messages ("clouds").
+  TORCH_ARG(std::string, noun) = "samples";
+  // The model in the log; empty: the module's name().
+  TORCH_ARG(std::string, model_name) = "";
+  // The report's columns after the common ones: the names of
+  // EvalStats::extra, in order ("instance_miou").
+  TORCH_ARG(std::vector<std::string>, report_columns) = {};
+  // The model has batch norm, which cannot train on one sample: each
+  // process's share of an epoch must hold at least 2 (checked before
+  // training; weighted splits always check theirs).
+  TORCH_ARG(bool, needs_two_per_process) = true;
+};
+
+// What is wrong with a combination of options, named by its flag:
+// {"--amp fp16", "needs --device cuda (on the CPU use --amp bf16)"}.
+struct OptionProblem {
+  std::string flag;
+  std::string message;
+};
+
+// The first problem of `options` (a value out of range, or values that do
+// not go together), or nullopt. The flags' own parse reports the same, as
+// bad flags.
+std::optional<OptionProblem> option_problem(const TrainerOptions& options);
+
+}  // namespace dtrain::train

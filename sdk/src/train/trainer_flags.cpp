@@ -1,0 +1,169 @@
+#include "dtrain/train/trainer_flags.h"
+
+#include <string>
+
+#include "dtrain/dist/init.h"
+#include "dtrain/util/cli_checks.h"
+#include "dtrain/util/errors.h"
+#include "dtrain/util/launch_env.h"
+
+namespace dtrain::train {
+
+namespace {
+
+// --epochs, --batch-size, --lr, --lr-scaling, --threads, --loader-workers, --seed.
+void add_loop_flags(FlagTable& flags, TrainerOptions& o) {
+  flags.add("--epochs", o.epochs(), "Passes over the training set", Agreement::same())
+      ->check(util::positive())
+      ->capture_default_str();
+  flags
+      .add("--batch-size", o.batch_size(), "Samples per optimizer step and process",
+           Agreement::same())
+      ->check(util::positive())
+      ->capture_default_str();
+  flags.add("--lr", o.lr(), "Learning rate of one process (see --lr-scaling)", Agreement::same())
+      ->check(util::positive())
+      ->capture_default_str();
+  flags.add_choice("--lr-scaling", o.lr_scaling(), lr_scaling_words(),
+                   "With N processes: 'linear' trains at lr * N (the global batch is N times "
+                   "larger), 'none' at lr",
+                   Agreement::same());
+  flags
+      .add("--threads", o.threads(), "Intra-op threads (0: LibTorch's default)",
+           Agreement::may_differ())
+      ->check(util::non_negative())
+      ->capture_default_str();
+  flags
+      .add("--loader-workers", o.loader_workers(),
+           "Threads making training batches (selection, augmentation) ahead of the steps (0: "
+           "each in its step)",
+           Agreement::may_differ())
+      ->check(util::non_negative())
+      ->capture_default_str();
+  flags.add("--seed", o.seed(), "Seed of initialisation and shuffling", Agreement::same())
+      ->check(util::unsigned_integer())
+      ->capture_default_str();
+}
+
+// --csv, --amp, --device, --backend, --init-method, --world-size, --rank, --dist-timeout.
+void add_job_flags(FlagTable& flags, TrainerOptions& o) {
+  flags.add("--csv", o.csv(), "Per-epoch report (CSV)", Agreement::may_differ())
+      ->capture_default_str();
+  flags.add_choice("--amp", o.precision(), precision_words(),
+                   "Mixed precision: bf16 (autocast), fp16 (autocast and loss scaling; needs "
+                   "--device cuda) or off",
+                   Agreement::same());
+  flags.add_choice("--device", o.device(), device_words(),
+                   "cpu, or cuda: each process trains on the GPU of its local rank (LOCAL_RANK) "
+                   "and processes talk over NCCL",
+                   Agreement::same());
+  flags.add_choice("--backend", o.backend(), backend_words(),
+                   "Process group backend when launched with several processes (auto: nccl for "
+                   "--device cuda, gloo for cpu; gloo also takes --device cuda, copying through "
+                   "the host)",
+                   Agreement::same());
+  flags
+      .add("--init-method", o.join().init_method(),
+           "Where the processes meet: env:// (MASTER_ADDR, MASTER_PORT), tcp://host:port (rank 0 "
+           "listens there) or file:///path on a shared file system",
+           Agreement::not_compared())
+      ->capture_default_str();
+  flags
+      .add("--world-size", o.join().world_size(),
+           "Processes in the job, for processes started by hand, one command each (with --rank; "
+           "default: the launcher's variables)",
+           Agreement::not_compared())
+      ->check(util::positive());
+  flags
+      .add("--rank", o.join().rank(),
+           "This process's rank, 0 .. --world-size - 1 (with --world-size)",
+           Agreement::not_compared())
+      ->check(util::non_negative());
+  flags
+      .add("--dist-timeout", o.dist_timeout_s(),
+           "Seconds a collective may wait for a peer before failing", Agreement::may_differ())
+      ->check(util::positive())
+      ->capture_default_str();
+}
+
+// --checkpoint, --checkpoint-steps, --keep-epoch-checkpoints, --resume.
+void add_checkpoint_flags(FlagTable& flags, TrainerOptions& o) {
+  // With a checkpoint the ranks agree on stopping after every step.
+  flags.add("--checkpoint", o.checkpoint(),
+            "Checkpoint file, written by rank 0 after every epoch (atomically)",
+            Agreement::partly([&o] { return o.checkpoint().empty() ? "not given" : "given"; },
+                              "--checkpoint's path"));
+  flags
+      .add("--checkpoint-steps", o.checkpoint_steps(),
+           "Also write --checkpoint after every N steps of an epoch, so a restart loses at most N "
+           "steps (0: at epochs' ends only)",
+           Agreement::same())
+      ->check(util::non_negative())
+      ->capture_default_str();
+  flags.add_switch("--keep-epoch-checkpoints", o.keep_epoch_checkpoints(),
+                   "Also keep each epoch's checkpoint, as NAME.epochN.EXT beside --checkpoint "
+                   "(--checkpoint out/ckpt.pt keeps out/ckpt.epoch1.pt, out/ckpt.epoch2.pt, ...)",
+                   Agreement::not_compared());
+  flags.add_switch("--resume", o.resume(),
+                   "Continue from --checkpoint when it exists, at the epoch and step it was "
+                   "written (every rank reads it)",
+                   Agreement::not_compared());
+}
+
+// --rank-weights: parsed into RankWeights, compared as given.
+void add_rank_weights_flag(FlagTable& flags, TrainerOptions& o) {
+  flags
+      .add_text(
+          "--rank-weights", o.rank_weights(), parse_rank_weights,
+          [](const RankWeights& weights) { return to_string(weights); },
+          "How each epoch's " + o.noun() +
+              " and each step's global batch (--batch-size times the processes) are split among "
+              "processes, for mixed hardware: equal (DistributedSampler), one weight per process "
+              "in "
+              "rank order (3,1: relative speeds), or auto (equal first, then each epoch by the "
+              "compute rates measured in the last)",
+          Agreement::same())
+      ->type_name("WEIGHTS");
+}
+
+// What only the job can say: whether --init-method can work, and whether
+// --rank-weights gives one weight per process.
+void check_against_the_job(const TrainerOptions& o) {
+  const JoinOptions& join = o.join();
+  if (join.world_size() > 1) {
+    // A URL that cannot work is named now, before any data is read.
+    try {
+      dist::resolve_rendezvous({.init_method = join.init_method(),
+                                .rank = join.rank(),
+                                .world_size = join.world_size()});
+    } catch (const Error& e) {
+      throw CLI::ValidationError("--init-method " + join.init_method(), e.what());
+    }
+  }
+  const auto weights = o.rank_weights().fixed.size();
+  const int world =
+      join.world_size() > 0 ? join.world_size() : util::read_launch_env().world_size.value_or(1);
+  if (weights > 0 && static_cast<int>(weights) != world) {
+    throw CLI::ValidationError(
+        "--rank-weights " + to_string(o.rank_weights()),
+        std::to_string(weights) + " weight(s) for " + std::to_string(world) +
+            " process(es); give one per process, in rank order (or equal, or auto)");
+  }
+}
+
+}  // namespace
+
+void add_trainer_flags(FlagTable& flags, TrainerOptions& options) {
+  add_loop_flags(flags, options);
+  add_job_flags(flags, options);
+  add_checkpoint_flags(flags, options);
+  add_rank_weights_flag(flags, options);
+  flags.check([&options] {
+    if (const auto problem = option_problem(options)) {
+      throw CLI::ValidationError(problem->flag, problem->message);
+    }
+    check_against_the_job(options);
+  });
+}
+
+}  // namespace dtrain::train

@@ -1,0 +1,96 @@
+#include "dtrain/train/trainer_options.h"
+
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace dtrain::train {
+
+const util::EnumWords<Precision>& precision_words() {
+  static const util::EnumWords<Precision> words{
+      {"off", Precision::kFp32}, {"bf16", Precision::kBf16}, {"fp16", Precision::kFp16}};
+  return words;
+}
+
+const util::EnumWords<Device>& device_words() {
+  static const util::EnumWords<Device> words{{"cpu", Device::kCpu}, {"cuda", Device::kCuda}};
+  return words;
+}
+
+const util::EnumWords<Backend>& backend_words() {
+  static const util::EnumWords<Backend> words{{"auto", Backend::kAuto},
+                                              {"gloo", Backend::kGloo},
+                                              {"mpi", Backend::kMpi},
+                                              {"nccl", Backend::kNccl}};
+  return words;
+}
+
+namespace {
+
+// A value out of the range its flag takes, in the flags' words
+// (util/cli_checks.h): "must be positive, got 0", "must be >= 0, got -1".
+std::optional<OptionProblem> range_problem(const TrainerOptions& o) {
+  const std::vector<std::pair<const char*, double>> positive = {
+      {"--epochs", o.epochs()},
+      {"--batch-size", static_cast<double>(o.batch_size())},
+      {"--lr", o.lr()},
+      {"--dist-timeout", o.dist_timeout_s()},
+      {"TrainerOptions::eval_batch", static_cast<double>(o.eval_batch())}};
+  for (const auto& [flag, value] : positive) {
+    if (!(value > 0)) {
+      return OptionProblem{flag, fmt::format("must be positive, got {}", value)};
+    }
+  }
+  const std::vector<std::pair<const char*, double>> non_negative = {
+      {"--threads", o.threads()},
+      {"--loader-workers", o.loader_workers()},
+      {"--checkpoint-steps", static_cast<double>(o.checkpoint_steps())}};
+  for (const auto& [flag, value] : non_negative) {
+    if (!(value >= 0)) {
+      return OptionProblem{flag, fmt::format("must be >= 0, got {}", value)};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<OptionProblem> option_problem(const TrainerOptions& o) {
+  if (auto problem = range_problem(o)) {
+    return problem;
+  }
+  if (o.precision() == Precision::kFp16 && o.device() != Device::kCuda) {
+    return OptionProblem{"--amp fp16", "needs --device cuda (on the CPU use --amp bf16)"};
+  }
+  // Gloo stages CUDA tensors through host memory (as torch's Gloo takes
+  // them); the MPI group does not, so it would fail at the first bucket.
+  if (o.device() == Device::kCuda && o.backend() == Backend::kMpi) {
+    return OptionProblem{"--backend mpi",
+                         "moves CPU tensors only; with --device cuda use nccl (or auto), or gloo, "
+                         "which copies each collective's tensors through the host"};
+  }
+  if (o.resume() && o.checkpoint().empty()) {
+    return OptionProblem{"--resume", "needs --checkpoint, the file to resume from"};
+  }
+  if (o.keep_epoch_checkpoints() && o.checkpoint().empty()) {
+    return OptionProblem{"--keep-epoch-checkpoints",
+                         "needs --checkpoint, the file each epoch's copy is named after"};
+  }
+  if (o.checkpoint_steps() > 0 && o.checkpoint().empty()) {
+    return OptionProblem{"--checkpoint-steps " + std::to_string(o.checkpoint_steps()),
+                         "needs --checkpoint, the file to write"};
+  }
+  const JoinOptions& join = o.join();
+  if ((join.world_size() > 0) != (join.rank() >= 0)) {
+    return OptionProblem{join.world_size() > 0 ? "--world-size" : "--rank",
+                         "needs --world-size and --rank together: a process started by hand is "
+                         "told both (or neither, under a launcher)"};
+  }
+  if (join.world_size() > 0 && join.rank() >= join.world_size()) {
+    return OptionProblem{"--rank " + std::to_string(join.rank()),
+                         "must be below --world-size " + std::to_string(join.world_size())};
+  }
+  return std::nullopt;
+}
+
+}  // namespace dtrain::train

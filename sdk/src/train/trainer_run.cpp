@@ -1,0 +1,197 @@
+#include "trainer_run.h"
+
+#include <chrono>
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <torch/optim/adagrad.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/lbfgs.h>
+#include <torch/optim/rmsprop.h>
+#include <torch/optim/sgd.h>
+
+#include "dtrain/amp/autocast.h"
+#include "dtrain/dist/same_settings.h"
+#include "dtrain/train/graceful_stop.h"
+#include "dtrain/train/labels_fingerprint.h"
+#include "dtrain/train/precision.h"
+#include "dtrain/util/errors.h"
+
+namespace dtrain::train::detail {
+
+namespace {
+
+// "Adam", "SGD with momentum 0.9": the optimizer, for the log.
+std::string optimizer_name(const torch::optim::Optimizer& optimizer) {
+  if (const auto* sgd = dynamic_cast<const torch::optim::SGD*>(&optimizer)) {
+    const double momentum =
+        static_cast<const torch::optim::SGDOptions&>(sgd->defaults()).momentum();
+    return momentum > 0 ? fmt::format("SGD with momentum {}", momentum) : "SGD";
+  }
+  if (dynamic_cast<const torch::optim::Adam*>(&optimizer) != nullptr) {
+    return "Adam";
+  }
+  if (dynamic_cast<const torch::optim::AdamW*>(&optimizer) != nullptr) {
+    return "AdamW";
+  }
+  if (dynamic_cast<const torch::optim::RMSprop*>(&optimizer) != nullptr) {
+    return "RMSprop";
+  }
+  if (dynamic_cast<const torch::optim::Adagrad*>(&optimizer) != nullptr) {
+    return "Adagrad";
+  }
+  if (dynamic_cast<const torch::optim::LBFGS*>(&optimizer) != nullptr) {
+    return "LBFGS";
+  }
+  return "the optimizer";
+}
+
+}  // namespace
+
+TrainerRun::TrainerRun(const TrainerOptions& options, const util::LaunchEnv& env,
+                       c10::Device device, torch::nn::Module& module,
+                       torch::optim::Optimizer& optimizer, const Dataset& train)
+    : options_(options),
+      env_(env),
+      device_(device),
+      module_(module),
+      optimizer_(optimizer),
+      train_(train),
+      scaler_(loss_scaler(options.precision())),
+      checkpoints_(options, env.rank.value_or(0), module, optimizer, scaler_.get()),
+      // Opened before joining the job, so a bad path fails early. A resumed
+      // run adds its epochs to the report of the run it continues; a run
+      // from epoch 1 starts the report afresh.
+      report_(options.csv(), /*writes=*/env.rank.value_or(0) == 0 && !options.csv().empty(),
+              options.epochs(), /*append=*/checkpoints_.epochs_done() > 0,
+              options.report_columns()) {
+  if (!options.checkpoint().empty()) {
+    // SIGTERM and SIGINT now stop the run at a step with a checkpoint.
+    GracefulStop::install();
+  }
+}
+
+void TrainerRun::start(const std::vector<dist::Setting>& same_settings, const std::string& advice) {
+  job_ = start_job(env_, options_.join(), options_.backend(), options_.dist_timeout_s(), device_);
+  // The settings, and the training set each process loaded (a data
+  // directory may name another copy on each node): its size and labels.
+  if (job_.distributed()) {
+    std::vector<dist::Setting> shared = same_settings;
+    const std::string& noun = options_.noun();
+    shared.push_back({"training " + noun, std::to_string(train_.size())});
+    shared.push_back(
+        {"training " + noun + "' labels", "fingerprint " + labels_fingerprint(train_.labels())});
+    dist::check_same_settings(shared, advice);
+  }
+  checkpoints_.check_same_resume_point(job_);
+  spdlog::info("{}; {} process(es) on {}, {} thread(s) each", train_.summary(), job_.world,
+               device_.str(), at::get_num_threads());
+  first_epoch_ = static_cast<int>(checkpoints_.epochs_done()) + 1;
+}
+
+bool TrainerRun::nothing_left() const {
+  return first_epoch_ > options_.epochs();
+}
+
+int TrainerRun::leave() {
+  spdlog::info("{} already holds {} epochs and --epochs is {}: nothing left to train",
+               options_.checkpoint(), checkpoints_.epochs_done(), options_.epochs());
+  finish_job(job_);
+  return 0;
+}
+
+void TrainerRun::split() {
+  sharding_.emplace(options_, train_.size(), job_);
+  DTRAIN_CHECK(
+      !options_.needs_two_per_process() || sharding_->weighted() || sharding_->equal_samples() >= 2,
+      "each of the ", job_.world, " process(es) gets ", sharding_->equal_samples(), " of the ",
+      train_.size(), " training ", options_.noun(),
+      " per epoch; the model's batch norm needs at least 2 (use more ", options_.noun(),
+      " or fewer processes)");
+  resumed_at_ = checkpoints_.start(*sharding_, job_);
+}
+
+void TrainerRun::log_start() const {
+  const double rate = scaled_lr(options_.lr(), options_.lr_scaling(), job_.world);
+  const std::string& schedule = options_.lr_schedule().description();
+  spdlog::info("{} ({} parameters); precision: {}; {}; {} at learning rate {} ({}){}",
+               options_.model_name().empty() ? module_.name() : options_.model_name(),
+               parameter_count(module_), precision_description(options_.precision(), device_),
+               sharding_->summary(), optimizer_name(optimizer_), rate,
+               scaling_description(options_.lr_scaling()), schedule.empty() ? "" : ", " + schedule);
+}
+
+EpochSettings TrainerRun::epoch_settings() {
+  const bool checkpoints = !options_.checkpoint().empty();
+  return {.epochs = options_.epochs(),
+          .device = device_,
+          .autocast = autocast_options(options_.precision(), device_),
+          .scaler = scaler_.get(),
+          .seed = options_.seed(),
+          .loader_workers = options_.loader_workers(),
+          .checkpoint_steps = checkpoints ? options_.checkpoint_steps() : 0,
+          .save_mid_epoch =
+              [this](int epoch, const EpochPosition& position) {
+                checkpoints_.save(epoch - 1, position, *sharding_, job_);
+              },
+          // With a checkpoint there is somewhere to save a stop to.
+          .stop_on_signal = checkpoints};
+}
+
+void TrainerRun::set_lr(int epoch) {
+  const double rate =
+      options_.lr_schedule().at(scaled_lr(options_.lr(), options_.lr_scaling(), job_.world), epoch);
+  for (auto& group : optimizer_.param_groups()) {
+    group.options().set_lr(rate);
+  }
+}
+
+EvalStats TrainerRun::evaluate(const ModelInJob& model,
+                               const amp::AutocastOptions& autocast) const {
+  module_.eval();
+  torch::NoGradGuard no_grad;
+  amp::AutocastGuard autocast_guard(autocast);
+  return model.evaluate(EvalContext(job_, options_.eval_batch()));
+}
+
+int TrainerRun::train_epochs(const ModelInJob& model) {
+  log_start();
+  const EpochSettings settings = epoch_settings();
+  const EpochLoop loop(
+      {.module = &module_, .optimizer = &optimizer_, .loss = model.loss, .join = model.join},
+      train_, settings, job_);
+  const auto job_start = std::chrono::steady_clock::now();
+  EvalStats eval;
+  for (int epoch = first_epoch_; epoch <= options_.epochs(); ++epoch) {
+    set_lr(epoch);
+    const EpochStats stats =
+        loop.train(*sharding_, epoch, epoch == first_epoch_ ? resumed_at_ : EpochPosition{});
+    if (stats.stop_signal != 0) {
+      return checkpoints_.stopped(stats.stop_signal, epoch - 1, stats.stopped_after, job_);
+    }
+    const CommStats comm = model.comm();
+    eval = evaluate(model, settings.autocast);
+    // The row before the checkpoint: a crash between the two repeats the
+    // epoch on resume (its row then appears twice) rather than losing it.
+    report_.record(epoch, stats, eval, comm);
+    if (epoch < options_.epochs()) {  // (auto: the next epoch's split, kept in the checkpoint)
+      sharding_->measure(stats, comm, job_);
+    }
+    checkpoints_.save(epoch, EpochPosition{}, *sharding_, job_);
+    if (settings.stop_on_signal && epoch < options_.epochs()) {
+      if (const int sig = agreed_stop_signal(job_)) {
+        return checkpoints_.stopped(sig, epoch, 0, job_);
+      }
+    }
+  }
+  checkpoints_.finish();
+  report_.finish(
+      eval, std::chrono::duration<double>(std::chrono::steady_clock::now() - job_start).count(),
+      job_.world);
+  finish_job(job_);
+  return 0;
+}
+
+}  // namespace dtrain::train::detail

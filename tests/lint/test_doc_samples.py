@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""scripts/check_doc_samples.py on a small tree: a page whose sample is the
+file passes; a changed line, a missing file or a required file no page
+shows fails, naming the page and line."""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+CHECK = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "check_doc_samples.py")
+PROGRAM = "int main() {\n  return 0;\n}\n"
+
+
+def write(root, path, text):
+    full = os.path.join(root, path)
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    with open(full, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def run(root, *required):
+    command = [sys.executable, CHECK, root]
+    for path in required:
+        command += ["--require", path]
+    done = subprocess.run(command, capture_output=True, text=True)
+    return done.returncode, done.stdout + done.stderr
+
+
+def page(program):
+    return f"# Guide\n\nThe program:\n\n<!-- sample: src/main.cpp -->\n```cpp\n{program}```\n"
+
+
+def main():
+    failures = []
+    with tempfile.TemporaryDirectory() as root:
+        write(root, "src/main.cpp", PROGRAM)
+        write(root, "docs/guide.md", page(PROGRAM))
+        code, output = run(root, "src/main.cpp")
+        if code != 0:
+            failures.append(f"a matching sample failed:\n{output}")
+
+        write(root, "docs/guide.md", page(PROGRAM.replace("return 0", "return 1")))
+        code, output = run(root)
+        if code != 1 or "docs/guide.md:5: the sample differs from src/main.cpp" not in output \
+                or "+  return 1;" not in output:
+            failures.append(f"a changed sample was not named (exit {code}):\n{output}")
+
+        write(root, "docs/guide.md", page(PROGRAM).replace("src/main.cpp", "src/gone.cpp"))
+        code, output = run(root)
+        if code != 1 or "docs/guide.md:5: src/gone.cpp does not exist" not in output:
+            failures.append(f"a missing file was not named (exit {code}):\n{output}")
+
+        write(root, "docs/guide.md", "# Guide\n")
+        code, output = run(root, "src/main.cpp")
+        if code != 1 or "no page shows src/main.cpp" not in output:
+            failures.append(f"a required sample's absence passed (exit {code}):\n{output}")
+    for failure in failures:
+        print(failure)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
