@@ -5,6 +5,9 @@
 #   Debian packages  build tools and libraries (apt-get; needs root or sudo)
 #   LibTorch         the pinned PyPI torch wheel, in a virtual environment
 #                    outside the repository ($DTRAIN_VENV)
+#   Python packages  scikit-learn (the tests compare the apps' metrics with
+#                    it) and matplotlib (the apps' PNG pictures), pinned, in
+#                    that venv
 #   CUDA toolkit     only where the machine has none: NVIDIA's CUDA 13.0
 #                    wheels in that venv, gathered in $DTRAIN_WHEEL_CUDA_HOME
 set -euo pipefail
@@ -70,6 +73,26 @@ install_libtorch() {
     dtrain_die "pip install torch==$DTRAIN_TORCH_VERSION failed"
 }
 
+# The packages the apps and tests use from the venv's Python, each at its
+# pinned version: scikit-learn, against which the tests check the apps'
+# accuracy metrics, and matplotlib, with which the apps draw their curves
+# and confusion matrices (apps/common/plot_report.py).
+install_python_packages() {
+  local wanted=("scikit-learn==$DTRAIN_SKLEARN_VERSION" "matplotlib==$DTRAIN_MATPLOTLIB_VERSION")
+  local missing=() spec
+  for spec in "${wanted[@]}"; do
+    [ "$("$DTRAIN_VENV/bin/python" -c "import importlib.metadata as m; print(m.version('${spec%%==*}'))" 2>/dev/null)" = "${spec##*==}" ] ||
+      missing+=("$spec")
+  done
+  if [ "${#missing[@]}" -eq 0 ]; then
+    dtrain_log "Python packages: ${wanted[*]} present"
+    return
+  fi
+  dtrain_log "Python packages: installing ${missing[*]} into $DTRAIN_VENV"
+  "$DTRAIN_VENV/bin/pip" install -q --progress-bar off "${missing[@]}" ||
+    dtrain_die "pip install ${missing[*]} failed"
+}
+
 # The PyPI torch wheel is a CUDA build, and its CMake config stops without
 # a CUDA toolkit (nvcc), even for a CPU-only consumer. Where the machine has
 # none, NVIDIA's wheels of the same CUDA 13.0 (nvcc, NVVM, its headers, CUB)
@@ -115,4 +138,5 @@ install_cuda_toolkit() {
 
 install_debian_packages
 install_libtorch
+install_python_packages
 install_cuda_toolkit

@@ -7,6 +7,10 @@
 # The pinned LibTorch: the PyPI torch wheel. 2.11.0 is built for CUDA 13.0,
 # the toolkit these machines carry (see docs/libtorch.md).
 DTRAIN_TORCH_VERSION="${DTRAIN_TORCH_VERSION:-2.11.0}"
+# The venv's other Python packages (scripts/bootstrap.sh): scikit-learn for
+# the tests of the apps' metrics, matplotlib for the apps' pictures.
+DTRAIN_SKLEARN_VERSION="${DTRAIN_SKLEARN_VERSION:-1.9.1}"
+DTRAIN_MATPLOTLIB_VERSION="${DTRAIN_MATPLOTLIB_VERSION:-3.11.2}"
 DTRAIN_HOME="${DTRAIN_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/dtrain}"
 DTRAIN_VENV="${DTRAIN_VENV:-$DTRAIN_HOME/venv}"
 DTRAIN_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
