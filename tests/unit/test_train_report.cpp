@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "dtrain/train/csv_writer.h"
+#include "dtrain/train/epoch_report.h"
 #include "dtrain/train/progress_bar.h"
 #include "dtrain/util/errors.h"
 #include "test_support.h"
@@ -93,6 +94,63 @@ TEST(ProgressBar, CountsSteps) {
   bar.advance(2, "done");
   EXPECT_EQ(bar.done(), 3);
   bar.finish();
+}
+
+}  // namespace
+
+namespace {
+
+dtrain::train::EpochStats report_epoch() {
+  return {.mean_loss = 1.0, .samples = 10, .seconds = 0.5};
+}
+
+// The best epoch is the highest test accuracy (the earlier of a tie), and
+// each row written is followed by the report's listener.
+TEST(EpochReport, NamesTheBestEpochAndCallsItsListenerAfterEachRow) {
+  dtrain::testing::TempDir dir;
+  const std::string path = dir.file("report.csv");
+  std::vector<std::string> heard;
+  dtrain::train::EpochReport report(
+      path, /*writes=*/true,
+      {.epochs = 3,
+       .extra_columns = {"mean_class_accuracy"},
+       .after_row = [&heard](const std::string& csv) { heard.push_back(csv); }});
+  EXPECT_FALSE(report.best_epoch().has_value());
+  const std::vector<double> accuracy{0.5, 0.8, 0.8};
+  for (int epoch = 1; epoch <= 3; ++epoch) {
+    report.record(epoch, report_epoch(),
+                  {.mean_loss = 0.3, .accuracy = accuracy[epoch - 1], .extra = {1.0 - epoch * 0.1}},
+                  {});
+    EXPECT_EQ(heard.size(), static_cast<std::size_t>(epoch));
+  }
+  EXPECT_EQ(heard.back(), path);
+  EXPECT_EQ(report.best_epoch(), 2);
+
+  // Ranks that do not write have no best.
+  dtrain::train::EpochReport silent(dir.file("none.csv"), /*writes=*/false, {.epochs = 3});
+  silent.record(1, report_epoch(), {.accuracy = 0.9}, {});
+  EXPECT_FALSE(silent.best_epoch().has_value());
+}
+
+// A resumed run's report counts the rows of the run it continues, by the
+// column it is told (here the first extra one, where epoch 1 is best).
+TEST(EpochReport, AResumedRunsBestCountsTheEarlierRows) {
+  dtrain::testing::TempDir dir;
+  const std::string path = dir.file("report.csv");
+  const dtrain::train::EpochReportOptions options{
+      .epochs = 3, .extra_columns = {"instance_miou"}, .best_by = "instance_miou"};
+  {
+    dtrain::train::EpochReport first(path, true, options);
+    first.record(1, report_epoch(), {.accuracy = 0.4, .extra = {0.9}}, {});
+    first.record(2, report_epoch(), {.accuracy = 0.6, .extra = {0.7}}, {});
+  }
+  auto resumed_options = options;
+  resumed_options.append = true;
+  dtrain::train::EpochReport resumed(path, true, resumed_options);
+  EXPECT_EQ(resumed.best_epoch(), 1);
+  resumed.record(3, report_epoch(), {.accuracy = 0.9, .extra = {0.95}}, {});
+  EXPECT_EQ(resumed.best_epoch(), 3);
+  EXPECT_EQ(dtrain::testing::read_csv(path).size(), 4u);
 }
 
 }  // namespace

@@ -36,6 +36,7 @@ constexpr const char* kScalerKey = "grad_scaler";
 constexpr const char* kOptimizerTypeKey = "optimizer_type";
 constexpr const char* kStepsKey = "steps_done";
 constexpr const char* kExtraKey = "extra";
+constexpr const char* kNotesKey = "notes";
 
 // The optimizer's class, as the checkpoint records it: LibTorch's
 // Optimizer::load fails with an internal assertion when the state is of
@@ -157,6 +158,9 @@ std::string serialize_checkpoint(const std::string& path, const torch::nn::Modul
     DTRAIN_CHECK(!name.empty() && value.defined(), "save_checkpoint: extra value '", name, "' ",
                  name.empty() ? "has an empty name" : "holds no tensor");
   }
+  for (const auto& note : progress.notes) {
+    DTRAIN_CHECK(!note.first.empty(), "save_checkpoint: a note has an empty name");
+  }
   try {
     torch::serialize::OutputArchive archive;
     torch::serialize::OutputArchive model_archive;
@@ -173,6 +177,11 @@ std::string serialize_checkpoint(const std::string& path, const torch::nn::Modul
       extra_archive.write(name, value.cpu(), /*is_buffer=*/true);
     }
     archive.write(kExtraKey, extra_archive);
+    torch::serialize::OutputArchive notes_archive;
+    for (const auto& [name, text] : progress.notes) {
+      notes_archive.write(name, c10::IValue(text));
+    }
+    archive.write(kNotesKey, notes_archive);
     if (scaler != nullptr && scaler->is_enabled()) {
       torch::serialize::OutputArchive scaler_archive;
       scaler->save(scaler_archive);
@@ -310,81 +319,150 @@ std::optional<int64_t> load_checkpoint(const std::string& path, torch::nn::Modul
   return progress ? std::optional<int64_t>(progress->epochs_done) : std::nullopt;
 }
 
-std::optional<TrainingProgress> load_checkpoint_progress(const std::string& path,
-                                                         torch::nn::Module& module,
-                                                         torch::optim::Optimizer& optimizer,
-                                                         amp::GradScaler* scaler) {
+namespace {
+
+// Whether a checkpoint is at `path`: false when nothing is there. Throws
+// dtrain::IOError when it cannot be looked at, or is a directory.
+bool checkpoint_present(const std::string& path) {
   std::error_code ec;
   const bool present = fs::exists(path, ec);
   // Only a file that is not there means "no checkpoint yet": one that
   // cannot be looked at (no permission, a symlink loop, an I/O error) must
   // not start training from scratch and then overwrite it.
   DTRAIN_CHECK_AS(IOError, !ec, "cannot look for checkpoint '", path, "': ", ec.message());
-  if (!present) {
+  if (present) {
+    DTRAIN_CHECK_AS(IOError, !fs::is_directory(path, ec), "checkpoint '", path,
+                    "' is a directory, not a checkpoint file");
+  }
+  return present;
+}
+
+// Onto the module's device, wherever the checkpoint was written: a run
+// on GPUs resumes from a CPU run's file and the other way round, and the
+// optimizer's state lands beside the parameters it updates.
+c10::Device module_device(const torch::nn::Module& module) {
+  const auto parameters = module.parameters();
+  return parameters.empty() ? c10::Device(c10::kCPU) : parameters[0].device();
+}
+
+// The model's state from the checkpoint's archive into `module`, refused
+// (naming what differs) unless it fits exactly.
+void load_model_state(torch::serialize::InputArchive& archive, torch::nn::Module& module,
+                      const std::string& path) {
+  torch::serialize::InputArchive model_archive;
+  DTRAIN_CHECK_AS(IOError, archive.try_read(kModelKey, model_archive), "checkpoint '", path,
+                  "' holds no model state");
+  std::vector<std::string> missing;
+  find_missing(model_archive, module, "", missing);
+  DTRAIN_CHECK_AS(IOError, missing.empty(), "checkpoint '", path,
+                  "' does not fit the model: it lacks what the model has: '",
+                  c10::Join("', '", missing), "'");
+  std::vector<std::string> unexpected;
+  find_unexpected(model_archive, module, "", unexpected);
+  DTRAIN_CHECK_AS(IOError, unexpected.empty(), "checkpoint '", path,
+                  "' does not fit the model: it holds what the model does not have: '",
+                  c10::Join("', '", unexpected), "'");
+  const auto shapes = tensor_shapes(module);
+  module.load(model_archive);
+  check_same_shapes(shapes, module, path);
+}
+
+void load_optimizer_state(torch::serialize::InputArchive& archive,
+                          torch::optim::Optimizer& optimizer, const std::string& path) {
+  c10::IValue saved_type;
+  if (archive.try_read(kOptimizerTypeKey, saved_type) && saved_type.isString()) {
+    DTRAIN_CHECK_AS(IOError, saved_type.toStringRef() == optimizer_type(optimizer), "checkpoint '",
+                    path, "' holds the state of a ", saved_type.toStringRef(),
+                    " optimizer; this run's optimizer is a ", optimizer_type(optimizer));
+  }
+  torch::serialize::InputArchive optimizer_archive;
+  DTRAIN_CHECK_AS(IOError, archive.try_read(kOptimizerKey, optimizer_archive), "checkpoint '", path,
+                  "' holds no optimizer state");
+  optimizer.load(optimizer_archive);
+}
+
+// How far the run had got, its extra values and its notes.
+TrainingProgress read_progress(torch::serialize::InputArchive& archive, const std::string& path) {
+  c10::IValue epochs;
+  DTRAIN_CHECK_AS(IOError, archive.try_read(kEpochsKey, epochs) && epochs.isInt(), "checkpoint '",
+                  path, "' holds no epoch count");
+  TrainingProgress progress{.epochs_done = epochs.toInt()};
+  c10::IValue steps;
+  if (archive.try_read(kStepsKey, steps)) {
+    DTRAIN_CHECK_AS(IOError, steps.isInt() && steps.toInt() >= 0, "checkpoint '", path,
+                    "' holds a step count that is not a count: ", steps);
+    progress.steps_done = steps.toInt();
+  }
+  torch::serialize::InputArchive extra_archive;
+  if (archive.try_read(kExtraKey, extra_archive)) {
+    for (const std::string& name : extra_archive.keys()) {
+      at::Tensor value;
+      extra_archive.read(name, value, /*is_buffer=*/true);
+      progress.extra[name] = value.cpu();
+    }
+  }
+  torch::serialize::InputArchive notes_archive;
+  if (archive.try_read(kNotesKey, notes_archive)) {
+    for (const std::string& name : notes_archive.keys()) {
+      c10::IValue note;
+      notes_archive.read(name, note);
+      DTRAIN_CHECK_AS(IOError, note.isString(), "checkpoint '", path, "': note '", name,
+                      "' is not text");
+      progress.notes[name] = note.toStringRef();
+    }
+  }
+  return progress;
+}
+
+[[noreturn]] void rethrow_as_load_error(const std::string& path, const c10::Error& e) {
+  throw IOError(
+      detail::concat("cannot load checkpoint '", path, "': ", e.what_without_backtrace()));
+}
+
+}  // namespace
+
+std::optional<TrainingProgress> load_checkpoint_progress(const std::string& path,
+                                                         torch::nn::Module& module,
+                                                         torch::optim::Optimizer& optimizer,
+                                                         amp::GradScaler* scaler) {
+  if (!checkpoint_present(path)) {
     return std::nullopt;
   }
-  DTRAIN_CHECK_AS(IOError, !fs::is_directory(path, ec), "checkpoint '", path,
-                  "' is a directory, not a checkpoint file");
   try {
-    // Onto the module's device, wherever the checkpoint was written: a run
-    // on GPUs resumes from a CPU run's file and the other way round, and the
-    // optimizer's state lands beside the parameters it updates.
-    const auto parameters = module.parameters();
-    const c10::Device device = parameters.empty() ? c10::Device(c10::kCPU) : parameters[0].device();
     torch::serialize::InputArchive archive;
-    archive.load_from(path, device);
-    torch::serialize::InputArchive model_archive;
-    DTRAIN_CHECK_AS(IOError, archive.try_read(kModelKey, model_archive), "checkpoint '", path,
-                    "' holds no model state");
-    std::vector<std::string> missing;
-    find_missing(model_archive, module, "", missing);
-    DTRAIN_CHECK_AS(IOError, missing.empty(), "checkpoint '", path,
-                    "' does not fit the model: it lacks what the model has: '",
-                    c10::Join("', '", missing), "'");
-    std::vector<std::string> unexpected;
-    find_unexpected(model_archive, module, "", unexpected);
-    DTRAIN_CHECK_AS(IOError, unexpected.empty(), "checkpoint '", path,
-                    "' does not fit the model: it holds what the model does not have: '",
-                    c10::Join("', '", unexpected), "'");
-    const auto shapes = tensor_shapes(module);
-    module.load(model_archive);
-    check_same_shapes(shapes, module, path);
-    c10::IValue saved_type;
-    if (archive.try_read(kOptimizerTypeKey, saved_type) && saved_type.isString()) {
-      DTRAIN_CHECK_AS(IOError, saved_type.toStringRef() == optimizer_type(optimizer),
-                      "checkpoint '", path, "' holds the state of a ", saved_type.toStringRef(),
-                      " optimizer; this run's optimizer is a ", optimizer_type(optimizer));
-    }
-    torch::serialize::InputArchive optimizer_archive;
-    DTRAIN_CHECK_AS(IOError, archive.try_read(kOptimizerKey, optimizer_archive), "checkpoint '",
-                    path, "' holds no optimizer state");
-    optimizer.load(optimizer_archive);
+    archive.load_from(path, module_device(module));
+    load_model_state(archive, module, path);
+    load_optimizer_state(archive, optimizer, path);
     torch::serialize::InputArchive scaler_archive;
     if (scaler != nullptr && archive.try_read(kScalerKey, scaler_archive)) {
       scaler->load(scaler_archive);
     }
-    c10::IValue epochs;
-    DTRAIN_CHECK_AS(IOError, archive.try_read(kEpochsKey, epochs) && epochs.isInt(), "checkpoint '",
-                    path, "' holds no epoch count");
-    TrainingProgress progress{.epochs_done = epochs.toInt()};
-    c10::IValue steps;
-    if (archive.try_read(kStepsKey, steps)) {
-      DTRAIN_CHECK_AS(IOError, steps.isInt() && steps.toInt() >= 0, "checkpoint '", path,
-                      "' holds a step count that is not a count: ", steps);
-      progress.steps_done = steps.toInt();
-    }
-    torch::serialize::InputArchive extra_archive;
-    if (archive.try_read(kExtraKey, extra_archive)) {
-      for (const std::string& name : extra_archive.keys()) {
-        at::Tensor value;
-        extra_archive.read(name, value, /*is_buffer=*/true);
-        progress.extra[name] = value.cpu();
-      }
-    }
-    return progress;
+    return read_progress(archive, path);
   } catch (const c10::Error& e) {
-    throw IOError(
-        detail::concat("cannot load checkpoint '", path, "': ", e.what_without_backtrace()));
+    rethrow_as_load_error(path, e);
+  }
+}
+
+TrainingProgress read_checkpoint_progress(const std::string& path) {
+  DTRAIN_CHECK_AS(IOError, checkpoint_present(path), "checkpoint '", path, "' does not exist");
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path, c10::Device(c10::kCPU));
+    return read_progress(archive, path);
+  } catch (const c10::Error& e) {
+    rethrow_as_load_error(path, e);
+  }
+}
+
+TrainingProgress load_model_checkpoint(const std::string& path, torch::nn::Module& module) {
+  DTRAIN_CHECK_AS(IOError, checkpoint_present(path), "checkpoint '", path, "' does not exist");
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path, module_device(module));
+    load_model_state(archive, module, path);
+    return read_progress(archive, path);
+  } catch (const c10::Error& e) {
+    rethrow_as_load_error(path, e);
   }
 }
 

@@ -1,5 +1,8 @@
 #include "dtrain/train/epoch_report.h"
 
+#include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <utility>
 
 #include <fmt/format.h>
@@ -10,27 +13,111 @@
 
 namespace dtrain::train {
 
-EpochReport::EpochReport(const std::string& csv_path, bool writes, int epochs, bool append,
-                         std::vector<std::string> extra_columns)
-    : epochs_(epochs), extra_columns_(std::move(extra_columns)) {
+namespace {
+
+const std::vector<std::string>& common_columns() {
+  static const std::vector<std::string> columns{"epoch",
+                                                "samples",
+                                                "epoch_time_s",
+                                                "samples_per_s",
+                                                "peak_rss_mb",
+                                                "train_loss",
+                                                "test_loss",
+                                                "test_accuracy",
+                                                "rank_samples_per_s_min",
+                                                "rank_samples_per_s_max",
+                                                "step_ms",
+                                                "comm_s",
+                                                "comm_hidden_fraction",
+                                                "peak_device_mb"};
+  return columns;
+}
+
+// ", instance_miou 0.8012, class_miou 0.7933": a run's own metrics.
+std::string extra_words(const std::vector<std::string>& names, const std::vector<double>& values) {
+  std::string words;
+  for (std::size_t i = 0; i < names.size() && i < values.size(); ++i) {
+    words += fmt::format(", {} {:.4f}", names[i], values[i]);
+  }
+  return words;
+}
+
+}  // namespace
+
+std::string eval_words(const EvalStats& eval, const std::vector<std::string>& extra_columns) {
+  return fmt::format("test loss {:.4f}, test accuracy {:.2f}%{}", eval.mean_loss,
+                     100 * eval.accuracy, extra_words(extra_columns, eval.extra));
+}
+
+namespace {
+
+std::vector<std::string> split_cells(const std::string& line) {
+  std::vector<std::string> cells;
+  std::istringstream fields(line);
+  for (std::string cell; std::getline(fields, cell, ',');) {
+    cells.push_back(cell);
+  }
+  return cells;
+}
+
+}  // namespace
+
+EpochReport::EpochReport(const std::string& csv_path, bool writes, EpochReportOptions options)
+    : options_(std::move(options)) {
   if (writes) {
-    std::vector<std::string> columns{"epoch",
-                                     "samples",
-                                     "epoch_time_s",
-                                     "samples_per_s",
-                                     "peak_rss_mb",
-                                     "train_loss",
-                                     "test_loss",
-                                     "test_accuracy",
-                                     "rank_samples_per_s_min",
-                                     "rank_samples_per_s_max",
-                                     "step_ms",
-                                     "comm_s",
-                                     "comm_hidden_fraction",
-                                     "peak_device_mb"};
-    columns.insert(columns.end(), extra_columns_.begin(), extra_columns_.end());
+    std::vector<std::string> columns = common_columns();
+    columns.insert(columns.end(), options_.extra_columns.begin(), options_.extra_columns.end());
+    if (options_.append) {
+      read_earlier_rows(csv_path, columns);
+    }
     csv_.emplace(csv_path, std::move(columns),
-                 append ? CsvWriter::Mode::kAppend : CsvWriter::Mode::kCreate);
+                 options_.append ? CsvWriter::Mode::kAppend : CsvWriter::Mode::kCreate);
+  }
+}
+
+// The rows a resumed run's report already holds, for the best epoch; a
+// row that is cut short or does not read as numbers is passed over (a
+// report with other columns is refused by CsvWriter).
+void EpochReport::read_earlier_rows(const std::string& path,
+                                    const std::vector<std::string>& columns) {
+  std::ifstream in(path);
+  std::string line;
+  if (!std::getline(in, line) || split_cells(line) != columns) {
+    return;
+  }
+  const std::size_t extras = options_.extra_columns.size();
+  const std::size_t common = columns.size() - extras;
+  while (std::getline(in, line)) {
+    const std::vector<std::string> cells = split_cells(line);
+    if (cells.size() != columns.size()) {
+      continue;
+    }
+    try {
+      EvalStats eval{.mean_loss = std::stod(cells[6]), .accuracy = std::stod(cells[7])};
+      for (std::size_t i = 0; i < extras; ++i) {
+        eval.extra.push_back(std::stod(cells[common + i]));
+      }
+      consider(std::stoi(cells[0]), eval);
+    } catch (const std::exception&) {
+      continue;
+    }
+  }
+}
+
+double EpochReport::best_value(const EvalStats& eval) const {
+  const auto& names = options_.extra_columns;
+  const auto it = std::find(names.begin(), names.end(), options_.best_by);
+  if (it == names.end()) {
+    return eval.accuracy;
+  }
+  const auto index = static_cast<std::size_t>(it - names.begin());
+  return index < eval.extra.size() ? eval.extra[index] : 0.0;
+}
+
+void EpochReport::consider(int epoch, const EvalStats& eval) {
+  // The highest value wins; a tie keeps the earlier epoch.
+  if (!best_ || best_value(eval) > best_value(best_->eval)) {
+    best_ = Best{epoch, eval};
   }
 }
 
@@ -41,16 +128,12 @@ void EpochReport::record(int epoch, const EpochStats& train, const EvalStats& ev
   }
   const double samples_per_s = static_cast<double>(train.samples) / train.seconds;
   const double peak_rss_mb = static_cast<double>(util::peak_rss_bytes()) / (1 << 20);
-  DTRAIN_CHECK(eval.extra.size() == extra_columns_.size(), "EpochReport: ", eval.extra.size(),
-               " extra metrics for ", extra_columns_.size(), " extra columns");
-  std::string extras;
-  for (std::size_t i = 0; i < extra_columns_.size(); ++i) {
-    extras += fmt::format(", {} {:.4f}", extra_columns_[i], eval.extra[i]);
-  }
+  DTRAIN_CHECK(eval.extra.size() == options_.extra_columns.size(),
+               "EpochReport: ", eval.extra.size(), " extra metrics for ",
+               options_.extra_columns.size(), " extra columns");
   spdlog::info(
-      "epoch {}/{}: train loss {:.4f}, test loss {:.4f}, test accuracy {:.2f}%{}, {:.0f} "
-      "samples/s, {:.1f}s, peak RSS {:.0f} MiB{}",
-      epoch, epochs_, train.mean_loss, eval.mean_loss, 100 * eval.accuracy, extras, samples_per_s,
+      "epoch {}/{}: train loss {:.4f}, {}, {:.0f} samples/s, {:.1f}s, peak RSS {:.0f} MiB{}", epoch,
+      options_.epochs, train.mean_loss, eval_words(eval, options_.extra_columns), samples_per_s,
       train.seconds, peak_rss_mb,
       train.peak_device_mb > 0 ? fmt::format(", peak GPU {:.0f} MiB", train.peak_device_mb) : "");
   std::vector<CsvWriter::Cell> row{int64_t{epoch},
@@ -69,13 +152,26 @@ void EpochReport::record(int epoch, const EpochStats& train, const EvalStats& ev
                                    train.peak_device_mb};
   row.insert(row.end(), eval.extra.begin(), eval.extra.end());
   csv_->write_row(row);
+  consider(epoch, eval);
+  if (options_.after_row) {
+    options_.after_row(csv_->path());
+  }
+}
+
+std::optional<int> EpochReport::best_epoch() const {
+  return best_ ? std::optional<int>(best_->epoch) : std::nullopt;
 }
 
 void EpochReport::finish(const EvalStats& eval, double seconds, int world) {
-  if (csv_) {
-    spdlog::info(
-        "done: test accuracy {:.2f}% after {} epochs in {:.1f}s on {} process(es); report in {}",
-        100 * eval.accuracy, epochs_, seconds, world, csv_->path());
+  if (!csv_) {
+    return;
+  }
+  spdlog::info(
+      "done: test accuracy {:.2f}% after {} epochs in {:.1f}s on {} process(es); report in {}",
+      100 * eval.accuracy, options_.epochs, seconds, world, csv_->path());
+  if (best_) {
+    spdlog::info("best epoch by {}: {}, with {}", options_.best_by, best_->epoch,
+                 eval_words(best_->eval, options_.extra_columns));
   }
 }
 

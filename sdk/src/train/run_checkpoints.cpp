@@ -49,6 +49,7 @@ RunCheckpoints::RunCheckpoints(const TrainerOptions& options, int rank, torch::n
                                torch::optim::Optimizer& optimizer, amp::GradScaler* scaler)
     : path_(options.checkpoint()),
       keep_epochs_(options.keep_epoch_checkpoints()),
+      notes_(options.checkpoint_notes()),
       module_(&module),
       optimizer_(&optimizer),
       scaler_(scaler) {
@@ -142,8 +143,10 @@ void RunCheckpoints::save(int64_t epochs_done, const EpochPosition& position,
   if (path_.empty() || job.rank != 0) {
     return;
   }
-  TrainingProgress progress{
-      .epochs_done = epochs_done, .steps_done = position.steps, .extra = sharding.state()};
+  TrainingProgress progress{.epochs_done = epochs_done,
+                            .steps_done = position.steps,
+                            .extra = sharding.state(),
+                            .notes = notes_};
   if (position.steps > 0) {
     const int epoch = static_cast<int>(epochs_done) + 1;
     progress.extra[kPositionKey] =

@@ -30,6 +30,7 @@ uint64_t stream_seed(uint64_t seed, std::initializer_list<uint64_t> parts) {
 
 constexpr uint64_t kAugmentationStream = 1;
 constexpr uint64_t kDropoutStream = 2;
+constexpr uint64_t kSampleCopyStream = 3;
 
 }  // namespace
 
@@ -37,6 +38,11 @@ at::Generator batch_generator(uint64_t seed, int epoch, int rank, int64_t batch)
   return at::detail::createCPUGenerator(
       stream_seed(seed, {kAugmentationStream, static_cast<uint64_t>(epoch),
                          static_cast<uint64_t>(rank), static_cast<uint64_t>(batch)}));
+}
+
+at::Generator sample_generator(uint64_t seed, int64_t copy, int64_t sample) {
+  return at::detail::createCPUGenerator(stream_seed(
+      seed, {kSampleCopyStream, static_cast<uint64_t>(copy), static_cast<uint64_t>(sample)}));
 }
 
 void seed_step_draws(uint64_t seed, int epoch, int rank, int64_t step) {

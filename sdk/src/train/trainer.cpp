@@ -3,7 +3,13 @@
 #include <utility>
 
 #include <ATen/Parallel.h>
+#include <spdlog/spdlog.h>
 
+#include "dtrain/amp/autocast.h"
+#include "dtrain/dist/same_settings.h"
+#include "dtrain/train/checkpoint.h"
+#include "dtrain/train/epoch_report.h"
+#include "dtrain/train/precision.h"
 #include "dtrain/util/errors.h"
 #include "trainer_run.h"
 
@@ -35,6 +41,38 @@ int Trainer::run(torch::nn::Module& module, torch::optim::Optimizer& optimizer,
   }
   run.split();
   return run.train_epochs(put_in_job(run.job(), run.weighted()));
+}
+
+CheckpointEval Trainer::run_evaluation(
+    torch::nn::Module& module, const std::function<EvalStats(const EvalContext&)>& evaluate) {
+  const std::string& path = options_.checkpoint();
+  DTRAIN_CHECK(!path.empty(), "evaluating a checkpoint needs --checkpoint: the file to evaluate");
+  // Every rank reads it, before joining: a missing file fails at once.
+  const TrainingProgress progress = load_model_checkpoint(path, module);
+  const Job job =
+      start_job(env_, options_.join(), options_.backend(), options_.dist_timeout_s(), device_);
+  if (job.distributed()) {
+    std::vector<dist::Setting> shared = same_settings_;
+    shared.push_back({"the checkpoint's epochs and steps",
+                      fmt::format("{} and {}", progress.epochs_done, progress.steps_done)});
+    dist::check_same_settings(shared, advice_);
+  }
+  spdlog::info("evaluating {} (after epoch {}{}) on {} process(es) on {}", path,
+               progress.epochs_done,
+               progress.steps_done > 0 ? fmt::format(" and {} steps", progress.steps_done) : "",
+               job.world, device_.str());
+  module.eval();
+  CheckpointEval result{.epochs_done = progress.epochs_done, .steps_done = progress.steps_done};
+  {
+    torch::NoGradGuard no_grad;
+    amp::AutocastGuard autocast(autocast_options(options_.precision(), device_));
+    result.stats = evaluate(EvalContext(job, options_.eval_batch()));
+  }
+  if (job.rank == 0) {
+    spdlog::info("evaluated {}: {}", path, eval_words(result.stats, options_.report_columns()));
+  }
+  finish_job(job);
+  return result;
 }
 
 }  // namespace dtrain::train

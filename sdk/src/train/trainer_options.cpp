@@ -1,5 +1,6 @@
 #include "dtrain/train/trainer_options.h"
 
+#include <algorithm>
 #include <utility>
 
 #include <fmt/format.h>
@@ -79,6 +80,13 @@ std::optional<OptionProblem> option_problem(const TrainerOptions& o) {
   if (o.checkpoint_steps() > 0 && o.checkpoint().empty()) {
     return OptionProblem{"--checkpoint-steps " + std::to_string(o.checkpoint_steps()),
                          "needs --checkpoint, the file to write"};
+  }
+  const auto& columns = o.report_columns();
+  if (o.best_by() != "test_accuracy" &&
+      std::find(columns.begin(), columns.end(), o.best_by()) == columns.end()) {
+    return OptionProblem{
+        "TrainerOptions::best_by",
+        "must be test_accuracy or one of report_columns, got '" + o.best_by() + "'"};
   }
   const JoinOptions& join = o.join();
   if ((join.world_size() > 0) != (join.rank() >= 0)) {

@@ -65,8 +65,11 @@ TrainerRun::TrainerRun(const TrainerOptions& options, const util::LaunchEnv& env
       // run adds its epochs to the report of the run it continues; a run
       // from epoch 1 starts the report afresh.
       report_(options.csv(), /*writes=*/env.rank.value_or(0) == 0 && !options.csv().empty(),
-              options.epochs(), /*append=*/checkpoints_.epochs_done() > 0,
-              options.report_columns()) {
+              EpochReportOptions{.epochs = options.epochs(),
+                                 .append = checkpoints_.epochs_done() > 0,
+                                 .extra_columns = options.report_columns(),
+                                 .best_by = options.best_by(),
+                                 .after_row = options.after_report_row()}) {
   if (!options.checkpoint().empty()) {
     // SIGTERM and SIGINT now stop the run at a step with a checkpoint.
     GracefulStop::install();

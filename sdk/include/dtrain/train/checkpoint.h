@@ -39,6 +39,10 @@ struct TrainingProgress {
   // The app's own named values (a sampler's weights, an epoch's partial
   // sums), saved from and loaded onto the CPU.
   std::map<std::string, at::Tensor> extra = {};
+  // Named words about the model, for programs that load it without the
+  // training flags ({"model": "PointNet2Cls", "classes": ...};
+  // TrainerOptions::checkpoint_notes). None in older files.
+  std::map<std::string, std::string> notes = {};
 };
 
 // Throws dtrain::IOError naming `path` when it cannot be written. An
@@ -110,5 +114,17 @@ std::optional<TrainingProgress> load_checkpoint_progress(const std::string& path
                                                          torch::nn::Module& module,
                                                          torch::optim::Optimizer& optimizer,
                                                          amp::GradScaler* scaler = nullptr);
+
+// The progress and notes of the checkpoint at `path`, without loading any
+// tensor into a module (to build the model its notes describe first).
+// Throws dtrain::IOError naming the path when there is no such file or it
+// is not a checkpoint.
+TrainingProgress read_checkpoint_progress(const std::string& path);
+
+// Loads only the model's state (evaluation, prediction), with the checks
+// of load_checkpoint, and returns the progress saved with it. Throws
+// dtrain::IOError naming the path when there is no such file, it is not a
+// checkpoint, or it does not fit the module.
+TrainingProgress load_model_checkpoint(const std::string& path, torch::nn::Module& module);
 
 }  // namespace dtrain::train

@@ -43,6 +43,11 @@ class JobModel {
     }
   }
 
+  // The module alone, in any job: for evaluation only (no DDP, whose
+  // construction would broadcast rank 0's parameters and whose forward
+  // would expect a backward).
+  static JobModel for_evaluation(ModuleHolder model) { return JobModel(std::move(model)); }
+
   // A training forward: through DDP in a job (its gradients all-reduced).
   template <typename... Args>
   at::Tensor train(const Args&... args) {
@@ -68,6 +73,8 @@ class JobModel {
   }
 
  private:
+  explicit JobModel(ModuleHolder model) : model_(std::move(model)) {}
+
   ModuleHolder model_;
   std::optional<ddp::DistributedDataParallel<ModuleHolder>> ddp_;
 };

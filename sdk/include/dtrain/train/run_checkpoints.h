@@ -4,6 +4,7 @@
 // resumed run starts, which every rank must agree on.
 //
 // Besides the model, the optimizer and the loss scaler, a checkpoint keeps
+// the notes that describe the model (TrainerOptions::checkpoint_notes),
 // the sharding's state (the split, auto's measured weights) and, written
 // mid-epoch, the epoch's position (steps and loss so far over every rank).
 // A run with the checkpoint's split resumes at the very step, exactly as
@@ -77,6 +78,7 @@ class RunCheckpoints {
 
   std::string path_;  // empty: no checkpoints
   bool keep_epochs_ = false;
+  CheckpointNotes notes_;                 // saved in every checkpoint
   std::optional<int64_t> pending_epoch_;  // written at path_, not yet kept
   torch::nn::Module* module_;
   torch::optim::Optimizer* optimizer_;

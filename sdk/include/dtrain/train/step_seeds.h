@@ -14,6 +14,12 @@ namespace dtrain::train {
 // the rank and the batch's number in the epoch.
 at::Generator batch_generator(uint64_t seed, int epoch, int rank, int64_t batch);
 
+// The generator of the draws made for one copy of one test sample
+// (test-time voting): `seed`, the copy and the sample's index in the test
+// set, so that they depend neither on the batch nor on the process that
+// evaluates the sample.
+at::Generator sample_generator(uint64_t seed, int64_t copy, int64_t sample);
+
 // Seeds LibTorch's default generators (dropout's masks) from `seed`, the
 // epoch, the rank and the step; the epoch loop calls it before every step.
 void seed_step_draws(uint64_t seed, int epoch, int rank, int64_t step);

@@ -68,6 +68,14 @@ template <typename ModuleHolder>
 using Evaluate =
     std::function<EvalStats(JobModel<ModuleHolder>& model, const EvalContext& context)>;
 
+// A checkpoint's evaluation without training (Trainer::evaluate): how far
+// its run had trained, and the whole test set's numbers.
+struct CheckpointEval {
+  int64_t epochs_done = 0;
+  int64_t steps_done = 0;  // into the next epoch (a mid-epoch checkpoint)
+  EvalStats stats;
+};
+
 namespace detail {
 
 // What a run needs of the model in its job, whatever the module's type.
@@ -114,6 +122,23 @@ class Trainer {
     });
   }
 
+  // Evaluates the checkpoint at options().checkpoint() without training
+  // (the apps' --eval-only): loads the model's state from it into `model`
+  // (already on device()), joins the job, whose processes compare the flags
+  // and the checkpoint's epoch, and calls `evaluate` once as after an
+  // epoch: the module in evaluation mode, without gradients, under the
+  // run's autocast, each rank scoring its slice of the test set. Logs the
+  // numbers on rank 0. Every process of the job must call it; each gets the
+  // whole set's numbers. Throws dtrain::Error when no checkpoint is named,
+  // dtrain::IOError naming the file when it is missing or does not fit.
+  template <typename ModuleHolder>
+  CheckpointEval evaluate(ModuleHolder model,
+                          std::type_identity_t<Evaluate<ModuleHolder>> evaluate) {
+    auto alone = JobModel<ModuleHolder>::for_evaluation(model);
+    return run_evaluation(*model,
+                          [&](const EvalContext& context) { return evaluate(alone, context); });
+  }
+
  private:
   using ModelInJob = detail::ModelInJob;
   // Wraps the model for its job (DDP when distributed) once the job has
@@ -122,6 +147,8 @@ class Trainer {
 
   int run(torch::nn::Module& module, torch::optim::Optimizer& optimizer, const Dataset& train,
           const PutInJob& put_in_job);
+  CheckpointEval run_evaluation(torch::nn::Module& module,
+                                const std::function<EvalStats(const EvalContext&)>& evaluate);
 
   TrainerOptions options_;
   util::LaunchEnv env_;

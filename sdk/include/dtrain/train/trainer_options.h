@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +36,10 @@ enum class Device { kCpu, kCuda };
 // The process group's backend with several processes (--backend); kAuto:
 // NCCL on GPUs, Gloo on the CPU.
 enum class Backend { kAuto, kGloo, kMpi, kNccl };
+
+// Named words about a model that a checkpoint keeps beside its tensors
+// (TrainingProgress::notes): {"model": "PointNet2Cls", ...}.
+using CheckpointNotes = std::map<std::string, std::string>;
 
 const util::EnumWords<Precision>& precision_words();  // "off", "bf16", "fp16"
 const util::EnumWords<Device>& device_words();        // "cpu", "cuda"
@@ -94,6 +100,15 @@ struct TrainerOptions {
   // The report's columns after the common ones: the names of
   // EvalStats::extra, in order ("instance_miou").
   TORCH_ARG(std::vector<std::string>, report_columns) = {};
+  // The column whose highest value names the best epoch at the end of a
+  // run: test_accuracy or one of report_columns.
+  TORCH_ARG(std::string, best_by) = "test_accuracy";
+  // Called on rank 0 after each row of the report is written, with the
+  // report's path (the apps draw their curves from it).
+  TORCH_ARG(std::function<void(const std::string& csv)>, after_report_row) = {};
+  // What every checkpoint says of the model, for programs that load it
+  // without the training flags (TrainingProgress::notes).
+  TORCH_ARG(CheckpointNotes, checkpoint_notes) = {};
   // The model has batch norm, which cannot train on one sample: each
   // process's share of an epoch must hold at least 2 (checked before
   // training; weighted splits always check theirs).
