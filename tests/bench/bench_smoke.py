@@ -103,6 +103,26 @@ OPS = [
                 {"peer_agreement": FRACTION, "dtrain_agreement": FRACTION}, {"rounds": "1"}),
 ]
 
+PEER_CASES = [f"{op} B={b} N={n} M={n // 4}" + (f" r={0.2 * (1024 / n) ** (1 / 3):.3g}"
+                                                 if op == "ball_query" else "")
+              for op in ["furthest_point_sample", "knn", "ball_query", "three_nn"]
+              for b, n in [(1, 1024), (2, 512)]]
+PEERS = [
+    comparisons("point_ops_peers_cpu.csv",
+                [(c, "dtrain_1thread", p) for c in PEER_CASES if c.startswith("furthest")
+                 for p in ("fpsample_vanilla", "fpsample_bucket")]
+                + [(c, "dtrain_1thread", "ckdtree_1worker") for c in PEER_CASES
+                   if not c.startswith("furthest")]
+                + [(c, "dtrain_all_threads", "ckdtree_all_workers") for c in PEER_CASES
+                   if not c.startswith("furthest")],
+                ["agreement", "note"], {"peer_agreement": FRACTION}, {"rounds": "1"}),
+    rounds("point_ops_peers_cpu_rounds.csv",
+           [(c, i, "0") for c in PEER_CASES if c.startswith("furthest")
+            for i in ("dtrain_1thread", "fpsample_vanilla", "fpsample_bucket")],
+           ["agreement", "note"]),
+]
+
+
 def allreduce(name, peer):
     cases = ["4 KiB", "1 MiB"]
     return [comparisons(name, [(c, "dtrain", peer) for c in cases], ["bytes", "busbw_gbps"],
@@ -162,6 +182,7 @@ BNRELU = [comparisons("batch_norm_relu_cpu.csv",
 # name -> (runner, the CSVs it writes, its plots when matplotlib is importable)
 RUNNERS = {
     "pointnet2_ops": ("run_pointnet2_ops.sh", OPS, ["pointnet2_ops_vs_torch_cpu.png"]),
+    "point_ops_peers": ("run_point_ops_peers.sh", PEERS, ["point_ops_peers_cpu.png"]),
     "allreduce": ("run_allreduce.sh", allreduce("allreduce_gloo.csv", "torch"),
                   ["allreduce_gloo.png"]),
     "allreduce_mpi": ("run_allreduce_mpi.sh", allreduce("allreduce_mpi.csv", "mpi"),
@@ -174,7 +195,7 @@ RUNNERS = {
 }
 # Python modules a runner's peers need: where one is missing the test skips
 # (the runner would install it; a test must not need the network).
-PEER_MODULES = {}
+PEER_MODULES = {"point_ops_peers": ["fpsample", "scipy"]}
 
 
 def check_csv(path, spec):
