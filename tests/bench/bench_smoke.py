@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "benchmarks", "report"))
+import scaling_model  # noqa: E402  (the columns it writes)
 import stats  # noqa: E402  (the columns every report writes)
 
 
@@ -179,6 +180,16 @@ BNRELU = [comparisons("batch_norm_relu_cpu.csv",
                        for s in SHAPES],
                       same={"rounds": "2"})]
 
+SCALING = [
+    Csv("scaling_model.csv", scaling_model.COLUMNS, ("kind", "model", "ranks", "overlap"),
+        [("check", "toycnn", r, o) for r in ("1", "2") for o in ("yes", "no")]
+        + [("cluster", "toycnn", g, o) for g in ("2", "8", "512") for o in ("yes", "no")],
+        {**PROVENANCE, "compute_ms": POSITIVE, "step_ms": POSITIVE, "gradient_mb": POSITIVE,
+         "measured_ms": POSITIVE.where(kind="check"), "error_pct": FINITE.where(kind="check")}),
+    Csv("allreduce_fit.csv", scaling_model.FIT_COLUMNS, ("backend",), [("gloo",)],
+        {**PROVENANCE, "alpha_us": FINITE, "bus_gbps": POSITIVE}),
+]
+
 # name -> (runner, the CSVs it writes, its plots when matplotlib is importable)
 RUNNERS = {
     "pointnet2_ops": ("run_pointnet2_ops.sh", OPS, ["pointnet2_ops_vs_torch_cpu.png"]),
@@ -192,6 +203,7 @@ RUNNERS = {
     "pointnet2_train": ("run_pointnet2_train.sh", TRAIN, ["pointnet2_train_cpu.png"]),
     "checkpoint": ("run_checkpoint.sh", CHECKPOINT, ["checkpoint_cpu.png"]),
     "batch_norm_relu": ("run_batch_norm_relu.sh", BNRELU, ["batch_norm_relu_cpu.png"]),
+    "scaling": ("run_scaling.sh", SCALING, ["scaling_model.png"]),
 }
 # Python modules a runner's peers need: where one is missing the test skips
 # (the runner would install it; a test must not need the network).
