@@ -15,12 +15,12 @@
 #
 # Needs allreduce_gloo_rounds.csv from run_allreduce.sh in the results
 # folder (run_all.sh runs that first; --quick falls back on the committed
-# one). About 2 minutes on 2 cores. --quick (a smoke run: the toy CNN at 1
+# one). About 4 minutes on 2 cores. --quick (a smoke run: the toy CNN at 1
 # and 2 ranks, one round) writes into $DTRAIN_BUILD_DIR/bench-quick unless
 # DTRAIN_RESULTS_DIR says where (CTest's bench.scaling runs it).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh" bench_ddp
-rounds=5 warmup=2 worlds="1 2 3"
+rounds=7 warmup=2 worlds="1 2 3"
 # model, batch per rank, points per cloud, steps per block
 configs=("toycnn 32 512 20" "pointnet2-ssg 2 1024 4" "pointnet2-msg 2 512 3")
 quick=0

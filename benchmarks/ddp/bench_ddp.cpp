@@ -16,12 +16,17 @@
 // participants (Note [Lockstep benchmarks]); alone it runs one round.
 // Rank 0 writes one CSV row per round: impl,model,mode,world,batch_per_rank,
 // parameters,round,steps,step_ms_median,step_ms_p10,step_ms_p90,
-// backward_ms_median,hidden_pct (backward_ms: from the loss to the end of
-// backward, DDP's wait for the last all-reduce included).
+// step_ms_mean,backward_ms_median,hidden_pct (backward_ms: from the loss to
+// the end of backward, DDP's wait for the last all-reduce included;
+// step_ms_mean: the mean step of the slowest rank, which counts the steps in
+// which the scheduler took a process off its core, as happens every few
+// steps when ranks outnumber cores: the median hides them). Timings are
+// rank 0's otherwise.
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <optional>
 
 #include <ATen/ATen.h>
@@ -104,6 +109,7 @@ struct RoundResult {
   std::vector<double> step_ms;
   std::vector<double> backward_ms;
   double hidden_pct = 0;
+  double slowest_mean_ms = 0;  // the largest of the ranks' mean steps
 };
 
 double ms_since(std::chrono::steady_clock::time_point start) {
@@ -159,8 +165,12 @@ int run(Holder model, const at::Tensor& inputs, const at::Tensor& labels, const 
     if (ddp) {
       result.hidden_pct = 100.0 * ddp->timeline().hidden_fraction();
     }
+    result.slowest_mean_ms = std::accumulate(result.step_ms.begin(), result.step_ms.end(), 0.0) /
+                             static_cast<double>(result.step_ms.size());
     if (world > 1) {
-      dtrain::dist::barrier();
+      at::Tensor slowest = at::full({1}, result.slowest_mean_ms, at::kDouble);
+      dtrain::dist::all_reduce(slowest, dtrain::dist::ReduceOp::kMax);  // also a barrier
+      result.slowest_mean_ms = slowest.item<double>();
     }
     lockstep.pass_turn(round);
     results.push_back(std::move(result));
@@ -189,13 +199,14 @@ int run(Holder model, const at::Tensor& inputs, const at::Tensor& labels, const 
     }
     if (fresh) {
       out << "impl,model,mode,world,batch_per_rank,parameters,round,steps,step_ms_median,"
-             "step_ms_p10,step_ms_p90,backward_ms_median,hidden_pct\n";
+             "step_ms_p10,step_ms_p90,step_ms_mean,backward_ms_median,hidden_pct\n";
     }
     for (std::size_t round = 0; round < results.size(); ++round) {
       const std::vector<double>& ms = results[round].step_ms;
-      out << fmt::format("dtrain,{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{}\n",
+      out << fmt::format("dtrain,{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{}\n",
                          options.model, options.mode, world, options.batch, parameters, round,
                          ms.size(), percentile(ms, 0.5), percentile(ms, 0.1), percentile(ms, 0.9),
+                         results[round].slowest_mean_ms,
                          percentile(results[round].backward_ms, 0.5),
                          ddp ? fmt::format("{:.1f}", results[round].hidden_pct) : "");
     }

@@ -7,7 +7,8 @@ the format's extra columns), the input of compare.py.
 FORMAT says which programs wrote RAW:
   ddp         bench_ddp / ddp_torch.py: one row per round and participant
               (impl, model, mode, world, batch_per_rank, round, step_ms_median,
-              backward_ms_median, hidden_pct, parameters); impl becomes "<impl>-<mode>"
+              step_ms_mean, backward_ms_median, hidden_pct, parameters); impl becomes
+              "<impl>-<mode>"
   train       bench_pointnet2_train / pointnet2_train_torch.py: one row per
               process; the k-th row of an (impl, configuration) is round k
   amp         bench_amp_toycnn / amp_toycnn_torch.py: as train; impl becomes
@@ -44,7 +45,8 @@ def ddp(rows):
         yield {"case": f"{row['model']} b{row['batch_per_rank']} w{row['world']}",
                "impl": f"{row['impl']}-{row['mode']}", "round": int(row["round"]),
                "ms": float(row["step_ms_median"]), "backward_ms": row["backward_ms_median"],
-               "hidden_pct": row["hidden_pct"], "parameters": row["parameters"]}
+               "hidden_pct": row["hidden_pct"], "parameters": row["parameters"],
+               "mean_ms": row["step_ms_mean"]}
 
 
 def train(rows):
@@ -102,7 +104,7 @@ def plain(rows):
         yield {k: v for k, v in row.items() if k != "_round"}
 
 
-FORMATS = {"ddp": (ddp, ["backward_ms", "hidden_pct", "parameters"]),
+FORMATS = {"ddp": (ddp, ["backward_ms", "hidden_pct", "parameters", "mean_ms"]),
            "train": (train, ["peak_rss_mb"]),
            "amp": (amp, ["peak_rss_mb"]), "allreduce": (allreduce, ["bytes", "busbw_gbps"]),
            "checkpoint": (checkpoint, ["file_mb"]), "bnrelu": (bnrelu, []),

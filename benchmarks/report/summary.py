@@ -213,7 +213,9 @@ def scaling_section(results):
     rows = stats.read_csv(path)
     lines = [f"From `scaling_model.csv` ({rows[0]['machine']}, commit {rows[0]['commit'][:12]}; "
              "Note [DDP scaling model] in `benchmarks/report/scaling_model.py`; plot "
-             "`scaling_model.png`). Check against dtrain's DDP step on CPU ranks here:", "",
+             "`scaling_model.png`). Check against dtrain's DDP step on CPU ranks here (the "
+             "slowest rank's mean step of a block, median over rounds with quartiles; the error "
+             "is the median of the per-round ratios of prediction to measurement):", "",
              "| model | ranks | measured ms (IQR) | predicted ms, overlap | error | "
              "predicted ms, no overlap | error |", "| --- | --- | --- | --- | --- | --- | --- |"]
     checks = [r for r in rows if r["kind"] == "check"]

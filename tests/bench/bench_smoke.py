@@ -150,8 +150,8 @@ DDP = [
                  "dtrain_hidden_pct": PERCENT.where(dtrain="dtrain-ddp")}, {"rounds": "2"}),
     rounds("ddp_cpu_rounds.csv",
            [("pointmlp b2 w2", f"{i}-{m}", r) for i in ("dtrain", "torch") for m in ("local", "ddp")
-            for r in ("0", "1")], ["backward_ms", "hidden_pct", "parameters"],
-           {"backward_ms": POSITIVE, "parameters": POSITIVE,
+            for r in ("0", "1")], ["backward_ms", "hidden_pct", "parameters", "mean_ms"],
+           {"backward_ms": POSITIVE, "parameters": POSITIVE, "mean_ms": POSITIVE,
             "hidden_pct": PERCENT.where(impl="dtrain-ddp")}),
 ]
 
