@@ -2,12 +2,16 @@
 # All-reduce on Gloo, 2 ranks over loopback: dtrain's bench_allreduce and
 # torch.distributed (benchmarks/peers/allreduce_torch.py) interleaved in
 # rounds -- dtrain then torch, then torch then dtrain, ... -- so that both
-# see the same machine load; the report takes the median over rounds of
-# each harness's own median over repeats. Both sides use 1 intra-op thread.
-# Output: benchmarks/results/allreduce_gloo.csv (+ .png when matplotlib is
-# importable by the venv's python).
+# see the same machine load. A round's figure per size is each harness's
+# median over its repeats; the report (Note [Benchmark verdicts] in
+# benchmarks/report/stats.py) gives the median over rounds with the
+# quartiles, the fastest round and the verdict. Both sides use 1 intra-op
+# thread and the same host-memory policy. Output:
+# benchmarks/results/allreduce_gloo.csv, allreduce_gloo_rounds.csv and
+# allreduce_gloo.png (with matplotlib). About 2 minutes on 2 cores.
 #
-#   bash benchmarks/run_allreduce.sh [--rounds 5] [flags for both harnesses, e.g. --repeats 5]
+#   bash benchmarks/run_allreduce.sh [--rounds 7] [flags for both harnesses; default
+#                                     --repeats 7 --big-repeats 3]
 #   bash benchmarks/run_allreduce.sh --quick [--rounds 2]
 #
 # DTRAIN_RESULTS_DIR=DIR writes the CSV and plot there instead of
@@ -39,7 +43,9 @@ if [[ $quick == 1 ]]; then
   rounds="${rounds:-2}"
   set -- --sizes 4096,1048576 --repeats 2 --warmup 1
 fi
-rounds="${rounds:-5}"
+rounds="${rounds:-7}"
+(($#)) || set -- --repeats 7 --big-repeats 3
+harness=("$@")
 
 require_python
 
@@ -65,13 +71,7 @@ for ((round = 1; round <= rounds; ++round)); do
 done
 load_after="$(cut -d" " -f1 /proc/loadavg)"
 
-png=""
-if "$python" -c 'import matplotlib' 2>/dev/null; then
-  png="$results/allreduce_gloo.png"
-else
-  echo "run_allreduce.sh: matplotlib is not in $python; no plot ($python -m pip install matplotlib)" >&2
-fi
-"$python" "$root/benchmarks/report/allreduce_report.py" --baseline torch \
-  --out "$results/allreduce_gloo.csv" ${png:+--png "$png"} \
-  --load "1-min load average $load_before before, $load_after after" "$scratch"/*.csv
-echo "1-min load average: $load_before before, $load_after after"
+report allreduce_gloo allreduce \
+  "2 ranks over loopback; 1 intra-op thread per rank; harness flags: ${harness[*]:-defaults}; a round is one run of each harness, order alternating; per size the median of a run's repeats, each the slowest rank's time per call after a barrier; $rounds rounds; 1-min load average $load_before before, $load_after after; $host_memory" \
+  "dtrain:torch" "All-reduce SUM float32 on Gloo, 2 ranks over loopback: dtrain against torch.distributed" --extra bytes busbw_gbps -- "$scratch"/dtrain_*.csv "$scratch"/torch_*.csv
+echo "1-min load average: $load_before before, $load_after after; report: $results/allreduce_gloo.csv"

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # All-reduce on dtrain's mpi backend beside raw MPI_Allreduce in the same
 # program (torch's wheel has no MPI backend), 2 ranks under mpirun over TCP
-# loopback, in rounds; the report takes the median over rounds.
-# Output: benchmarks/results/allreduce_mpi.csv (+ .png with matplotlib).
+# loopback, in rounds; the report (Note [Benchmark verdicts] in
+# benchmarks/report/stats.py) gives the median over rounds with the
+# quartiles, the fastest round and the verdict. Output:
+# benchmarks/results/allreduce_mpi.csv, allreduce_mpi_rounds.csv and
+# allreduce_mpi.png (with matplotlib). About a minute on 2 cores.
 #
-#   bash benchmarks/run_allreduce_mpi.sh [--rounds 3] [--np 2] [flags for bench_allreduce]
+#   bash benchmarks/run_allreduce_mpi.sh [--rounds 5] [--np 2] [flags for bench_allreduce;
+#                                         default --repeats 7 --big-repeats 3]
 #   bash benchmarks/run_allreduce_mpi.sh --quick [--rounds 2] [--np 2]
 #
 # DTRAIN_RESULTS_DIR=DIR writes the CSV and plot there instead of
@@ -38,7 +42,9 @@ if [[ $quick == 1 ]]; then
   rounds="${rounds:-2}"
   set -- --sizes 4096,1048576 --repeats 2 --warmup 1
 fi
-rounds="${rounds:-3}"
+rounds="${rounds:-5}"
+(($#)) || set -- --repeats 7 --big-repeats 3
+harness=("$@")
 
 command -v "$mpirun" >/dev/null || { echo "run_allreduce_mpi.sh: no $mpirun (apt-get install openmpi-bin)" >&2; exit 1; }
 require_python
@@ -55,11 +61,7 @@ for ((round = 1; round <= rounds; ++round)); do
 done
 load_after="$(cut -d" " -f1 /proc/loadavg)"
 
-png=""
-if "$python" -c 'import matplotlib' 2>/dev/null; then
-  png="$results/allreduce_mpi.png"
-fi
-"$python" "$root/benchmarks/report/allreduce_report.py" --baseline mpi \
-  --out "$results/allreduce_mpi.csv" ${png:+--png "$png"} \
-  --load "1-min load average $load_before before, $load_after after" "$scratch"/*.csv
-echo "1-min load average: $load_before before, $load_after after"
+report allreduce_mpi allreduce \
+  "mpirun -np $np over TCP loopback (btl self,tcp); 1 intra-op thread per rank; bench_allreduce flags: ${harness[*]:-defaults}; raw MPI_Allreduce timed right after dtrain's on the same buffer in every repeat; per size the median of a run's repeats, each the slowest rank's time per call; $rounds rounds; 1-min load average $load_before before, $load_after after; $host_memory" \
+  "dtrain:mpi" "All-reduce SUM float32 under mpirun, 2 ranks over TCP loopback: dtrain's mpi backend against raw MPI_Allreduce" --extra bytes busbw_gbps -- "$scratch"/mpi_*.csv
+echo "1-min load average: $load_before before, $load_after after; report: $results/allreduce_mpi.csv"

@@ -1,55 +1,56 @@
 #!/usr/bin/env bash
 # Toy CNN training steps on CPU with and without bf16 autocast: dtrain's
 # bench_amp_toycnn and torch.autocast (benchmarks/peers/amp_toycnn_torch.py)
-# in the same run, one process per configuration, merged into
-# benchmarks/results/amp_toycnn_cpu.csv, with a table of the ratios and a
-# plot (amp_toycnn_cpu.png, benchmarks/report/amp_report.py; the plot needs
-# matplotlib in that python). Both also take --device cuda and
-# --precision fp16; tests/gpu/run_gpu_checks.sh runs them on the GPU.
+# in rounds: each round runs every configuration once in each program, one
+# process per configuration (peak RSS is per process), interleaved so that
+# drifting machine load falls on both. The report (Note [Benchmark verdicts]
+# in benchmarks/report/stats.py) compares dtrain with torch in each precision
+# and each one's bf16 step with its fp32 step, into
+# benchmarks/results/amp_toycnn_cpu.csv (+ amp_toycnn_cpu_rounds.csv, .png).
+# Both programs also take --device cuda and --precision fp16.
 #
-#   bash benchmarks/run_amp.sh [--quick] [extra flags for both, e.g. --steps 100 --threads 2]
+#   bash benchmarks/run_amp.sh [--quick] [--rounds 5]
 #
-# DTRAIN_RESULTS_DIR=DIR writes the CSV and plot there instead of
-# benchmarks/results (for a trial run that must not replace the committed ones).
-# --quick (a smoke run, about 10 s: batch 16 alone unless BATCH_SIZES says
-# otherwise) writes into $DTRAIN_BUILD_DIR/bench-quick unless
-# DTRAIN_RESULTS_DIR says where (CTest's bench.amp runs it).
+# About 3 minutes on 2 cores. --quick (a smoke run, about 15 s: batch 16
+# alone unless BATCH_SIZES says otherwise, one round of 2 steps) writes into
+# $DTRAIN_BUILD_DIR/bench-quick unless DTRAIN_RESULTS_DIR says where (CTest's
+# bench.amp runs it); DTRAIN_RESULTS_DIR=DIR writes elsewhere than
+# benchmarks/results.
 #
 # Environment: DTRAIN_BUILD_DIR (default build) holds bench_amp_toycnn;
 # DTRAIN_PYTHON, else $DTRAIN_HOME/venv/bin/python (DTRAIN_HOME default
 # ~/.cache/dtrain), is the python with the same torch wheel; BATCH_SIZES
-# (default "64 256 1024").
+# (default "256 1024").
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh" bench_amp_toycnn
-batches="${BATCH_SIZES:-64 256 1024}"
-if [[ "${1:-}" == "--quick" ]]; then
-  shift
-  quick_results
-  batches="${BATCH_SIZES:-16}"
-fi
-out="$results/amp_toycnn_cpu.csv"
-
+batches="${BATCH_SIZES:-256 1024}"
+rounds=5 warmup=3 steps=8
+while (($#)); do
+  case "$1" in
+    --quick) quick_results; batches="${BATCH_SIZES:-16}" rounds=1 warmup=1 steps=2; shift ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    *) echo "$runner: unknown argument '$1' (--quick, --rounds)" >&2; exit 2 ;;
+  esac
+done
 require_python
 
-n=0
-for batch in $batches; do
-  for precision in off bf16; do
-    # Interleaved, so drifting machine load hits both implementations alike.
-    n=$((n + 1))
-    "$bench" --precision "$precision" --batch-size "$batch" --csv "$scratch/$n.csv" "$@"
-    n=$((n + 1))
-    "$python" "$root/benchmarks/peers/amp_toycnn_torch.py" --precision "$precision" \
-      --batch-size "$batch" --csv "$scratch/$n.csv" "$@"
+flags=(--warmup "$warmup" --steps "$steps" --threads 1)
+for ((round = 1; round <= rounds; round++)); do
+  echo "== round $round/$rounds, $(uptime | sed 's/.*load/load/')"
+  r="$(printf %03d "$round")"  # the report numbers rounds in file-name order
+  for batch in $batches; do
+    for precision in off bf16; do
+      "$bench" --precision "$precision" --batch-size "$batch" "${flags[@]}" \
+        --csv "$scratch/raw-$r-$batch-$precision-dtrain.csv"
+      "$python" "$root/benchmarks/peers/amp_toycnn_torch.py" --precision "$precision" \
+        --batch-size "$batch" "${flags[@]}" --csv "$scratch/raw-$r-$batch-$precision-torch.csv"
+    done
   done
 done
 
-head -n 1 "$scratch/1.csv" > "$scratch/merged.csv"
-for i in $(seq 1 "$n"); do tail -n +2 "$scratch/$i.csv" >> "$scratch/merged.csv"; done
-mv "$scratch/merged.csv" "$out"  # whole, or the previous results stay
-echo "== $out"
-if "$python" -c 'import matplotlib' 2>/dev/null; then
-  "$python" "$root/benchmarks/report/amp_report.py" --csv "$out" --png "${out%.csv}.png"
-else
-  "$python" "$root/benchmarks/report/amp_report.py" --csv "$out"
-  echo "$runner: matplotlib is not in $python; no plot ($python -m pip install matplotlib)" >&2
-fi
+report amp_toycnn_cpu amp \
+  "1 thread per process; one process per configuration and round; $warmup warm-up and $steps timed steps (median) per process; $rounds rounds; $host_memory" \
+  "dtrain fp32:torch fp32,dtrain bf16:torch bf16,dtrain bf16:dtrain fp32,torch bf16:torch fp32" \
+  "Toy CNN step on the CPU with and without bf16 autocast, dtrain against torch.autocast" \
+  --extra peak_rss_mb -- "$scratch"/raw-*.csv
+echo "report: $results/amp_toycnn_cpu.csv"

@@ -2,8 +2,10 @@
 # How long a training step waits for a checkpoint of a PointNet++ classifier
 # with Adam's state: dtrain's blocking save_checkpoint and CheckpointWriter's
 # background write (bench_checkpoint) beside torch.save
-# (benchmarks/peers/checkpoint_torch.py), in the same run, taking turns,
-# merged into benchmarks/results/checkpoint_cpu.csv.
+# (benchmarks/peers/checkpoint_torch.py), in the same run, taking turns
+# round after round; the report (Note [Benchmark verdicts] in
+# benchmarks/report/stats.py) goes to benchmarks/results/checkpoint_cpu.csv
+# (+ checkpoint_cpu_rounds.csv, .png). About a minute on 2 cores.
 #
 #   bash benchmarks/run_checkpoint.sh [--quick] [--rounds 3] [--repeats 7]
 #
@@ -17,8 +19,8 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh" bench_checkpoint
 presets="ssg-lite ssg"
-rounds=3
-repeats=7
+rounds=5
+repeats=5
 while (($#)); do
   case "$1" in
     --quick) quick_results; presets="ssg-lite"; rounds=1; repeats=2; shift ;;
@@ -28,17 +30,20 @@ while (($#)); do
   esac
 done
 require_python
-out="$results/checkpoint_cpu.csv"
 files="${DTRAIN_CHECKPOINT_DIR:-$scratch/files}"
+raw="$scratch/raw.csv"
 
-rm -f "$out"
 for ((round = 1; round <= rounds; round++)); do
   for preset in $presets; do
     echo "== round $round/$rounds, $preset"
-    "$bench" --preset "$preset" --repeats "$repeats" --dir "$files" --csv "$out"
+    "$bench" --preset "$preset" --repeats "$repeats" --dir "$files" --csv "$raw"
     "$python" "$root/benchmarks/peers/checkpoint_torch.py" --preset "$preset" \
-      --repeats "$repeats" --dir "$files" --csv "$out"
+      --repeats "$repeats" --dir "$files" --csv "$raw"
   done
 done
-echo "== $out"
-column -s, -t < "$out" 2>/dev/null || cat "$out"
+report checkpoint_cpu checkpoint \
+  "files in $(df --output=source "$files" | tail -n 1) ($(df --output=fstype "$files" | tail -n 1)); per process the median of $repeats saves after one untimed; $rounds rounds; PointNet++ with Adam's state; $host_memory" \
+  "dtrain background:torch blocking,dtrain blocking:torch blocking,dtrain background:torch no_flush" \
+  "How long a training step waits for a checkpoint: dtrain against torch.save" \
+  --extra file_mb -- "$raw"
+echo "report: $results/checkpoint_cpu.csv"

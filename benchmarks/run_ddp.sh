@@ -8,18 +8,20 @@
 # of a configuration run at once and take turns in lockstep, one short block
 # of steps each per round (Note [Lockstep benchmarks] in
 # benchmarks/support/lockstep.h), so every ratio compares blocks timed
-# seconds apart. The report takes per-round ratios and their medians into
-# benchmarks/results/ddp_cpu.csv (+ ddp_cpu.png with matplotlib).
+# seconds apart. The report (Note [Benchmark verdicts] in
+# benchmarks/report/stats.py) compares dtrain's DDP step with torch's, the
+# local steps alike, and each DDP step with its local one (its overhead),
+# into benchmarks/results/ddp_cpu.csv (+ ddp_cpu.png with matplotlib).
 #
 #   bash benchmarks/run_ddp.sh [--rounds N] [--quick]
 #
-# About 9 minutes on 2 cores; --quick (about 20 s, a smoke run: world size
+# About 4 minutes on 2 cores; --quick (about 20 s, a smoke run: world size
 # 2 alone, the PointNet++-sized model at 2 clouds of 128 points per rank,
 # 2 rounds of 2 steps after 1 warm-up step) writes
 # into $DTRAIN_BUILD_DIR/bench-quick unless DTRAIN_RESULTS_DIR says where,
-# never over the committed results (CTest's bench.ddp runs it). The raw
-# blocks go to ddp_cpu_rounds.csv beside the report, which ddp_report.py
-# can make again from them.
+# never over the committed results (CTest's bench.ddp runs it). The blocks
+# go to ddp_cpu_rounds.csv beside the report, which compare.py can make
+# again from them.
 #
 # Environment: DTRAIN_BUILD_DIR (default build) holds bench_ddp; DTRAIN_PYTHON,
 # else $DTRAIN_HOME/venv/bin/python (DTRAIN_HOME default ~/.cache/dtrain).
@@ -38,22 +40,8 @@ done
 require_python
 if [[ $quick == 1 ]]; then quick_results; fi
 
-# run_world <world> <command...>: one process per rank, torchrun's variables.
-run_world() {
-  local world="$1"; shift
-  local master_port pids=() rank status=0
-  master_port="$(port)"
-  for ((rank = 0; rank < world; rank++)); do
-    RANK=$rank WORLD_SIZE=$world LOCAL_RANK=$rank MASTER_ADDR=127.0.0.1 MASTER_PORT=$master_port \
-      OMP_NUM_THREADS=1 "$@" &
-    pids+=($!)
-  done
-  for pid in "${pids[@]}"; do wait "$pid" || status=$?; done
-  return $status
-}
-
 # model, batch per rank, steps per block, rounds
-configs=("toycnn 8 40 30" "toycnn 32 30 30" "toycnn 128 10 30" "pointmlp 8 4 20")
+configs=("toycnn 8 30 20" "toycnn 32 20 20" "toycnn 128 8 20" "pointmlp 8 3 12")
 worlds=(1 2)
 warmup=5
 points=512  # per cloud, pointmlp only
@@ -96,10 +84,11 @@ for config in "${configs[@]}"; do
   lockstep_wait
 done
 
-png=""
-if "$python" -c 'import matplotlib' 2>/dev/null; then
-  png="$results/ddp_cpu.png"
-fi
-"$python" "$root/benchmarks/report/ddp_report.py" --raw "$scratch"/raw-*.csv --out "$results/ddp_cpu.csv" \
-  --rounds-out "$results/ddp_cpu_rounds.csv" ${png:+--png "$png"}
-echo "report: $results/ddp_cpu.csv (raw blocks: ddp_cpu_rounds.csv)"
+settings="Gloo over loopback; 1 thread per process; $warmup warm-up steps; lockstep rounds of \
+one block each (steps per block in the case's rounds CSV); local = that many independent \
+trainings at once; $host_memory"
+report ddp_cpu ddp "$settings" \
+  "dtrain-ddp:torch-ddp,dtrain-local:torch-local,dtrain-local:dtrain-ddp,torch-local:torch-ddp" \
+  "DDP step on the CPU, dtrain against PyTorch DDP (and each DDP against its local step)" \
+  --extra backward_ms hidden_pct -- "$scratch"/raw-*.csv
+echo "report: $results/ddp_cpu.csv (rounds: ddp_cpu_rounds.csv)"

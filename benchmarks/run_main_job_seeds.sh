@@ -28,8 +28,11 @@ done
 first="${BASH_REMATCH[1]}" last="${BASH_REMATCH[2]}"
 
 dtrain_build train_pointnet2 dtrun
-commit="$(git -C "$DTRAIN_REPO" rev-parse HEAD)$(git -C "$DTRAIN_REPO" diff --quiet HEAD || echo -dirty)"
-machine="$(lscpu | sed -n 's/^Model name: *//p' | head -n 1 | tr ',' ' ') x $(nproc)"
+# As every results CSV (benchmarks/report/stats.py): run_all.sh fixes both
+# before its first result changes the tree.
+commit="${DTRAIN_BENCH_COMMIT:-$(git -C "$DTRAIN_REPO" rev-parse HEAD)$(git -C "$DTRAIN_REPO" \
+  diff --quiet HEAD -- . ':(exclude)benchmarks/results' || echo -dirty)}"
+machine="${DTRAIN_BENCH_MACHINE:-$(lscpu | sed -n 's/^Model name: *//p' | head -n 1 | tr ',' ' ') x $(nproc)}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$(dirname "$out")"

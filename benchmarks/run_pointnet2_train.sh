@@ -6,15 +6,21 @@
 # LibTorch's batch norm + ReLU in place of the fused op (--norm-relu
 # separate). The programs take turns, round after round, so that load on a
 # shared machine falls on all of them; the summary takes each one's median
-# over the rounds. All run under the same host-memory policy.
-# Output: benchmarks/results/pointnet2_train_cpu.csv (summary with speedups)
-# and pointnet2_train_cpu_rounds.csv (every round), + .png of the summary.
+# over the rounds. All run under the same host-memory policy
+# (benchmarks/common.sh). The report (Note [Benchmark verdicts] in
+# benchmarks/report/stats.py) compares dtrain_cpp with each of the others:
+# benchmarks/results/pointnet2_train_cpu.csv, pointnet2_train_cpu_rounds.csv
+# (every round) and pointnet2_train_cpu.png.
 #
-#   bash benchmarks/run_pointnet2_train.sh [--rounds 5] [--threads N] [--amp bf16] [--quick]
+#   bash benchmarks/run_pointnet2_train.sh [--rounds 5] [--threads N] [--amp bf16]
+#                                          [--model cls|partseg] [--quick]
 #
 # --amp bf16 times every program with its forward and loss under CPU bf16
 # autocast (dtrain::amp::AutocastGuard, torch.autocast) and writes
-# pointnet2_train_bf16_cpu*.csv/.png instead.
+# pointnet2_train_bf16_cpu*.csv/.png instead. --model partseg times dtrain's
+# part segmentation with its feature propagations and head on rows of
+# channels against the same on channel-major Conv1d stacks, into
+# pointnet2_partseg_train_cpu*.csv/.png.
 #
 # DTRAIN_RESULTS_DIR=DIR writes the CSV and plot there instead of
 # benchmarks/results (for a trial run that must not replace the committed ones).
@@ -33,16 +39,19 @@ rounds=""
 threads=""
 quick=0
 amp=off
+model=cls
 while (($#)); do
   case "$1" in
     --rounds) rounds="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --amp) amp="$2"; shift 2 ;;
+    --model) model="$2"; shift 2 ;;
     --quick) quick=1; shift ;;
-    *) echo "$runner: unknown argument '$1' (--rounds, --threads, --amp, --quick)" >&2; exit 2 ;;
+    *) echo "$runner: unknown argument '$1' (--rounds, --threads, --amp, --model, --quick)" >&2; exit 2 ;;
   esac
 done
 [[ $amp == off || $amp == bf16 ]] || { echo "$runner: --amp must be off or bf16, got '$amp'" >&2; exit 2; }
+[[ $model == cls || $model == partseg ]] || { echo "$runner: --model must be cls or partseg, got '$model'" >&2; exit 2; }
 library="$build/kernels/libdtrain_kernels.so"
 [[ -f "$library" ]] || { echo "$runner: $library is not built (ninja -C $build dtrain_kernels)" >&2; exit 1; }
 require_python
@@ -64,25 +73,33 @@ for ((round = 1; round <= rounds; round++)); do
     common=(--preset "$preset" --batch-size "$batch" --points "$points" --warmup "$warmup"
             --steps "$steps" --threads "$threads" --amp "$amp")
     echo "== round $round/$rounds, $preset, $(uptime | sed 's/.*load/load/')"
+    if [[ $model == partseg ]]; then
+      # Part segmentation: its propagations and head on rows of channels against Conv1d stacks.
+      "$bench" --model partseg "${common[@]}" --csv "$raw"
+      "$bench" --model partseg "${common[@]}" --propagation-layout channel-major --csv "$raw"
+      continue
+    fi
     "$bench" "${common[@]}" --csv "$raw"
     # The same model with LibTorch's batch norm and ReLU: what the fused op gains.
     "$bench" "${common[@]}" --norm-relu separate --csv "$raw"
-    # The peer under the same host-memory policy that dtrain's programs set
-    # (dtrain::util::retain_freed_host_memory: glibc's mmap threshold at its
-    # 32 MiB maximum, no block mapped on its own, 1 GiB trim threshold), so
-    # that the comparison is of the code, not of malloc settings.
-    MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=1073741824 \
-      "$python" "$root/benchmarks/peers/pointnet2_train_torch.py" --library "$library" \
+    "$python" "$root/benchmarks/peers/pointnet2_train_torch.py" --library "$library" \
       "${common[@]}" --out "$raw"
   done
 done
 name=pointnet2_train_cpu
-[[ $amp == bf16 ]] && name=pointnet2_train_bf16_cpu
-summary="$results/$name.csv"
-"$python" "$root/benchmarks/report/pointnet2_train_report.py" --rounds-csv "$raw" \
-  --out "$scratch/summary.csv" --png "$scratch/summary.png"
-# Together, so a run stopped half-way leaves the previous set.
-mv "$raw" "$results/${name}_rounds.csv"
-mv "$scratch/summary.csv" "$summary"
-[[ -f "$scratch/summary.png" ]] && mv "$scratch/summary.png" "${summary%.csv}.png"
-echo "wrote $summary"
+suffix=""
+if [[ $amp == bf16 ]]; then name=pointnet2_train_bf16_cpu suffix=_bf16; fi
+pairs=""
+for peer in torch_python torch_python_dtrain torch_python_dtrain_channels_last \
+  dtrain_cpp_separate_norm_relu; do
+  pairs+="${pairs:+,}dtrain_cpp$suffix:$peer$suffix"
+done
+if [[ $model == partseg ]]; then
+  name="pointnet2_partseg_train${suffix}_cpu"
+  pairs="dtrain_cpp_partseg$suffix:dtrain_cpp_partseg_channel_major_propagation$suffix"
+fi
+report "$name" train \
+  "$threads threads per process; one process per program, configuration and round; warm-up and timed steps (median) per process as in the runner's configurations; $rounds rounds; autocast $amp; $host_memory" \
+  "$pairs" "PointNet++ $model training step on the CPU (amp $amp): dtrain's C++ model against the same model in Python (cls) or its other layout (partseg)" \
+  --extra peak_rss_mb -- "$raw"
+echo "wrote $results/$name.csv"

@@ -1,8 +1,11 @@
 // DDP step time: one training step (zero_grad, forward, cross-entropy,
-// backward with the gradient all-reduce, SGD step) of the toy CNN or of a
-// PointNet-style MLP with PointNet++'s parameter count (1.46 M), timed per
+// backward with the gradient all-reduce, SGD step) of the toy CNN, of a
+// PointNet-style MLP with PointNet++'s parameter count (1.46 M), or of
+// dtrain's PointNet++ classifier (pointnet2-ssg, pointnet2-msg), timed per
 // step. benchmarks/peers/ddp_torch.py is the same under PyTorch's own
-// DistributedDataParallel; benchmarks/run_ddp.sh runs both in lockstep.
+// DistributedDataParallel (toycnn, pointmlp); benchmarks/run_ddp.sh runs both
+// in lockstep, and benchmarks/run_scaling.sh runs the classifiers at 1-3
+// ranks for the scaling model.
 //
 //   RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 bench_ddp --model toycnn ...
 //
@@ -12,11 +15,18 @@
 // --lockstep DIR:NAME takes --rounds turns of --steps steps with the other
 // participants (Note [Lockstep benchmarks]); alone it runs one round.
 // Rank 0 writes one CSV row per round: impl,model,mode,world,batch_per_rank,
-// parameters,round,steps,step_ms_median,step_ms_p10,step_ms_p90,hidden_pct.
+// parameters,round,steps,step_ms_median,step_ms_p10,step_ms_p90,
+// step_ms_mean,backward_ms_median,hidden_pct (backward_ms: from the loss to
+// the end of backward, DDP's wait for the last all-reduce included;
+// step_ms_mean: the mean step of the slowest rank, which counts the steps in
+// which the scheduler took a process off its core, as happens every few
+// steps when ranks outnumber cores: the median hides them). Timings are
+// rank 0's otherwise.
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <optional>
 
 #include <ATen/ATen.h>
@@ -31,6 +41,7 @@
 
 #include "dtrain/ddp/distributed_data_parallel.h"
 #include "dtrain/dist/init.h"
+#include "dtrain/models/pointnet2_cls.h"
 #include "dtrain/models/toy_cnn.h"
 #include "dtrain/util/cli_app.h"
 #include "dtrain/util/cli_checks.h"
@@ -96,8 +107,15 @@ double percentile(std::vector<double> values, double q) {
 
 struct RoundResult {
   std::vector<double> step_ms;
+  std::vector<double> backward_ms;
   double hidden_pct = 0;
+  double slowest_mean_ms = 0;  // the largest of the ranks' mean steps
 };
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
 
 template <typename Holder>
 int run(Holder model, const at::Tensor& inputs, const at::Tensor& labels, const Options& options) {
@@ -113,11 +131,16 @@ int run(Holder model, const at::Tensor& inputs, const at::Tensor& labels, const 
     ddp.emplace(model, ddp_options);
   }
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+  // Returns the milliseconds of backward (DDP's wait for the last bucket included).
   auto train_step = [&] {
     optimizer.zero_grad();
     const at::Tensor logits = ddp ? (*ddp)(inputs) : model(inputs);
-    F::cross_entropy(logits, labels).backward();
+    const at::Tensor loss = F::cross_entropy(logits, labels);
+    const auto backward_start = std::chrono::steady_clock::now();
+    loss.backward();
+    const double backward_ms = ms_since(backward_start);
     optimizer.step();
+    return backward_ms;
   };
 
   dtrain::bench::Lockstep lockstep(options.lockstep, rank);
@@ -136,16 +159,18 @@ int run(Holder model, const at::Tensor& inputs, const at::Tensor& labels, const 
     RoundResult result;
     for (int step = 0; step < options.steps; ++step) {
       const auto start = std::chrono::steady_clock::now();
-      train_step();
-      result.step_ms.push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count());
+      result.backward_ms.push_back(train_step());
+      result.step_ms.push_back(ms_since(start));
     }
     if (ddp) {
       result.hidden_pct = 100.0 * ddp->timeline().hidden_fraction();
     }
+    result.slowest_mean_ms = std::accumulate(result.step_ms.begin(), result.step_ms.end(), 0.0) /
+                             static_cast<double>(result.step_ms.size());
     if (world > 1) {
-      dtrain::dist::barrier();
+      at::Tensor slowest = at::full({1}, result.slowest_mean_ms, at::kDouble);
+      dtrain::dist::all_reduce(slowest, dtrain::dist::ReduceOp::kMax);  // also a barrier
+      result.slowest_mean_ms = slowest.item<double>();
     }
     lockstep.pass_turn(round);
     results.push_back(std::move(result));
@@ -174,13 +199,15 @@ int run(Holder model, const at::Tensor& inputs, const at::Tensor& labels, const 
     }
     if (fresh) {
       out << "impl,model,mode,world,batch_per_rank,parameters,round,steps,step_ms_median,"
-             "step_ms_p10,step_ms_p90,hidden_pct\n";
+             "step_ms_p10,step_ms_p90,step_ms_mean,backward_ms_median,hidden_pct\n";
     }
     for (std::size_t round = 0; round < results.size(); ++round) {
       const std::vector<double>& ms = results[round].step_ms;
-      out << fmt::format("dtrain,{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{}\n", options.model,
-                         options.mode, world, options.batch, parameters, round, ms.size(),
-                         percentile(ms, 0.5), percentile(ms, 0.1), percentile(ms, 0.9),
+      out << fmt::format("dtrain,{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{}\n",
+                         options.model, options.mode, world, options.batch, parameters, round,
+                         ms.size(), percentile(ms, 0.5), percentile(ms, 0.1), percentile(ms, 0.9),
+                         results[round].slowest_mean_ms,
+                         percentile(results[round].backward_ms, 0.5),
                          ddp ? fmt::format("{:.1f}", results[round].hidden_pct) : "");
     }
   }
@@ -206,18 +233,28 @@ int bench(const Options& options) {
     return run(dtrain::models::ToyCnn(dtrain::models::ToyCnnOptions().in_channels(1)), inputs,
                labels, options);
   }
-  const at::Tensor inputs = at::randn({options.batch, options.points, 3}, generator);
   const at::Tensor labels = at::randint(40, {options.batch}, generator);
-  return run(PointMlp(), inputs, labels, options);
+  if (options.model == "pointmlp") {
+    const at::Tensor inputs = at::randn({options.batch, options.points, 3}, generator);
+    return run(PointMlp(), inputs, labels, options);
+  }
+  // pointnet2-<preset>: clouds uniform in [-1, 1]^3, as bench_pointnet2_train's.
+  const at::Tensor inputs = at::rand({options.batch, options.points, 3}, generator) * 2 - 1;
+  const std::string preset = options.model.substr(std::string("pointnet2-").size());
+  return run(dtrain::models::PointNet2Cls(dtrain::models::pointnet2_cls_preset(preset, 40)), inputs,
+             labels, options);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   dtrain::util::set_up_process();
-  CLI::App app{"DDP step time of the toy CNN or a PointNet++-sized MLP (CPU, Gloo)", "bench_ddp"};
+  CLI::App app{"DDP step time of the toy CNN, a PointNet++-sized MLP or PointNet++ (CPU, Gloo)",
+               "bench_ddp"};
   Options options;
-  app.add_option("--model", options.model)->check(CLI::IsMember({"toycnn", "pointmlp"}));
+  app.add_option("--model", options.model)
+      ->check(CLI::IsMember(
+          {"toycnn", "pointmlp", "pointnet2-ssg", "pointnet2-msg", "pointnet2-ssg-lite"}));
   app.add_option("--mode", options.mode)->check(CLI::IsMember({"local", "ddp"}));
   app.add_option("--batch", options.batch, "Samples per rank and step")
       ->check(dtrain::util::positive());
@@ -229,7 +266,7 @@ int main(int argc, char** argv) {
                  "DIR:NAME: take turns with other benchmark processes (see lockstep.h)");
   app.add_option("--warmup", options.warmup, "Untimed first steps")
       ->check(dtrain::util::non_negative());
-  app.add_option("--points", options.points, "Points per cloud (pointmlp)")
+  app.add_option("--points", options.points, "Points per cloud (pointmlp, pointnet2-*)")
       ->check(dtrain::util::positive());
   app.add_option("--threads", options.threads, "Intra-op threads per process")
       ->check(dtrain::util::positive());

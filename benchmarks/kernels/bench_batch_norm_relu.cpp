@@ -2,15 +2,18 @@
 // CPU activations of the shapes PointNet++'s set abstractions make:
 // LibTorch's batch_norm and relu_ (what torch::nn::BatchNorm2d + ReLU run)
 // against dtrain::kernels::batch_norm_relu, in the same process, taking
-// turns. One CSV row per (shape, impl):
+// turns: each round one forward and backward of each, after --warmup
+// untimed rounds. One CSV row per (shape, impl, timed round):
 //
-//   batch,channels,centres,neighbours,threads,dtype,impl,median_ms
+//   batch,channels,centres,neighbours,threads,dtype,impl,round,ms
 //
 // --dtype bfloat16 gives both bfloat16 activations beside float32
 // parameters, as a CPU bf16 autocast convolution hands them to a module.
 // Before timing, the two are checked to agree (output and every gradient).
 //
 //   bench_batch_norm_relu [--threads 2] [--steps 10] [--dtype bfloat16] [--csv out.csv]
+//
+// benchmarks/run_batch_norm_relu.sh runs it and reports the comparison.
 #include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
 
@@ -79,7 +82,7 @@ int run(const Options& o) {
   at::manual_seed(0);
   dtrain::train::CsvWriter csv(
       o.csv,
-      {"batch", "channels", "centres", "neighbours", "threads", "dtype", "impl", "median_ms"},
+      {"batch", "channels", "centres", "neighbours", "threads", "dtype", "impl", "round", "ms"},
       dtrain::train::CsvWriter::Mode::kAppend);
   for (const auto& shape : kShapes) {
     const at::ScalarType dtype = o.dtype == "bfloat16" ? at::kBFloat16 : at::kFloat;
@@ -115,12 +118,14 @@ int run(const Options& o) {
         }
       }
     }
-    const double medians[2] = {dtrain::bench::median_of(ms[0]), dtrain::bench::median_of(ms[1])};
+    const char* impls[2] = {"libtorch_batch_norm_relu", "dtrain_fused"};
     for (int impl = 0; impl < 2; ++impl) {
-      csv.write_row({shape[0], shape[1], shape[2], shape[3], int64_t{o.threads}, o.dtype,
-                     std::string(impl == 0 ? "libtorch_batch_norm_relu" : "dtrain_fused"),
-                     medians[impl]});
+      for (size_t round = 0; round < ms[impl].size(); ++round) {
+        csv.write_row({shape[0], shape[1], shape[2], shape[3], int64_t{o.threads}, o.dtype,
+                       std::string(impls[impl]), static_cast<int64_t>(round), ms[impl][round]});
+      }
     }
+    const double medians[2] = {dtrain::bench::median_of(ms[0]), dtrain::bench::median_of(ms[1])};
     spdlog::info("({}, {}, {}, {}) channels-last {}: LibTorch {:.2f} ms, fused {:.2f} ms ({:.2f}x)",
                  shape[0], shape[1], shape[2], shape[3], o.dtype, medians[0], medians[1],
                  medians[0] / medians[1]);

@@ -1,7 +1,9 @@
 """PyTorch's DistributedDataParallel counterpart of benchmarks/ddp/bench_ddp.cpp:
-the same models, data shapes, optimizer, thread count, lockstep turns and
-CSV rows, with torch.nn.parallel.DistributedDataParallel over Gloo from the
-same wheel.
+the same models (toycnn, pointmlp), data shapes, optimizer, thread count,
+lockstep turns and CSV rows (backward_ms_median: from the loss to the end of
+backward, DDP's wait for the last all-reduce included; step_ms_mean: the
+slowest rank's mean step), with
+torch.nn.parallel.DistributedDataParallel over Gloo from the same wheel.
 
   RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 \
       python ddp_torch.py --model toycnn --mode ddp --batch 32 --csv out.csv
@@ -87,9 +89,14 @@ def main():
 
 
     def train_step():
+        """One step; returns the milliseconds of backward (DDP's wait included)."""
         optimizer.zero_grad()
-        F.cross_entropy(model(inputs), labels).backward()
+        loss = F.cross_entropy(model(inputs), labels)
+        start = time.perf_counter()
+        loss.backward()
+        backward_ms = 1000.0 * (time.perf_counter() - start)
         optimizer.step()
+        return backward_ms
 
     lockstep = Lockstep(args.lockstep, rank)
     rounds = args.rounds if lockstep.active else 1
@@ -99,17 +106,18 @@ def main():
         if round_ == 0:
             for _ in range(args.warmup):
                 train_step()
-        step_ms = []
+        step_ms, backward_ms = [], []
         for _ in range(args.steps):
             start = time.perf_counter()
-            train_step()
+            backward_ms.append(train_step())
             step_ms.append(1000.0 * (time.perf_counter() - start))
-        if world > 1:
-            dist.barrier()
+        slowest = torch.tensor([sum(step_ms) / len(step_ms)], dtype=torch.float64)
+        if world > 1:  # the slowest rank's mean step; also a barrier
+            dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
         lockstep.pass_turn(round_)
-        results.append(step_ms)
+        results.append((step_ms, backward_ms, slowest.item()))
 
-    median = percentile([ms for step_ms in results for ms in step_ms], 0.5)
+    median = percentile([ms for step_ms, _, _ in results for ms in step_ms], 0.5)
     samples_per_s = 1000.0 * args.batch * world / median
     print(f"[torch rank {rank}] {args.model} {args.mode} world {world} batch {args.batch}/rank: "
           f"{median:.2f} ms/step median over {rounds} rounds, {samples_per_s:.0f} samples/s",
@@ -119,11 +127,13 @@ def main():
         with open(args.csv, "a") as f:
             if fresh:
                 f.write("impl,model,mode,world,batch_per_rank,parameters,round,steps,"
-                        "step_ms_median,step_ms_p10,step_ms_p90,hidden_pct\n")
-            for round_, step_ms in enumerate(results):
+                        "step_ms_median,step_ms_p10,step_ms_p90,step_ms_mean,backward_ms_median,"
+                        "hidden_pct\n")
+            for round_, (step_ms, backward_ms, slowest) in enumerate(results):
                 f.write(f"torch,{args.model},{args.mode},{world},{args.batch},{parameters},"
                         f"{round_},{len(step_ms)},{percentile(step_ms, 0.5):.4f},"
-                        f"{percentile(step_ms, 0.1):.4f},{percentile(step_ms, 0.9):.4f},\n")
+                        f"{percentile(step_ms, 0.1):.4f},{percentile(step_ms, 0.9):.4f},"
+                        f"{slowest:.4f},{percentile(backward_ms, 0.5):.4f},\n")
     if grouped:
         dist.destroy_process_group()
 

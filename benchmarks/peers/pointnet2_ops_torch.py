@@ -16,20 +16,22 @@ product (|a|^2 + |b|^2 - 2ab); its rounding moves points across the radius
 and reorders near-ties, so timing and checking use different modes.
 
 Setup per N, as bench_pointnet2_ops.cpp: B = 8 clouds uniform in the unit
-cube, npoint = N / 4 centres, radius 0.2, nsample 32, k = 16, C = 32.
+cube, npoint = N / 4 centres, radius 0.2, nsample 32, k = 16, C = 32. Each
+op's two versions run once (the check, also the warm-up), then --rounds
+rounds of one call each, in alternating order, on the process's intra-op
+threads.
 
 Usage:
   python pointnet2_ops_torch.py --library build/kernels/libdtrain_kernels.so \
-      [--sizes 1024,4096,16384] [--repeats 3] [--torch-fps-max-n 16384] \
-      [--device cpu] [--out pointnet2_ops_vs_torch.csv]
+      [--sizes 1024,4096] [--rounds 5] [--torch-fps-max-n 16384] \
+      [--device cpu] [--out rounds.csv]
 
-CSV: op,device,B,N,impl,median_ms,speedup_vs_torch,agreement
-(speedup_vs_torch = torch median / dtrain median, on dtrain's rows).
+CSV (benchmarks/report/rounds.py's plain format): case,impl,round,ms,agreement
+(case "<op> B=8 N=<n>", impl dtrain or torch).
 """
 
 import argparse
 import csv
-import statistics
 import sys
 import time
 
@@ -113,18 +115,14 @@ def three_interpolate_torch(features, idx, weight):
 
 
 # ---- timing -----------------------------------------------------------------
-def median_ms(fn, repeats, device):
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        if device == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        fn()
-        if device == "cuda":
-            torch.cuda.synchronize()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+def timed_ms(fn, device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    fn()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return (time.perf_counter() - start) * 1e3
 
 
 def agreement(a, b):
@@ -133,7 +131,7 @@ def agreement(a, b):
     return torch.isclose(a, b).double().mean().item()
 
 
-def run_size(n, device, repeats, torch_fps_max_n, rows):
+def run_size(n, device, rounds, torch_fps_max_n, rows):
     torch.manual_seed(0)
     xyz = torch.rand(B, n, 3, device=device)
     features = torch.randn(B, C, n, device=device)
@@ -167,39 +165,38 @@ def run_size(n, device, repeats, torch_fps_max_n, rows):
          lambda: three_interpolate_torch(coarse, idx3, weight), None),
     ]
     for name, ours, theirs, exact in cases:
-        ours_ms = median_ms(ours, repeats, device)
+        case = f"{name} B={B} N={n}"
         if theirs is None:
-            rows.append([name, device, B, n, "dtrain", f"{ours_ms:.4f}", "", "not run"])
-            print(f"{name:22s} N={n:6d} dtrain {ours_ms:10.3f} ms   torch: skipped (see --torch-fps-max-n)")
+            print(f"{case}: pure PyTorch skipped (see --torch-fps-max-n)")
             continue
-        torch_ms = median_ms(theirs, max(1, repeats - 1) if n >= 16384 else repeats, device)
-        same = f"{agreement(ours(), (exact or theirs)()):.4f}"
-        rows.append([name, device, B, n, "torch", f"{torch_ms:.4f}", "", same])
-        # Significant digits: a fixed 2 decimals wrote a 0.004x speedup as 0.00.
-        rows.append([name, device, B, n, "dtrain", f"{ours_ms:.4f}", f"{torch_ms / ours_ms:.3g}", same])
-        print(f"{name:22s} N={n:6d} dtrain {ours_ms:10.3f} ms   torch {torch_ms:10.3f} ms"
-              f"   speedup {torch_ms / ours_ms:7.2f}x   agreement {same}", flush=True)
+        same = f"{agreement(ours(), (exact or theirs)()):.4f}"  # also the warm-up
+        for round_ in range(rounds):
+            # One call each per round, in alternating order.
+            sides = [("dtrain", ours), ("torch", theirs)]
+            for impl, fn in sides if round_ % 2 == 0 else sides[::-1]:
+                rows.append({"case": case, "impl": impl, "round": round_,
+                             "ms": f"{timed_ms(fn, device):.6g}", "agreement": same})
+        print(f"{case}: {rounds} rounds, agreement {same}", flush=True)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--library", required=True, help="path to libdtrain_kernels.so")
-    parser.add_argument("--sizes", default="1024,4096,16384")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sizes", default="1024,4096")
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--torch-fps-max-n", type=int, default=16384,
                         help="skip the pure-PyTorch FPS loop above this N (it is the slowest)")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--out", default="pointnet2_ops_vs_torch.csv")
+    parser.add_argument("--out", default="pointnet2_ops_vs_torch_rounds.csv")
     args = parser.parse_args()
     torch.ops.load_library(args.library)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {args.device}")
     rows = []
     for n in (int(s) for s in args.sizes.split(",")):
-        run_size(n, args.device, args.repeats, args.torch_fps_max_n, rows)
+        run_size(n, args.device, args.rounds, args.torch_fps_max_n, rows)
     with open(args.out, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["op", "device", "B", "N", "impl", "median_ms", "speedup_vs_torch",
-                         "agreement"])
+        writer = csv.DictWriter(f, fieldnames=["case", "impl", "round", "ms", "agreement"])
+        writer.writeheader()
         writer.writerows(rows)
     print(f"wrote {args.out}")
     return 0

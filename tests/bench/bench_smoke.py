@@ -5,12 +5,14 @@ Usage: python bench_smoke.py <name> <build dir> <work dir>
 Runs the runner with DTRAIN_BUILD_DIR=<build dir> and DTRAIN_RESULTS_DIR=
 <work dir> (emptied first; never benchmarks/results), then checks every CSV
 it must write there: the header is exactly the expected columns, each
-configuration --quick asks for has a row, and timings and ratios are
-positive finite numbers (percentages and fractions within range); with
+configuration --quick asks for has a row, every row names its commit,
+machine and settings, timings and ratios are positive finite numbers
+(percentages and fractions within range) and verdicts are verdicts; with
 matplotlib importable, the plots exist too. The numbers themselves are not
 judged: a smoke run on a shared machine measures little. Flag combinations
 a runner's programs must refuse (REFUSALS) are tried too. Exits 1 listing
-every problem, 77 (ctest's skip code) when the runner cannot run here.
+every problem, 77 (ctest's skip code) when the runner cannot run here (no
+MPI, or a peer package that is not installed: the test never installs one).
 
 The expected rows follow each runner's --quick; change both together.
 """
@@ -19,13 +21,16 @@ import csv
 import importlib.util
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from itertools import product
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "benchmarks", "report"))
+import scaling_model  # noqa: E402  (the columns it writes)
+import stats  # noqa: E402  (the columns every report writes)
 
 
 def number(text):
@@ -43,15 +48,21 @@ class Rule:
     what: str
     test: object
     only: dict = field(default_factory=dict)
+    text: bool = False  # test the text itself, not its number
 
     def where(self, **only):
-        return Rule(self.what, self.test, only)
+        return Rule(self.what, self.test, only, self.text)
 
 
 POSITIVE = Rule("a positive finite number", lambda v: v is not None and v > 0)
 FINITE = Rule("a finite number", lambda v: v is not None)
 PERCENT = Rule("a number in [0, 100]", lambda v: v is not None and 0 <= v <= 100)
 FRACTION = Rule("a number in [0, 1]", lambda v: v is not None and 0 <= v <= 1)
+COMMIT = Rule("a commit (40 hex digits, maybe -dirty)",
+              lambda t: re.fullmatch(r"[0-9a-f]{40}(-dirty)?", t or "") is not None, text=True)
+TEXT = Rule("a non-empty text", lambda t: bool(t and t.strip()), text=True)
+VERDICT = Rule(f"one of {stats.VERDICTS}", lambda t: t in stats.VERDICTS, text=True)
+PROVENANCE = {"commit": COMMIT, "machine": TEXT, "settings": TEXT}
 
 
 @dataclass
@@ -64,110 +75,139 @@ class Csv:
     same: dict = field(default_factory=dict)  # column -> the value on every row
 
 
-def ops_csvs():
-    forward = ["furthest_point_sample", "gather_points", "ball_query", "knn", "group_points",
-               "three_nn", "three_interpolate"]
-    backward = ["gather_points_backward", "group_points_backward", "three_interpolate_backward"]
-    common = ["op", "device", "B", "N", "impl", "median_ms"]
-    return [
-        Csv("pointnet2_ops_cpu.csv", common, ("op", "N"),
-            [(op, "256") for op in forward + backward],
-            {"median_ms": POSITIVE}, {"device": "cpu", "impl": "dtrain"}),
-        Csv("pointnet2_ops_vs_torch_cpu.csv", common + ["speedup_vs_torch", "agreement"],
-            ("op", "N", "impl"), list(product(forward, ["256"], ["dtrain", "torch"])),
-            {"median_ms": POSITIVE, "speedup_vs_torch": POSITIVE.where(impl="dtrain"),
-             "agreement": FRACTION}, {"device": "cpu"}),
-    ]
+def comparisons(name, rows, extras=(), rules=None, same=None):
+    """A report of compare.py: stats.COMPARISON_COLUMNS and each extra per side;
+    rows: (case, dtrain impl, peer impl)."""
+    columns = stats.COMPARISON_COLUMNS + [f"{side}_{x}" for x in extras
+                                          for side in ("dtrain", "peer")]
+    timed = [c for c in stats.COMPARISON_COLUMNS if c.endswith("_ms") or c.startswith("ratio")]
+    return Csv(name, columns, ("case", "dtrain", "peer"), rows,
+               {**PROVENANCE, **{c: POSITIVE for c in timed + ["rounds"]}, "verdict": VERDICT,
+                **(rules or {})}, same or {})
 
 
-def allreduce_csv(name, backend, baseline):
-    return Csv(name, ["backend", "impl", "world_size", "bytes", "time_us", "algbw_gbps",
-                      "busbw_gbps", "rounds", "time_us_min", "time_us_max", f"ratio_vs_{baseline}"],
-               ("impl", "bytes"), list(product(["dtrain", baseline], ["4096", "1048576"])),
-               {column: POSITIVE for column in ["time_us", "algbw_gbps", "busbw_gbps",
-                                                "time_us_min", "time_us_max",
-                                                f"ratio_vs_{baseline}"]},
-               {"backend": backend, "world_size": "2", "rounds": "2"})
+def rounds(name, rows, extras=(), rules=None, same=None):
+    """A rounds CSV of rounds.py: stats.ROUND_COLUMNS and extras; rows: (case, impl, round)."""
+    return Csv(name, stats.ROUND_COLUMNS + list(extras), ("case", "impl", "round"), rows,
+               {**PROVENANCE, "ms": POSITIVE, **(rules or {})}, same or {})
 
 
-AMP = Csv("amp_toycnn_cpu.csv",
-          ["impl", "device", "precision", "batch_size", "threads", "steps", "step_ms_median",
-           "samples_per_s", "peak_rss_mb", "train_rss_growth_mb", "peak_device_mb"],
-          ("impl", "precision", "batch_size"),
-          list(product(["dtrain", "torch"], ["off", "bf16"], ["16"])),
-          {"steps": POSITIVE, "step_ms_median": POSITIVE, "samples_per_s": POSITIVE,
-           "peak_rss_mb": POSITIVE, "train_rss_growth_mb": FINITE,
-           "peak_device_mb": POSITIVE.where(device="cuda")},
-          {"device": "cpu"})
+FORWARD = ["furthest_point_sample", "gather_points", "ball_query", "knn", "group_points",
+           "three_nn", "three_interpolate"]
+BACKWARD = ["gather_points_backward", "group_points_backward", "three_interpolate_backward"]
+OPS = [
+    Csv("pointnet2_ops_cpu.csv", stats.PROVENANCE + ["op", "device", "B", "N", "impl", "median_ms"],
+        ("op", "N"), [(op, "256") for op in FORWARD + BACKWARD],
+        {**PROVENANCE, "median_ms": POSITIVE}, {"device": "cpu", "impl": "dtrain"}),
+    comparisons("pointnet2_ops_vs_torch_cpu.csv",
+                [(f"{op} B=8 N=256", "dtrain", "torch") for op in FORWARD], ["agreement"],
+                {"peer_agreement": FRACTION, "dtrain_agreement": FRACTION}, {"rounds": "1"}),
+]
 
+PEER_CASES = [f"{op} B={b} N={n} M={n // 4}" + (f" r={0.2 * (1024 / n) ** (1 / 3):.3g}"
+                                                 if op == "ball_query" else "")
+              for op in ["furthest_point_sample", "knn", "ball_query", "three_nn"]
+              for b, n in [(1, 1024), (2, 512)]]
+PEERS = [
+    comparisons("point_ops_peers_cpu.csv",
+                [(c, "dtrain_1thread", p) for c in PEER_CASES if c.startswith("furthest")
+                 for p in ("fpsample_vanilla", "fpsample_bucket")]
+                + [(c, "dtrain_1thread", "ckdtree_1worker") for c in PEER_CASES
+                   if not c.startswith("furthest")]
+                + [(c, "dtrain_all_threads", "ckdtree_all_workers") for c in PEER_CASES
+                   if not c.startswith("furthest")],
+                ["agreement", "note"], {"peer_agreement": FRACTION}, {"rounds": "1"}),
+    rounds("point_ops_peers_cpu_rounds.csv",
+           [(c, i, "0") for c in PEER_CASES if c.startswith("furthest")
+            for i in ("dtrain_1thread", "fpsample_vanilla", "fpsample_bucket")],
+           ["agreement", "note"]),
+]
+
+
+def allreduce(name, peer):
+    cases = ["4 KiB", "1 MiB"]
+    return [comparisons(name, [(c, "dtrain", peer) for c in cases], ["bytes", "busbw_gbps"],
+                        {"dtrain_busbw_gbps": POSITIVE, "peer_busbw_gbps": POSITIVE},
+                        {"rounds": "2"}),
+            rounds(name.replace(".csv", "_rounds.csv"),
+                   [(c, i, r) for c in cases for i in ("dtrain", peer) for r in ("1", "2")],
+                   ["bytes", "busbw_gbps"], {"busbw_gbps": POSITIVE})]
+
+
+AMP = [comparisons("amp_toycnn_cpu.csv",
+                   [("batch 16", "dtrain fp32", "torch fp32"),
+                    ("batch 16", "dtrain bf16", "torch bf16"),
+                    ("batch 16", "dtrain bf16", "dtrain fp32"),
+                    ("batch 16", "torch bf16", "torch fp32")], ["peak_rss_mb"],
+                   {"dtrain_peak_rss_mb": POSITIVE, "peer_peak_rss_mb": POSITIVE}, {"rounds": "1"})]
+
+DDP_PAIRS = [("dtrain-ddp", "torch-ddp"), ("dtrain-local", "torch-local"),
+             ("dtrain-local", "dtrain-ddp"), ("torch-local", "torch-ddp")]
 DDP = [
-    Csv("ddp_cpu.csv",
-        ["model", "batch_per_rank", "world", "rounds", "dtrain_step_ms", "torch_step_ms",
-         "dtrain_samples_per_s", "torch_samples_per_s", "speedup_vs_torch", "speedup_q1",
-         "speedup_q3", "speedup_of_medians", "dtrain_local_step_ms", "torch_local_step_ms",
-         "dtrain_overhead_pct", "torch_overhead_pct", "hidden_pct"],
-        ("model", "batch_per_rank", "world"), [("pointmlp", "2", "2")],
-        {**{column: POSITIVE for column in [
-            "dtrain_step_ms", "torch_step_ms", "dtrain_samples_per_s", "torch_samples_per_s",
-            "speedup_vs_torch", "speedup_q1", "speedup_q3", "speedup_of_medians",
-            "dtrain_local_step_ms", "torch_local_step_ms"]},
-         # Overheads are differences: negative when noise beats the wrapper's cost.
-         "dtrain_overhead_pct": FINITE, "torch_overhead_pct": FINITE, "hidden_pct": PERCENT},
-        {"rounds": "2"}),
-    Csv("ddp_cpu_rounds.csv",
-        ["impl", "model", "mode", "world", "batch_per_rank", "parameters", "round", "steps",
-         "step_ms_median", "step_ms_p10", "step_ms_p90", "hidden_pct"],
-        ("impl", "mode", "world", "round"),
-        list(product(["dtrain", "torch"], ["local", "ddp"], ["2"], ["0", "1"])),
-        {"parameters": POSITIVE, "step_ms_median": POSITIVE, "step_ms_p10": POSITIVE,
-         "step_ms_p90": POSITIVE, "hidden_pct": PERCENT.where(impl="dtrain", mode="ddp")},
-        {"model": "pointmlp", "batch_per_rank": "2", "steps": "2"}),
+    comparisons("ddp_cpu.csv", [("pointmlp b2 w2", a, b) for a, b in DDP_PAIRS],
+                ["backward_ms", "hidden_pct"],
+                {"dtrain_backward_ms": POSITIVE, "peer_backward_ms": POSITIVE,
+                 "dtrain_hidden_pct": PERCENT.where(dtrain="dtrain-ddp")}, {"rounds": "2"}),
+    rounds("ddp_cpu_rounds.csv",
+           [("pointmlp b2 w2", f"{i}-{m}", r) for i in ("dtrain", "torch") for m in ("local", "ddp")
+            for r in ("0", "1")], ["backward_ms", "hidden_pct", "parameters", "mean_ms"],
+           {"backward_ms": POSITIVE, "parameters": POSITIVE, "mean_ms": POSITIVE,
+            "hidden_pct": PERCENT.where(impl="dtrain-ddp")}),
 ]
 
-TRAIN_IMPLS = ["dtrain_cpp", "dtrain_cpp_separate_norm_relu", "torch_python",
-               "torch_python_dtrain", "torch_python_dtrain_channels_last"]
+TRAIN_PEERS = ["torch_python", "torch_python_dtrain", "torch_python_dtrain_channels_last",
+               "dtrain_cpp_separate_norm_relu"]
 TRAIN = [
-    Csv("pointnet2_train_cpu.csv",
-        ["preset", "batch_size", "points", "threads", "impl", "rounds", "step_ms", "step_ms_min",
-         "step_ms_max", "clouds_per_s", "speedup_vs_torch_python",
-         "speedup_vs_torch_python_dtrain_ops", "speedup_vs_torch_python_dtrain_channels_last",
-         "speedup_vs_dtrain_separate_norm_relu"],
-        ("preset", "impl"), [("ssg-lite", impl) for impl in TRAIN_IMPLS],
-        {"step_ms": POSITIVE, "step_ms_min": POSITIVE, "step_ms_max": POSITIVE,
-         "clouds_per_s": POSITIVE,
-         "speedup_vs_torch_python": POSITIVE.where(impl="dtrain_cpp"),
-         "speedup_vs_torch_python_dtrain_ops": POSITIVE.where(impl="dtrain_cpp"),
-         "speedup_vs_torch_python_dtrain_channels_last": POSITIVE.where(impl="dtrain_cpp"),
-         "speedup_vs_dtrain_separate_norm_relu": POSITIVE.where(impl="dtrain_cpp")},
-        {"batch_size": "4", "points": "256", "threads": "1", "rounds": "1"}),
-    Csv("pointnet2_train_cpu_rounds.csv",
-        ["impl", "preset", "batch_size", "points", "threads", "steps", "step_ms_median",
-         "samples_per_s", "peak_rss_mb"],
-        ("impl", "preset"), [(impl, "ssg-lite") for impl in TRAIN_IMPLS],
-        {"step_ms_median": POSITIVE, "samples_per_s": POSITIVE, "peak_rss_mb": POSITIVE},
-        {"batch_size": "4", "points": "256", "threads": "1", "steps": "2"}),
+    comparisons("pointnet2_train_cpu.csv",
+                [("ssg-lite 4x256", "dtrain_cpp", p) for p in TRAIN_PEERS],
+                ["peak_rss_mb"], {"dtrain_peak_rss_mb": POSITIVE, "peer_peak_rss_mb": POSITIVE},
+                {"rounds": "1"}),
+    rounds("pointnet2_train_cpu_rounds.csv",
+           [("ssg-lite 4x256", i, "0") for i in ["dtrain_cpp"] + TRAIN_PEERS], ["peak_rss_mb"],
+           {"peak_rss_mb": POSITIVE}),
 ]
 
-CHECKPOINT = Csv("checkpoint_cpu.csv",
-                 ["impl", "preset", "parameters", "file_mb", "mode", "repeats", "median_ms"],
-                 ("impl", "mode"),
-                 [("dtrain", mode) for mode in ["blocking", "background", "on_disk"]]
-                 + [("torch", mode) for mode in ["blocking", "no_flush"]],
-                 {"parameters": POSITIVE, "file_mb": POSITIVE, "median_ms": POSITIVE},
-                 {"preset": "ssg-lite", "repeats": "2"})
+CHECKPOINT = [comparisons("checkpoint_cpu.csv",
+                          [("ssg-lite", "dtrain background", "torch blocking"),
+                           ("ssg-lite", "dtrain blocking", "torch blocking"),
+                           ("ssg-lite", "dtrain background", "torch no_flush")], ["file_mb"],
+                          {"dtrain_file_mb": POSITIVE, "peer_file_mb": POSITIVE}, {"rounds": "1"})]
+
+SHAPES = ["(8,64,512,32)", "(8,128,512,32)", "(8,128,128,64)", "(8,256,128,64)", "(8,1024,1,128)",
+          "(16,32,128,16)", "(16,64,32,32)"]
+BNRELU = [comparisons("batch_norm_relu_cpu.csv",
+                      [(f"{s} float32", "dtrain_fused", "libtorch_batch_norm_relu")
+                       for s in SHAPES],
+                      same={"rounds": "2"})]
+
+SCALING = [
+    Csv("scaling_model.csv", scaling_model.COLUMNS, ("kind", "model", "ranks", "overlap"),
+        [("check", "toycnn", r, o) for r in ("1", "2") for o in ("yes", "no")]
+        + [("cluster", "toycnn", g, o) for g in ("2", "8", "512") for o in ("yes", "no")],
+        {**PROVENANCE, "compute_ms": POSITIVE, "step_ms": POSITIVE, "gradient_mb": POSITIVE,
+         "measured_ms": POSITIVE.where(kind="check"), "error_pct": FINITE.where(kind="check")}),
+    Csv("allreduce_fit.csv", scaling_model.FIT_COLUMNS, ("backend",), [("gloo",)],
+        {**PROVENANCE, "alpha_us": FINITE, "bus_gbps": POSITIVE}),
+]
 
 # name -> (runner, the CSVs it writes, its plots when matplotlib is importable)
 RUNNERS = {
-    "pointnet2_ops": ("run_pointnet2_ops.sh", ops_csvs(), ["pointnet2_ops_vs_torch_cpu.png"]),
-    "allreduce": ("run_allreduce.sh", [allreduce_csv("allreduce_gloo.csv", "gloo", "torch")],
+    "pointnet2_ops": ("run_pointnet2_ops.sh", OPS, ["pointnet2_ops_vs_torch_cpu.png"]),
+    "point_ops_peers": ("run_point_ops_peers.sh", PEERS, ["point_ops_peers_cpu.png"]),
+    "allreduce": ("run_allreduce.sh", allreduce("allreduce_gloo.csv", "torch"),
                   ["allreduce_gloo.png"]),
-    "allreduce_mpi": ("run_allreduce_mpi.sh", [allreduce_csv("allreduce_mpi.csv", "mpi", "mpi")],
+    "allreduce_mpi": ("run_allreduce_mpi.sh", allreduce("allreduce_mpi.csv", "mpi"),
                       ["allreduce_mpi.png"]),
-    "amp": ("run_amp.sh", [AMP], ["amp_toycnn_cpu.png"]),
+    "amp": ("run_amp.sh", AMP, ["amp_toycnn_cpu.png"]),
     "ddp": ("run_ddp.sh", DDP, ["ddp_cpu.png"]),
     "pointnet2_train": ("run_pointnet2_train.sh", TRAIN, ["pointnet2_train_cpu.png"]),
-    "checkpoint": ("run_checkpoint.sh", [CHECKPOINT], []),
+    "checkpoint": ("run_checkpoint.sh", CHECKPOINT, ["checkpoint_cpu.png"]),
+    "batch_norm_relu": ("run_batch_norm_relu.sh", BNRELU, ["batch_norm_relu_cpu.png"]),
+    "scaling": ("run_scaling.sh", SCALING, ["scaling_model.png"]),
 }
+# Python modules a runner's peers need: where one is missing the test skips
+# (the runner would install it; a test must not need the network).
+PEER_MODULES = {"point_ops_peers": ["fpsample", "scipy"]}
 
 
 def check_csv(path, spec):
@@ -198,7 +238,7 @@ def check_csv(path, spec):
             if any(row[c] != v for c, v in rule.only.items()):
                 if text != "":
                     problems.append(f"{name}:{line}: {column} is '{text}', expected blank")
-            elif not rule.test(number(text)):
+            elif not rule.test(text if rule.text else number(text)):
                 problems.append(f"{name}:{line}: {column} is '{text}', expected {rule.what}")
     return problems
 
@@ -265,10 +305,16 @@ def main():
     if name == "allreduce_mpi" and (problem := mpirun_problem()):
         print(f"skipped: {problem}")
         return 77
+    missing = [m for m in PEER_MODULES.get(name, []) if importlib.util.find_spec(m) is None]
+    if missing:
+        print(f"skipped: {sys.executable} cannot import {', '.join(missing)} "
+              f"(pip install -r {os.path.join(REPO, 'benchmarks', 'requirements-peers.txt')}, "
+              f"or run benchmarks/{runner}, which installs them)")
+        return 77
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     env = {**os.environ, "DTRAIN_BUILD_DIR": build, "DTRAIN_RESULTS_DIR": work,
-           "DTRAIN_PYTHON": sys.executable}
+           "DTRAIN_PYTHON": sys.executable, "DTRAIN_BENCH_NO_INSTALL": "1"}
     env.pop("BATCH_SIZES", None)  # run_amp.sh's --quick batch only
     command = ["bash", os.path.join(REPO, "benchmarks", runner), "--quick"]
     print("$", " ".join(command), f"(results in {work})", flush=True)
