@@ -175,7 +175,7 @@ void TrainingCurves::finish() {
   running_.reset();
 }
 
-void TrainingCurves::start(const std::string& csv) {
+void TrainingCurves::start(std::string csv) {
   pending_.clear();
   running_.reset();
   running_ = std::make_unique<Drawing>("curves", csv, picture_beside(csv));

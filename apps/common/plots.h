@@ -57,7 +57,7 @@ class TrainingCurves {
   void finish();
 
  private:
-  void start(const std::string& csv);
+  void start(std::string csv);  // by value: it may be pending_, which it clears
 
   std::unique_ptr<Drawing> running_;
   std::string pending_;  // a report with rows the running drawing lacks

@@ -19,6 +19,7 @@
 #include "dtrain/train/trainer.h"
 #include "dtrain/util/cli_app.h"
 #include "part_data.h"
+#include "plots.h"
 #include "pointnet2_recipe.h"
 #include "segmentation.h"
 #include "train_options.h"
@@ -40,8 +41,15 @@ std::optional<dtrain::datasets::PointCloudAugmentOptions> make_augment(
 }
 
 int train(const PartSegTrainOptions& options, const dtrain::train::FlagTable& flags) {
+  // The curves' PNG, drawn again after each epoch's row (rank 0 writes them).
+  dtrain::apps::TrainingCurves curves;
   dtrain::train::Trainer trainer(
-      trainer_options(options).model_name("PointNet++ part segmentation " + options.model), flags);
+      trainer_options(options)
+          .model_name("PointNet++ part segmentation " + options.model)
+          // Which model a checkpoint holds, for programs that load it alone.
+          .checkpoint_notes({{"model", "PointNet2PartSeg"}, {"preset", options.model}})
+          .after_report_row([&curves](const std::string& csv) { curves.update(csv); }),
+      flags);
   // The clouds' size against the model's (its layers do not depend on the
   // part and category counts), before the data is read.
   check_num_points(options,

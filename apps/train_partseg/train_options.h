@@ -13,7 +13,8 @@ struct PartSegTrainOptions : PointNet2RecipeOptions {
   PartSegTrainOptions() {
     trainer.csv("out/train_partseg.csv")
         .eval_batch(32)
-        .report_columns({"instance_miou", "class_miou"});
+        .report_columns({"instance_miou", "class_miou"})
+        .best_by("instance_miou");
   }
 };
 

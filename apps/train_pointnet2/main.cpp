@@ -8,19 +8,27 @@
 // DistributedDataParallel and shards every epoch with DistributedSampler
 // (or by --rank-weights, for mixed hardware); --batch-size is per process.
 // Each epoch: Adam steps over augmented clouds (a progress bar on rank 0),
-// then test loss and accuracy over the whole test set, logged and appended
-// to the CSV report by rank 0, and a checkpoint when --checkpoint names
+// then the test loss, overall accuracy and mean class accuracy over the
+// whole test set, logged and appended to the CSV report by rank 0 (with a
+// PNG of the curves beside it), and a checkpoint when --checkpoint names
 // one. The recipe is PointNet++'s (pointnet2_recipe.h): Adam at 1e-3 with
 // weight decay 1e-4, the rate times 0.7 every 20 epochs, batch norm,
 // dropout 0.5 in the head, random scale/shift/jitter.
+//
+// --eval-only evaluates the --checkpoint instead, on as many processes as
+// it is launched with, and writes the files of evaluation_files.h.
 #include <ATen/ATen.h>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
-#include "classification.h"
+#include "cloud_evaluation.h"
 #include "dtrain/datasets/point_cloud_augment.h"
+#include "dtrain/models/pointnet2_classifier.h"
 #include "dtrain/models/pointnet2_cls.h"
 #include "dtrain/train/trainer.h"
 #include "dtrain/util/cli_app.h"
+#include "evaluation_files.h"
+#include "plots.h"
 #include "point_cloud_data.h"
 #include "pointnet2_recipe.h"
 #include "train_options.h"
@@ -48,18 +56,76 @@ dtrain::train::TensorDataset::Augment make_augment(const PointNet2TrainOptions& 
   };
 }
 
+dtrain::apps::Voting voting(const PointNet2TrainOptions& options) {
+  return {.votes = options.votes,
+          .seed = static_cast<uint64_t>(options.trainer.seed()),
+          .up_axis = dtrain::datasets::PointCloudAugmentOptions().up_axis()};
+}
+
+// The model's evaluation over the whole test set; `last` keeps the result.
+dtrain::train::Evaluate<PointNet2Cls> cloud_evaluation(
+    const PointNet2TrainOptions& options, const dtrain::apps::PointCloudData& data,
+    std::optional<dtrain::apps::CloudEvaluation>& last) {
+  return [&options, &data, &last](dtrain::train::JobModel<PointNet2Cls>& model,
+                                  const dtrain::train::EvalContext& context) {
+    last = dtrain::apps::evaluate_clouds([&model](const at::Tensor& x) { return model.eval(x); },
+                                         data.test, static_cast<int64_t>(data.class_names.size()),
+                                         voting(options), context);
+    return last->stats;
+  };
+}
+
+// --eval-only: the checkpoint's scores, and rank 0 writes them down.
+int evaluate_checkpoint(dtrain::train::Trainer& trainer, PointNet2Cls model,
+                        const PointNet2TrainOptions& options,
+                        const dtrain::apps::PointCloudData& data) {
+  std::optional<dtrain::apps::CloudEvaluation> result;
+  int rank = 0;
+  auto evaluate = cloud_evaluation(options, data, result);
+  const auto evaluated = trainer.evaluate(model, [&](dtrain::train::JobModel<PointNet2Cls>& in_job,
+                                                     const dtrain::train::EvalContext& context) {
+    rank = context.job().rank;
+    return evaluate(in_job, context);
+  });
+  if (rank == 0) {
+    const auto written = dtrain::apps::write_evaluation_files(
+        trainer.options().csv(), {.checkpoint = trainer.options().checkpoint(),
+                                  .epochs_done = evaluated.epochs_done,
+                                  .votes = options.votes,
+                                  .result = &*result,
+                                  .class_names = &data.class_names,
+                                  .labels = &data.test.labels});
+    const auto& confusion = result->confusion;
+    spdlog::info("OA {:.4f}, mAcc {:.4f} over {} test clouds with {} vote(s); written: {}",
+                 confusion.overall_accuracy(), confusion.mean_class_accuracy(), confusion.samples(),
+                 options.votes, fmt::join(written, ", "));
+  }
+  return 0;
+}
+
 int train(const PointNet2TrainOptions& options, const dtrain::train::FlagTable& flags) {
+  // The curves' PNG, drawn again after each epoch's row (rank 0 writes them).
+  dtrain::apps::TrainingCurves curves;
   dtrain::train::Trainer trainer(
-      dtrain::apps::trainer_options(options).model_name("PointNet++ " + options.model), flags);
+      dtrain::apps::trainer_options(options)
+          .model_name("PointNet++ " + options.model)
+          .report_columns(dtrain::apps::cloud_report_columns())
+          .after_report_row([&curves](const std::string& csv) { curves.update(csv); }),
+      flags);
   // The clouds' size against the model's (its layers do not depend on the
   // class count), before the data is read.
   dtrain::apps::check_num_points(options,
                                  dtrain::models::pointnet2_cls_preset(options.model, 2).layers());
   const dtrain::apps::PointCloudData data = dtrain::apps::load_point_cloud_data(options);
+  trainer.set_checkpoint_notes(dtrain::models::pointnet2_cls_notes(
+      {options.model, data.class_names, options.num_points, options.normals}));
   torch::manual_seed(options.trainer.seed());
   PointNet2Cls model(dtrain::models::pointnet2_cls_preset(
       options.model, static_cast<int64_t>(data.class_names.size()), options.normals ? 3 : 0));
   model->to(trainer.device());
+  if (options.eval_only) {
+    return evaluate_checkpoint(trainer, model, options, data);
+  }
   const auto adam = dtrain::apps::adam(options, model->parameters());
   dtrain::train::TensorDataset train_set({data.train.inputs, data.train.labels},
                                          make_augment(options));
@@ -68,8 +134,9 @@ int train(const PointNet2TrainOptions& options, const dtrain::train::FlagTable& 
                   dtrain::apps::dataset_words().word(options.data), data.root,
                   data.class_names.size(), data.train.size(), data.test.size(), options.num_points,
                   options.normals ? " with normals" : ""));
+  std::optional<dtrain::apps::CloudEvaluation> last;
   return trainer.fit(model, *adam, train_set, dtrain::apps::classification_step<PointNet2Cls>(),
-                     dtrain::apps::classification_evaluation<PointNet2Cls>(data.test));
+                     cloud_evaluation(options, data, last));
 }
 
 }  // namespace
@@ -78,7 +145,7 @@ int main(int argc, char** argv) {
   dtrain::train::set_up_training_process();
   CLI::App app{
       "Train a PointNet++ classifier on point clouds (CPU or GPU; data-parallel when launched with "
-      "several processes by dtrun, mpirun or srun)",
+      "several processes by dtrun, mpirun or srun), or evaluate a checkpoint (--eval-only)",
       "train_pointnet2"};
   PointNet2TrainOptions options;
   dtrain::train::FlagTable flags(app);

@@ -1,6 +1,7 @@
 #include "train_options.h"
 
 #include "dtrain/models/pointnet2_cls.h"
+#include "dtrain/util/cli_checks.h"
 
 namespace dtrain::apps {
 
@@ -36,6 +37,29 @@ void add_train_flags(train::FlagTable& flags, PointNet2TrainOptions& options) {
            Agreement::same())
       ->check(CLI::Range(0.0, 0.99))
       ->capture_default_str();
+  add_evaluation_flags(flags, options);
+}
+
+void add_evaluation_flags(train::FlagTable& flags, PointNet2TrainOptions& options) {
+  flags
+      .add_switch("--eval-only", options.eval_only,
+                  "Evaluate --checkpoint on the test set instead of training: OA, mAcc, "
+                  "per-class accuracy and the confusion matrix, beside --csv",
+                  Agreement::same())
+      ->group(kEvaluationGroup);
+  flags
+      .add("--votes", options.votes,
+           "Average the logits of this many copies of each test cloud, all but the first "
+           "randomly rotated about the up axis and scaled (PointNet++'s voting; seeded by --seed)",
+           Agreement::same())
+      ->check(util::positive())
+      ->capture_default_str()
+      ->group(kEvaluationGroup);
+  flags.check([&options] {
+    if (options.eval_only && options.trainer.checkpoint().empty()) {
+      throw CLI::ValidationError("--eval-only", "needs --checkpoint, the file to evaluate");
+    }
+  });
 }
 
 }  // namespace dtrain::apps

@@ -24,6 +24,7 @@
 #include "dtrain/train/trainer.h"
 #include "dtrain/util/cli_app.h"
 #include "image_data.h"
+#include "plots.h"
 #include "train_options.h"
 
 namespace {
@@ -47,7 +48,12 @@ dtrain::train::TensorDataset::Augment make_augment(const TrainOptions& options) 
 }
 
 int train(const TrainOptions& options, const dtrain::train::FlagTable& flags) {
-  dtrain::train::Trainer trainer(options.trainer, flags);
+  // The curves' PNG, drawn again after each epoch's row (rank 0 writes them).
+  dtrain::apps::TrainingCurves curves;
+  dtrain::train::Trainer trainer(
+      dtrain::train::TrainerOptions(options.trainer)
+          .after_report_row([&curves](const std::string& csv) { curves.update(csv); }),
+      flags);
   const ImageData data = load_image_data(options);
   torch::manual_seed(options.trainer.seed());
   ToyCnn model(dtrain::models::ToyCnnOptions()

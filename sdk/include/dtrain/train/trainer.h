@@ -100,6 +100,9 @@ class Trainer {
   Trainer(TrainerOptions options, const FlagTable& flags);
 
   const TrainerOptions& options() const { return options_; }
+  // What every checkpoint will say of the model (TrainerOptions::
+  // checkpoint_notes), for apps that know it only once the data is read.
+  void set_checkpoint_notes(CheckpointNotes notes) { options_.checkpoint_notes(std::move(notes)); }
   // The CPU, or the GPU of this process's local rank (made current).
   c10::Device device() const { return device_; }
 
