@@ -168,6 +168,18 @@ TEST(PredictPointNet2, TheSdkFunctionAgreesWithTheEvaluation) {
     EXPECT_NEAR(guesses[0].probability + guesses[1].probability + guesses[2].probability, 1.0,
                 1e-6);
   }
+  // The guide's example program (apps/examples/classify_clouds.cpp) says the same.
+  std::vector<std::string> command{DTRAIN_CLASSIFY_CLOUDS_PATH, run.checkpoint};
+  std::map<std::string, std::string> wanted;
+  for (int64_t i = 0; i < clouds.labels.size(0); i += 5) {
+    const std::string path = dir.file("cloud" + std::to_string(i) + ".txt");
+    write_cloud(path, clouds.points[i], clouds.normals[i], Format::kTextSpaces);
+    command.push_back(path);
+    wanted[path] = expected[static_cast<std::size_t>(i)];
+  }
+  const ProcessResult example = run_process(command);
+  ASSERT_EQ(example.exit_code, 0) << example.output;
+  EXPECT_EQ(top_class_per_file(example.output), wanted) << example.output;
   // A cloud of other sizes is sampled down or padded to the model's 1,024 points.
   EXPECT_EQ(classifier.prepare(at::rand({3000, 3})).sizes(), (std::vector<int64_t>{1024, 3}));
   EXPECT_EQ(classifier.prepare(at::rand({5, 6})).sizes(), (std::vector<int64_t>{1024, 3}));
