@@ -77,8 +77,10 @@ std::string picture_beside(const std::string& csv) {
 
 Drawing::Drawing(const std::string& kind, const std::string& csv, const std::string& png)
     : png_(png) {
-  char output_template[] = "/tmp/dtrain-plot-XXXXXX";
-  const int fd = ::mkstemp(output_template);
+  // The child's output, read back only when it drew nothing ($TMPDIR or /tmp).
+  std::error_code ec;
+  std::string output_template = (fs::temp_directory_path(ec) / "dtrain-plot-XXXXXX").string();
+  const int fd = ::mkstemp(output_template.data());
   if (fd < 0) {
     say_once("no PNG pictures: cannot make a temporary file: " + std::string(std::strerror(errno)));
     return;
@@ -153,7 +155,12 @@ void Drawing::ended(int status) {
              "the CSV reports hold the numbers");
     return;
   }
-  say_once("could not draw " + png_ + ": " + last_line(text.str()));
+  const std::string said = last_line(text.str());
+  say_once("could not draw " + png_ + ": " +
+           (!said.empty() ? said
+            : status != -1 && WIFEXITED(status)
+                ? program + " exited with status " + std::to_string(WEXITSTATUS(status))
+                : program + " did not finish"));
 }
 
 void TrainingCurves::update(const std::string& csv) {

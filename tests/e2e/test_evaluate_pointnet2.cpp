@@ -196,6 +196,31 @@ TEST(EvaluatePointNet2, ThePicturesAreDrawn) {
   }
 }
 
+// A Python without matplotlib (here one that answers as plot_report.py
+// does then): one line in the log, and the run succeeds with its CSVs.
+TEST(EvaluatePointNet2, WithoutMatplotlibOneLineSaysSoAndTheRunSucceeds) {
+  const auto& run = trained_run();
+  TempDir dir;
+  const std::string python = dir.file("python");
+  std::ofstream(python) << "#!/bin/sh\necho 'matplotlib is not installed' >&2\nexit 3\n";
+  fs::permissions(python, fs::perms::owner_all);
+  std::vector<std::string> args{"/usr/bin/env", "DTRAIN_PYTHON=" + python,
+                                DTRAIN_TRAIN_POINTNET2_PATH};
+  for (const auto& flag : dtrain::testing::pointnet2::run_flags(run.dir)) {
+    args.push_back(flag);
+  }
+  args.insert(args.end(), {"--epochs", "2", "--csv", dir.file("run.csv")});
+  const auto result = dtrain::testing::run_process(args);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::size_t said = 0;
+  for (const auto& line : dtrain::testing::non_empty_lines(result.output)) {
+    said += line.find("no PNG pictures: matplotlib is not installed") != std::string::npos;
+  }
+  EXPECT_EQ(said, 1u) << result.output;
+  EXPECT_EQ(read_csv(dir.file("run.csv")).size(), 3u);
+  EXPECT_FALSE(fs::exists(dir.file("run.png")));
+}
+
 TEST(EvaluatePointNet2Errors, EvalOnlyNeedsACheckpointThatFits) {
   using dtrain::testing::pointnet2::expect_one_line_error;
   using dtrain::testing::pointnet2::run_app;
