@@ -20,6 +20,7 @@
 #include "dtrain/datasets/point_cloud_augment.h"
 #include "dtrain/models/pointnet2_cls.h"
 #include "dtrain/train/trainer.h"
+#include "dtrain/train/trainer_flags.h"
 #include "dtrain/util/cli_app.h"
 #include "point_cloud_data.h"
 #include "pointnet2_recipe.h"
@@ -83,5 +84,6 @@ int main(int argc, char** argv) {
   PointNet2TrainOptions options;
   dtrain::train::FlagTable flags(app);
   dtrain::apps::add_train_flags(flags, options);
+  dtrain::train::add_trainer_help(flags, {"--dataset", "--data-dir", "--model"});
   return dtrain::util::run_cli_app(app, argc, argv, [&] { return train(options, flags); });
 }

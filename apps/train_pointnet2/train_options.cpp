@@ -19,6 +19,7 @@ void add_train_flags(train::FlagTable& flags, PointNet2TrainOptions& options) {
                  "The dataset's own directory (synthetic shapes: written there when it is new or "
                  "empty; default: one directory per set of options under $DTRAIN_DATA_DIR or "
                  "~/.cache/dtrain/datasets; ModelNet40 from $DTRAIN_MODELNET_DIR)");
+  flags.topic("Model");
   flags.add_switch("--normals", options.normals, "Feed surface normals as point features",
                    Agreement::same());
   flags
@@ -28,6 +29,7 @@ void add_train_flags(train::FlagTable& flags, PointNet2TrainOptions& options) {
       ->check(CLI::IsMember(models::pointnet2_cls_preset_names()))
       ->capture_default_str();
   add_recipe_flags(flags, options);
+  flags.topic("Data");
   flags.add_switch("--rotate", options.rotate,
                    "Also rotate training clouds randomly about the up axis", Agreement::same());
   flags
