@@ -8,11 +8,11 @@
 #include "dtrain/ddp/broadcast.h"
 #include "dtrain/ddp/comm_hook.h"
 #include "dtrain/ddp/data_parallel.h"
-#include "dtrain/ddp/distributed_data_parallel.h"
+#include "dtrain/ddp/distributed_data_parallel.h"  // link dtrain::sdk
 #include "dtrain/ddp/distributed_optimizer.h"
 #include "dtrain/ddp/sync_batch_norm.h"
 #include "dtrain/dist/init.h"
-#include "dtrain/models/toy_cnn.h"
+#include "dtrain/models/toy_cnn.h"  // link dtrain::models
 
 namespace snippets {
 
