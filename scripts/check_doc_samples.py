@@ -78,8 +78,19 @@ def excerpt_problem(block, wanted):
     return None
 
 
+def names_in_foreach(text, relative):
+    """True when a foreach() of `text` lists the file's stem and builds ${var}.ext."""
+    stem, ext = os.path.splitext(relative)
+    for loop in re.finditer(r"foreach\((\w+)([^)]*)\)(.*?)endforeach", text, re.S):
+        var, words, body = loop.groups()
+        if stem in words.split() and "${" + var + "}" + ext in body:
+            return True
+    return False
+
+
 def compiled(root, path):
-    """True when a CMakeLists.txt in the file's folder or above names it."""
+    """True when a CMakeLists.txt in the file's folder or above names it,
+    itself or through a foreach() over the names of several files."""
     folder, name = os.path.split(path)
     while True:
         cmake = os.path.join(root, folder, "CMakeLists.txt")
@@ -88,6 +99,8 @@ def compiled(root, path):
                 text = f.read()
             relative = os.path.relpath(path, folder or ".")
             if re.search(r"(^|[\s/(])" + re.escape(relative) + r"($|[\s)])", text, re.M):
+                return True
+            if names_in_foreach(text, relative):
                 return True
         if not folder:
             return False

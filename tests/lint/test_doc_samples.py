@@ -53,6 +53,11 @@ def excerpt_and_marker_failures(root):
     code, output = run(root)
     if code != 1 or "src/main.cpp is built by no CMakeLists.txt" not in output:
         failures.append(f"a sample of a file nothing builds passed (exit {code}):\n{output}")
+    write(root, "src/CMakeLists.txt",
+          "foreach(program main other)\n  add_executable(${program} ${program}.cpp)\nendforeach()\n")
+    code, output = run(root)
+    if code != 0:
+        failures.append(f"a file built by a foreach() over names failed:\n{output}")
     return failures
 
 
