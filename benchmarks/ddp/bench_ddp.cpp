@@ -117,6 +117,28 @@ double ms_since(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
+// One CSV row per round (appended, with a header when the file is new).
+void append_rounds_csv(const Options& options, int world, std::int64_t parameters,
+                       const std::vector<RoundResult>& results, bool with_ddp) {
+  const bool fresh = !std::filesystem::exists(options.csv);
+  std::ofstream out(options.csv, std::ios::app);
+  if (!out) {
+    throw dtrain::IOError("cannot append to '" + options.csv + "'");
+  }
+  if (fresh) {
+    out << "impl,model,mode,world,batch_per_rank,parameters,round,steps,step_ms_median,"
+           "step_ms_p10,step_ms_p90,step_ms_mean,backward_ms_median,hidden_pct\n";
+  }
+  for (std::size_t round = 0; round < results.size(); ++round) {
+    const std::vector<double>& ms = results[round].step_ms;
+    out << fmt::format("dtrain,{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{}\n",
+                       options.model, options.mode, world, options.batch, parameters, round,
+                       ms.size(), percentile(ms, 0.5), percentile(ms, 0.1), percentile(ms, 0.9),
+                       results[round].slowest_mean_ms, percentile(results[round].backward_ms, 0.5),
+                       with_ddp ? fmt::format("{:.1f}", results[round].hidden_pct) : "");
+  }
+}
+
 template <typename Holder>
 int run(Holder model, const at::Tensor& inputs, const at::Tensor& labels, const Options& options) {
   const bool grouped = dtrain::dist::is_initialized();
@@ -192,24 +214,7 @@ int run(Holder model, const at::Tensor& inputs, const at::Tensor& labels, const 
       1000.0 * static_cast<double>(options.batch * world) / median,
       ddp ? ", " + ddp->timeline().summary() : std::string());
   if (rank == 0 && !options.csv.empty()) {
-    const bool fresh = !std::filesystem::exists(options.csv);
-    std::ofstream out(options.csv, std::ios::app);
-    if (!out) {
-      throw dtrain::IOError("cannot append to '" + options.csv + "'");
-    }
-    if (fresh) {
-      out << "impl,model,mode,world,batch_per_rank,parameters,round,steps,step_ms_median,"
-             "step_ms_p10,step_ms_p90,step_ms_mean,backward_ms_median,hidden_pct\n";
-    }
-    for (std::size_t round = 0; round < results.size(); ++round) {
-      const std::vector<double>& ms = results[round].step_ms;
-      out << fmt::format("dtrain,{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{}\n",
-                         options.model, options.mode, world, options.batch, parameters, round,
-                         ms.size(), percentile(ms, 0.5), percentile(ms, 0.1), percentile(ms, 0.9),
-                         results[round].slowest_mean_ms,
-                         percentile(results[round].backward_ms, 0.5),
-                         ddp ? fmt::format("{:.1f}", results[round].hidden_pct) : "");
-    }
+    append_rounds_csv(options, world, parameters, results, ddp.has_value());
   }
   return 0;
 }

@@ -48,7 +48,22 @@ def percentile(values, q):
     return values[int(q * (len(values) - 1) + 0.5)]
 
 
-def main():
+def append_rounds_csv(args, world, parameters, results):
+    """One CSV row per round (appended, with a header when the file is new)."""
+    fresh = not os.path.exists(args.csv)
+    with open(args.csv, "a") as f:
+        if fresh:
+            f.write("impl,model,mode,world,batch_per_rank,parameters,round,steps,"
+                    "step_ms_median,step_ms_p10,step_ms_p90,step_ms_mean,backward_ms_median,"
+                    "hidden_pct\n")
+        for round_, (step_ms, backward_ms, slowest) in enumerate(results):
+            f.write(f"torch,{args.model},{args.mode},{world},{args.batch},{parameters},"
+                    f"{round_},{len(step_ms)},{percentile(step_ms, 0.5):.4f},"
+                    f"{percentile(step_ms, 0.1):.4f},{percentile(step_ms, 0.9):.4f},"
+                    f"{slowest:.4f},{percentile(backward_ms, 0.5):.4f},\n")
+
+
+def parse_args():
     p = argparse.ArgumentParser()
     p.add_argument("--model", choices=["toycnn", "pointmlp"], default="toycnn")
     p.add_argument("--mode", choices=["local", "ddp"], default="ddp")
@@ -61,7 +76,11 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--bucket-cap-mb", type=float, default=25)
     p.add_argument("--csv", default="")
-    args = p.parse_args()
+    return p.parse_args()
+
+
+def main():
+    args = parse_args()
 
     torch.set_num_threads(args.threads)
     ddp_mode = args.mode == "ddp"
@@ -123,17 +142,7 @@ def main():
           f"{median:.2f} ms/step median over {rounds} rounds, {samples_per_s:.0f} samples/s",
           flush=True)
     if rank == 0 and args.csv:
-        fresh = not os.path.exists(args.csv)
-        with open(args.csv, "a") as f:
-            if fresh:
-                f.write("impl,model,mode,world,batch_per_rank,parameters,round,steps,"
-                        "step_ms_median,step_ms_p10,step_ms_p90,step_ms_mean,backward_ms_median,"
-                        "hidden_pct\n")
-            for round_, (step_ms, backward_ms, slowest) in enumerate(results):
-                f.write(f"torch,{args.model},{args.mode},{world},{args.batch},{parameters},"
-                        f"{round_},{len(step_ms)},{percentile(step_ms, 0.5):.4f},"
-                        f"{percentile(step_ms, 0.1):.4f},{percentile(step_ms, 0.9):.4f},"
-                        f"{slowest:.4f},{percentile(backward_ms, 0.5):.4f},\n")
+        append_rounds_csv(args, world, parameters, results)
     if grouped:
         dist.destroy_process_group()
 

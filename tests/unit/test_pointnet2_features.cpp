@@ -475,7 +475,11 @@ TEST(FeatureOps, BadInputsNameTheArgument) {
                                   k::ScatterMode::kAtomic);
       },
       "gather_points_backward: idx must have shape (B, C, M) and (B, M) matching grad_out");
-  // Sparse tensors: named, not LibTorch's "unsupported memory format".
+}
+
+// Sparse tensors: named, not LibTorch's "unsupported memory format".
+TEST(FeatureOps, SparseInputsAreNamed) {
+  const at::Tensor f = at::randn({2, 3, 10});
   const at::Tensor idx = random_index(10, {2, 4});
   expect_error<c10::Error>([&] { k::gather_points(f.to_sparse(), idx); },
                            "gather_points: features must be a strided (dense) tensor, got Sparse");
