@@ -7,7 +7,7 @@ kernels/experimental, models, datasets) or an app's folder (apps/<name>).
 Module A depends on module B when a file of A includes a file of B: by its
 public path ("dtrain/dist/store.h") or by a relative one ("../dist/x.h",
 "membership.h"). Modules in a cycle could not be built, tested or
-understood one without the other; docs/architecture.md gives the intended
+understood one without the other; docs/design/architecture.md gives the intended
 direction (apps -> models, datasets -> sdk; kernels -> LibTorch).
 
     python3 scripts/check_include_graph.py [ROOT]

@@ -34,10 +34,10 @@ esac
 bash "$DTRAIN_REPO/scripts/bootstrap.sh"
 dtrain_build "$app" dtrun
 cd "$DTRAIN_REPO"
-# --help is the app's, printed once (not by every process).
+# --help (--help TOPIC, --help-all) is the app's, printed once (not by every process).
 for arg in "$@"; do
-  if [[ "$arg" == "--help" || "$arg" == "-h" ]]; then
-    exec "$DTRAIN_BUILD_DIR/apps/$app/$app" --help
+  if [[ "$arg" == "--help" || "$arg" == "-h" || "$arg" == "--help-all" ]]; then
+    exec "$DTRAIN_BUILD_DIR/apps/$app/$app" "$@"
   fi
 done
 nproc_per_node="${DTRAIN_NPROC:-2}"

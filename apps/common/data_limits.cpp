@@ -5,6 +5,7 @@
 namespace dtrain::apps {
 
 void add_data_limit_flags(train::FlagTable& flags, DataLimits& limits, const std::string& noun) {
+  flags.topic("Data");
   flags
       .add("--train-limit", limits.train, "Use only the first N training " + noun + " (0: all)",
            train::Agreement::same())

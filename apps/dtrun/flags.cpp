@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "dtrain/util/cli_checks.h"
+#include "dtrain/util/cli_help.h"
 #include "dtrain/util/errors.h"
 #include "program.h"
 
@@ -80,6 +81,7 @@ void describe(CLI::App& app) {
 
 // --nnodes .. --local-addr: how nodes meet.
 void add_rendezvous_flags(CLI::App& app, DtrunFlags& f) {
+  app.option_defaults()->group("Rendezvous");  // CLI11 gives new options the defaults' group
   app.add_option("--nnodes", f.nnodes, "Number of nodes, or MIN:MAX for an elastic job")
       ->capture_default_str();
   app.add_option("--nproc-per-node,--nproc_per_node", f.nproc_per_node,
@@ -116,6 +118,7 @@ void add_rendezvous_flags(CLI::App& app, DtrunFlags& f) {
 
 // --max-restarts .. --role: the workers, their output and their devices.
 void add_worker_flags(CLI::App& app, DtrunFlags& f) {
+  app.option_defaults()->group("Workers");
   app.add_option("--max-restarts,--max_restarts", f.max_restarts,
                  "Group restarts after failures, for the whole job")
       ->check(dtrain::util::non_negative())
@@ -210,6 +213,8 @@ void add_dtrun_flags(CLI::App& app, DtrunFlags& f) {
   describe(app);
   add_rendezvous_flags(app, f);
   add_worker_flags(app, f);
+  util::add_topic_help(app, {"--nnodes", "--nproc-per-node", "--master-addr", "--rdzv-backend",
+                             "--rdzv-endpoint", "--rdzv-id", "--standalone", "--max-restarts"});
 }
 
 launch::LaunchOptions to_launch_options(const CLI::App& app, const DtrunFlags& f,
@@ -218,7 +223,8 @@ launch::LaunchOptions to_launch_options(const CLI::App& app, const DtrunFlags& f
     program.erase(program.begin());
   }
   DTRAIN_CHECK(program.empty() || program.front().empty() || program.front()[0] != '-',
-               "unknown flag '", program.empty() ? "" : program.front(), "'");
+               "unknown flag '", program.empty() ? "" : program.front(), "'",
+               program.empty() ? "" : util::did_you_mean(app, program.front()));
 
   launch::LaunchOptions options;
   options.program = std::move(program);

@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
       "out/tiny_pointnet.csv");
   FlagTable flags(app);
   add_trainer_flags(flags, options);
+  add_trainer_help(flags, {});  // --help: the common flags and the topics of the rest
   return dtrain::util::run_cli_app(app, argc, argv, [&] {
     Trainer trainer(options, flags);
     const auto shapes =

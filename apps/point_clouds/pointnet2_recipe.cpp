@@ -23,6 +23,7 @@ const util::EnumWords<LrScheduleKind>& lr_schedule_words() {
 void add_data_flags(train::FlagTable& flags, PointNet2RecipeOptions& options,
                     const util::EnumWords<CloudData>& data_words, const std::string& dataset_help,
                     const std::string& data_dir_help) {
+  flags.topic("Data");
   flags.add_choice("--dataset", options.data, data_words, dataset_help, Agreement::same());
   flags.add("--data-dir", options.data_dir, data_dir_help, Agreement::may_differ());
   flags.advise("give each a --data-dir holding the same dataset");
@@ -51,6 +52,7 @@ void add_data_flags(train::FlagTable& flags, PointNet2RecipeOptions& options,
 void add_recipe_flags(train::FlagTable& flags, PointNet2RecipeOptions& options) {
   train::add_trainer_flags(flags, options.trainer);
   add_data_limit_flags(flags, options.limits, "clouds");
+  flags.topic("Training");
   flags.add("--weight-decay", options.weight_decay, "Adam weight decay", Agreement::same())
       ->check(util::non_negative())
       ->capture_default_str();
@@ -70,6 +72,7 @@ void add_recipe_flags(train::FlagTable& flags, PointNet2RecipeOptions& options) 
            Agreement::same())
       ->check(util::positive())
       ->capture_default_str();
+  flags.topic("Data");
   flags
       .add_switch("--augment,!--no-augment", options.augment,
                   "Randomly scale, shift and jitter training clouds and reorder their points",

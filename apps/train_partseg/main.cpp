@@ -17,6 +17,7 @@
 
 #include "dtrain/models/pointnet2_part_seg.h"
 #include "dtrain/train/trainer.h"
+#include "dtrain/train/trainer_flags.h"
 #include "dtrain/util/cli_app.h"
 #include "part_data.h"
 #include "plots.h"
@@ -91,5 +92,6 @@ int main(int argc, char** argv) {
   PartSegTrainOptions options;
   dtrain::train::FlagTable flags(app);
   add_train_flags(flags, options);
+  dtrain::train::add_trainer_help(flags, {"--dataset", "--data-dir", "--model"});
   return dtrain::util::run_cli_app(app, argc, argv, [&] { return train(options, flags); });
 }

@@ -17,6 +17,7 @@ void add_train_flags(train::FlagTable& flags, PartSegTrainOptions& options) {
                  "The dataset's own directory (synthetic shapes: written there when it is new or "
                  "empty; default: one directory per set of options under $DTRAIN_DATA_DIR or "
                  "~/.cache/dtrain/datasets; ShapeNet-Part from $DTRAIN_SHAPENET_PART_DIR)");
+  flags.topic("Model");
   flags
       .add("--model", options.model,
            "PointNet++ part segmentation: ssg (the paper's) or ssg-lite (for CPUs)",

@@ -26,6 +26,7 @@
 #include "dtrain/models/pointnet2_classifier.h"
 #include "dtrain/models/pointnet2_cls.h"
 #include "dtrain/train/trainer.h"
+#include "dtrain/train/trainer_flags.h"
 #include "dtrain/util/cli_app.h"
 #include "evaluation_files.h"
 #include "plots.h"
@@ -150,5 +151,6 @@ int main(int argc, char** argv) {
   PointNet2TrainOptions options;
   dtrain::train::FlagTable flags(app);
   dtrain::apps::add_train_flags(flags, options);
+  dtrain::train::add_trainer_help(flags, {"--dataset", "--data-dir", "--model"});
   return dtrain::util::run_cli_app(app, argc, argv, [&] { return train(options, flags); });
 }

@@ -20,6 +20,7 @@ void add_train_flags(train::FlagTable& flags, PointNet2TrainOptions& options) {
                  "The dataset's own directory (synthetic shapes: written there when it is new or "
                  "empty; default: one directory per set of options under $DTRAIN_DATA_DIR or "
                  "~/.cache/dtrain/datasets; ModelNet40 from $DTRAIN_MODELNET_DIR)");
+  flags.topic("Model");
   flags.add_switch("--normals", options.normals, "Feed surface normals as point features",
                    Agreement::same());
   flags
@@ -29,6 +30,7 @@ void add_train_flags(train::FlagTable& flags, PointNet2TrainOptions& options) {
       ->check(CLI::IsMember(models::pointnet2_cls_preset_names()))
       ->capture_default_str();
   add_recipe_flags(flags, options);
+  flags.topic("Data");
   flags.add_switch("--rotate", options.rotate,
                    "Also rotate training clouds randomly about the up axis", Agreement::same());
   flags
@@ -41,20 +43,18 @@ void add_train_flags(train::FlagTable& flags, PointNet2TrainOptions& options) {
 }
 
 void add_evaluation_flags(train::FlagTable& flags, PointNet2TrainOptions& options) {
-  flags
-      .add_switch("--eval-only", options.eval_only,
-                  "Evaluate --checkpoint on the test set instead of training: OA, mAcc, "
-                  "per-class accuracy and the confusion matrix, beside --csv",
-                  Agreement::same())
-      ->group(kEvaluationGroup);
+  flags.topic(kEvaluationGroup);
+  flags.add_switch("--eval-only", options.eval_only,
+                   "Evaluate --checkpoint on the test set instead of training: OA, mAcc, "
+                   "per-class accuracy and the confusion matrix, beside --csv",
+                   Agreement::same());
   flags
       .add("--votes", options.votes,
            "Average the logits of this many copies of each test cloud, all but the first "
            "randomly rotated about the up axis and scaled (PointNet++'s voting; seeded by --seed)",
            Agreement::same())
       ->check(util::positive())
-      ->capture_default_str()
-      ->group(kEvaluationGroup);
+      ->capture_default_str();
   flags.check([&options] {
     if (options.eval_only && options.trainer.checkpoint().empty()) {
       throw CLI::ValidationError("--eval-only", "needs --checkpoint, the file to evaluate");

@@ -24,7 +24,7 @@ const util::EnumWords<CloudData>& dataset_words();
 // Registers every flag, with ranges checked by CLI11 at parse time.
 void add_train_flags(train::FlagTable& flags, PointNet2TrainOptions& options);
 
-// The heading of the evaluation flags in --help.
+// The topic of the evaluation flags in --help (--help evaluation).
 inline constexpr const char* kEvaluationGroup = "Evaluation";
 // --eval-only (which needs --checkpoint) and --votes, in kEvaluationGroup.
 void add_evaluation_flags(train::FlagTable& flags, PointNet2TrainOptions& options);

@@ -22,6 +22,7 @@
 #include "dtrain/data/image_augment.h"
 #include "dtrain/models/toy_cnn.h"
 #include "dtrain/train/trainer.h"
+#include "dtrain/train/trainer_flags.h"
 #include "dtrain/util/cli_app.h"
 #include "image_data.h"
 #include "plots.h"
@@ -83,5 +84,6 @@ int main(int argc, char** argv) {
   TrainOptions options;
   dtrain::train::FlagTable flags(app);
   add_train_flags(flags, options);
+  dtrain::train::add_trainer_help(flags, {"--dataset", "--data-dir"});
   return dtrain::util::run_cli_app(app, argc, argv, [&] { return train(options, flags); });
 }

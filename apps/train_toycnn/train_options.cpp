@@ -10,6 +10,7 @@ using train::Agreement;
 void add_train_flags(train::FlagTable& flags, TrainOptions& options) {
   static const util::EnumWords<ImageSet> datasets{{"fashion-mnist", ImageSet::kFashionMnist},
                                                   {"cifar10", ImageSet::kCifar10}};
+  flags.topic("Data");
   flags.add_choice("--dataset", options.dataset, datasets,
                    "fashion-mnist: Fashion-MNIST's IDX files (plain or .gz); cifar10: CIFAR-10's "
                    "binary version (data_batch_1.bin .. data_batch_5.bin, test_batch.bin)",
@@ -22,9 +23,11 @@ void add_train_flags(train::FlagTable& flags, TrainOptions& options) {
   flags.advise("give each a --data-dir holding the same dataset");
   train::add_trainer_flags(flags, options.trainer);
   add_data_limit_flags(flags, options.limits, "images");
+  flags.topic("Training");
   flags.add("--momentum", options.momentum, "SGD momentum", Agreement::same())
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
+  flags.topic("Data");
   flags.add_switch(
       "--augment", options.augment,
       "Randomly crop (4 pixels of black padding) and horizontally flip training images",

@@ -155,10 +155,16 @@ def origins(tables):
     return "; ".join(f"commit {c} on {m}" for c, m in found) or "no results"
 
 
+def machines(tables):
+    return ", ".join(sorted({r["machine"] for rows in tables.values() for r in rows})) or "no results"
+
+
+# The README names the machines only: the commits are SUMMARY.md's, beside every figure.
 def readme_block(tables):
     return ([BEGIN, f"Made by `benchmarks/report/summary.py` from `benchmarks/results/*.csv` "
-             f"({origins(tables)}); every figure, the absolute ones, the GPU's and the scaling "
-             "model: [benchmarks/results/SUMMARY.md](benchmarks/results/SUMMARY.md).", ""]
+             f"(measured on {machines(tables)}); the commit, every figure, the absolute ones, the "
+             "GPU's and the scaling model: "
+             "[benchmarks/results/SUMMARY.md](benchmarks/results/SUMMARY.md).", ""]
             + headline_table(tables) + [END])
 
 

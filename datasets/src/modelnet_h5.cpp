@@ -62,7 +62,8 @@ LabeledClouds load_modelnet_h5(Split split, const ModelNetH5Options& options) {
   const fs::path root(options.root());
   std::error_code ec;
   DTRAIN_CHECK_AS(IOError, fs::is_directory(root, ec), "ModelNet HDF5 directory '", root.string(),
-                  "' does not exist");
+                  "' does not exist (pass the unpacked modelnet40_ply_hdf5_2048 directory, "
+                  "which holds train_files.txt)");
 
   const fs::path names_path = root / "shape_names.txt";
   LabeledClouds out;

@@ -52,7 +52,9 @@ LabeledParts load_shapenet_part_h5(Split split, const ShapeNetPartH5Options& opt
   const fs::path root(options.root());
   std::error_code ec;
   DTRAIN_CHECK_AS(IOError, fs::is_directory(root, ec), "ShapeNet-Part HDF5 directory '",
-                  root.string(), "' does not exist");
+                  root.string(),
+                  "' does not exist (pass the unpacked shapenet_part_seg_hdf5_data directory, "
+                  "which holds train_hdf5_file_list.txt)");
 
   LabeledParts out;
   const fs::path names_path = root / "all_object_categories.txt";

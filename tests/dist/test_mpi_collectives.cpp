@@ -73,7 +73,7 @@ INSTANTIATE_TEST_SUITE_P(Mpi, MpiConformance,
 
 // A receive whose sender's tensor is larger says so, without writing past
 // its tensor. (libgloo ends the receiving process instead:
-// docs/architecture.md, Gloo backend.)
+// docs/design/decisions.md, Gloo backend.)
 TEST(MpiPointToPoint, ALargerMessageThanTheReceiveIsNamed) {
   if (g_rank == 0) {
     dist::send(at::ones({5}), 1, nullptr, 8);

@@ -374,8 +374,17 @@ TEST_F(Dtrun, LogDirAloneKeepsEveryRanksOutputAndTheConsole) {
   EXPECT_NE(output_.find("plain\n"), std::string::npos);
 }
 
+// --help shows the flags of a first job and names the topics of the rest;
+// --help-all lists torchrun's flags.
 TEST_F(Dtrun, HelpReadsLikeTorchrun) {
   ASSERT_EQ(run({"--help"}, ""), 0);
+  for (const char* flag :
+       {"--nnodes", "--nproc-per-node", "--master-addr", "--rdzv-backend", "--rdzv-endpoint",
+        "--rdzv-id", "--max-restarts", "--standalone", "--help TOPIC"}) {
+    EXPECT_NE(output_.find(flag), std::string::npos) << flag;
+  }
+  EXPECT_EQ(output_.find("--local-ranks-filter"), std::string::npos) << output_;
+  ASSERT_EQ(run({"--help-all"}, ""), 0);
   for (const char* flag :
        {"--nnodes", "--nproc-per-node", "--node-rank", "--master-addr", "--master-port",
         "--rdzv-backend", "--rdzv-endpoint", "--rdzv-id", "--max-restarts", "--monitor-interval",

@@ -97,11 +97,17 @@ TEST(CliApp, ErrorsAreOneLineWithoutLibTorchsStack) {
             "frame_test: error: Expected more than 1 value per channel\n");
 }
 
-// Arguments no option takes are listed in the order they were given.
+// Arguments no option takes are listed in the order they were given, with
+// the flag a misspelt one probably meant; a word far from every flag gets
+// no guess.
 TEST(CliApp, UnexpectedArgumentsInTheirOrder) {
   dtrain::util::set_job_rank(std::nullopt);
   EXPECT_EQ(printed_flag_error("--epoch", "3"),
-            "frame_test: error: unexpected argument(s): --epoch 3; see frame_test --help\n");
+            "frame_test: error: unexpected argument(s): --epoch 3; did you mean --epochs?; see "
+            "frame_test --help\n");
+  EXPECT_EQ(
+      printed_flag_error("--learning-rate", "3"),
+      "frame_test: error: unexpected argument(s): --learning-rate 3; see frame_test --help\n");
 }
 
 }  // namespace

@@ -75,7 +75,7 @@ constexpr int64_t kRowsPerBlock = 256;
 DTRAIN_ROW_PASSES(BaselinePasses, )
 #if defined(__x86_64__)
 // Eight floats a vector instead of four: 1.42-1.66x LibTorch's pair on one
-// thread against 1.32-1.66x for the baseline build (docs/kernels.md).
+// thread against 1.32-1.66x for the baseline build (docs/design/kernels.md).
 DTRAIN_ROW_PASSES(Avx2Passes, DTRAIN_TARGET_AVX2)
 // Sixteen floats a vector: bfloat16 rows gain most, as their rounding is
 // integer work per value; float32 rows are mostly bound by memory.

@@ -87,7 +87,7 @@ std::string explain_oversized_message(const std::string& what) {
 // and cost no extra round trip; each stream of sizes and of data keeps its
 // order per peer and slot, so several messages on one tag still pair up.
 // A message larger than the recv's tensor is refused by libgloo itself,
-// which ends the process (docs/architecture.md, Gloo backend); the size
+// which ends the process (docs/design/decisions.md, Gloo backend); the size
 // arrives too late to prevent that. Gloo's own collectives take slots
 // from 2^56 up, user tags are below 2^31, so the size slots, from 2^40,
 // meet neither.

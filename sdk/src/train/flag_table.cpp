@@ -29,6 +29,11 @@ CLI::Option* FlagTable::add_switch(const std::string& name, bool& value, const s
   return option;
 }
 
+void FlagTable::topic(const std::string& name) {
+  // CLI11 gives each new option the defaults' group.
+  app_->option_defaults()->group(name);
+}
+
 void FlagTable::record(CLI::Option* option, Agreement agreement,
                        std::function<std::string()> value) {
   entries_.push_back({.name = "--" + option->get_lnames().front(),

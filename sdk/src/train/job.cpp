@@ -60,9 +60,11 @@ c10::Device choose_device(const util::LaunchEnv& env, Device device) {
     return c10::kCPU;
   }
   const auto visible = at::hasCUDA() ? static_cast<int64_t>(at::getNumGPUs()) : 0;
-  DTRAIN_CHECK(visible > 0,
-               "--device cuda: no CUDA device is visible (none installed, CUDA_VISIBLE_DEVICES "
-               "hides them, or LibTorch was built without CUDA)");
+  DTRAIN_CHECK(
+      visible > 0,
+      "--device cuda: no CUDA device is visible (none installed, CUDA_VISIBLE_DEVICES "
+      "hides them, or LibTorch was built without CUDA); train with --device cpu, or run where "
+      "nvidia-smi lists a GPU");
   // A process that sees one GPU uses it, whatever its local rank: Slurm's
   // --gpus-per-task=1 and per-process CUDA_VISIBLE_DEVICES show each rank
   // its own GPU as device 0. Ranks that share a GPU (dtrun --share-gpu)

@@ -4,6 +4,7 @@
 
 #include "dtrain/dist/init.h"
 #include "dtrain/util/cli_checks.h"
+#include "dtrain/util/cli_help.h"
 #include "dtrain/util/errors.h"
 #include "dtrain/util/launch_env.h"
 
@@ -13,6 +14,7 @@ namespace {
 
 // --epochs, --batch-size, --lr, --lr-scaling, --threads, --loader-workers, --seed.
 void add_loop_flags(FlagTable& flags, TrainerOptions& o) {
+  flags.topic("Training");
   flags.add("--epochs", o.epochs(), "Passes over the training set", Agreement::same())
       ->check(util::positive())
       ->capture_default_str();
@@ -47,8 +49,10 @@ void add_loop_flags(FlagTable& flags, TrainerOptions& o) {
 
 // --csv, --amp, --device, --backend, --init-method, --world-size, --rank, --dist-timeout.
 void add_job_flags(FlagTable& flags, TrainerOptions& o) {
+  flags.topic("Output");
   flags.add("--csv", o.csv(), "Per-epoch report (CSV)", Agreement::may_differ())
       ->capture_default_str();
+  flags.topic("Precision");
   flags.add_choice("--amp", o.precision(), precision_words(),
                    "Mixed precision: bf16 (autocast), fp16 (autocast and loss scaling; needs "
                    "--device cuda) or off",
@@ -57,6 +61,7 @@ void add_job_flags(FlagTable& flags, TrainerOptions& o) {
                    "cpu, or cuda: each process trains on the GPU of its local rank (LOCAL_RANK) "
                    "and processes talk over NCCL",
                    Agreement::same());
+  flags.topic("Distributed");
   flags.add_choice("--backend", o.backend(), backend_words(),
                    "Process group backend when launched with several processes (auto: nccl for "
                    "--device cuda, gloo for cpu; gloo also takes --device cuda, copying through "
@@ -88,6 +93,7 @@ void add_job_flags(FlagTable& flags, TrainerOptions& o) {
 
 // --checkpoint, --checkpoint-steps, --keep-epoch-checkpoints, --resume.
 void add_checkpoint_flags(FlagTable& flags, TrainerOptions& o) {
+  flags.topic("Checkpoints");
   // With a checkpoint the ranks agree on stopping after every step.
   flags.add("--checkpoint", o.checkpoint(),
             "Checkpoint file, written by rank 0 after every epoch (atomically)",
@@ -112,6 +118,7 @@ void add_checkpoint_flags(FlagTable& flags, TrainerOptions& o) {
 
 // --rank-weights: parsed into RankWeights, compared as given.
 void add_rank_weights_flag(FlagTable& flags, TrainerOptions& o) {
+  flags.topic("Distributed");
   flags
       .add_text(
           "--rank-weights", o.rank_weights(), parse_rank_weights,
@@ -164,6 +171,14 @@ void add_trainer_flags(FlagTable& flags, TrainerOptions& options) {
     }
     check_against_the_job(options);
   });
+}
+
+void add_trainer_help(FlagTable& flags, std::vector<std::string> more) {
+  for (const char* name : {"--epochs", "--batch-size", "--lr", "--device", "--amp", "--checkpoint",
+                           "--resume", "--csv"}) {
+    more.emplace_back(name);
+  }
+  util::add_topic_help(flags.app(), std::move(more));
 }
 
 }  // namespace dtrain::train

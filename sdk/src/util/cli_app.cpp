@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "dtrain/util/build_info.h"
+#include "dtrain/util/cli_help.h"
 #include "dtrain/util/job_rank.h"
 
 namespace dtrain::util {
@@ -45,7 +46,12 @@ std::string error_source(const std::string& name) {
 int run_cli_app(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
   const std::string name = app.get_name().empty() ? std::string(argv[0]) : app.get_name();
   if (app.get_option_no_throw("--version") == nullptr) {
-    app.set_version_flag("--version", build_info().describe(), "Print dtrain's build and exit");
+    CLI::Option* version =
+        app.set_version_flag("--version", build_info().describe(), "Print dtrain's build and exit");
+    // Beside the help flags where the program groups its flags by topic.
+    if (const CLI::Option* help = app.get_option_no_throw("--help")) {
+      version->group(help->get_group());
+    }
   }
   try {
     app.parse(argc, argv);
@@ -55,14 +61,17 @@ int run_cli_app(CLI::App& app, int argc, char** argv, const std::function<int()>
     return app.exit(help);
   } catch (const CLI::CallForAllHelp& help) {
     return app.exit(help);
+  } catch (const CLI::Success&) {
+    return 0;  // the help was printed by its flag (cli_help.h)
   } catch (const CLI::ExtrasError&) {
     // CLI11's own message lists them last to first ("3 --epoch").
     std::string extras;
     for (const std::string& arg : app.remaining()) {
       extras += (extras.empty() ? "" : " ") + arg;
     }
-    std::fprintf(stderr, "%s: error: unexpected argument(s): %s; see %s --help\n",
-                 error_source(name).c_str(), extras.c_str(), name.c_str());
+    const std::string hint = app.remaining().empty() ? "" : did_you_mean(app, app.remaining()[0]);
+    std::fprintf(stderr, "%s: error: unexpected argument(s): %s%s; see %s --help\n",
+                 error_source(name).c_str(), extras.c_str(), hint.c_str(), name.c_str());
     return 2;
   } catch (const CLI::ParseError& error) {
     std::fprintf(stderr, "%s: error: %s; see %s --help\n", error_source(name).c_str(),

@@ -65,7 +65,7 @@ ScatterMode backward_scatter_mode();
 // points a cloud, else the chunk kernel, else (a GPU whose shared memory
 // cannot hold the chunk table) one block per cloud with the running
 // distances in global memory; each has passed the GPU tests on a GPU
-// (docs/kernels.md, "CUDA FPS"). The others run the kernel they name, for
+// (docs/design/kernels.md, "CUDA FPS"). The others run the kernel they name, for
 // tests and benchmarks: kOneBlockShared and kOneBlockGlobal are the plain
 // one-block-per-cloud kernel, points and distances in shared or in global
 // memory. One that cannot take the clouds on this GPU throws.

@@ -26,7 +26,7 @@ struct FeaturePropagationOptions {
   TORCH_ARG(std::vector<int64_t>, mlp);
   // Run the shared MLP on rows, one dense point's channels per row: each 1x1
   // convolution is then one matrix product, and each batch norm walks the
-  // channels innermost (docs/training.md, Models). The output is then a
+  // channels innermost (docs/design/models.md). The output is then a
   // (B, C, N) view of (B, N, C) rows. false keeps the channel-major
   // Conv1d layout of Python PointNet++ code. Parameters, checkpoints and
   // values (up to float rounding) are the same either way.

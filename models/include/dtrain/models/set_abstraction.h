@@ -44,8 +44,8 @@ struct SetAbstractionOptions {
   TORCH_ARG(bool, use_xyz) = true;
   TORCH_ARG(std::vector<GroupingScale>, scales);
   // Run the shared MLP on channels-last groups, with the features kept
-  // point-major (channels innermost) between layers: a third off a CPU
-  // training step (docs/training.md). false keeps the channel-major
+  // point-major (channels innermost) between layers, which makes a CPU
+  // training step faster (docs/design/models.md). false keeps the channel-major
   // (B, C, M, K) layout of Python PointNet++ code. Parameters, checkpoints
   // and values (up to float rounding) are the same either way.
   TORCH_ARG(bool, channels_last) = true;

@@ -119,6 +119,11 @@ class FlagTable {
     return option;
   }
 
+  // The topic of the flags added next ("Data", "Training"): `--help TOPIC`
+  // shows them (util/cli_help.h). Flags added before any topic is set
+  // fall under CLI11's "Options".
+  void topic(const std::string& name);
+
   // A switch without a value ("--normals", "--augment,!--no-augment");
   // compared as "true" or "false".
   CLI::Option* add_switch(const std::string& name, bool& value, const std::string& help,
@@ -131,6 +136,8 @@ class FlagTable {
   // Adds to the advice: ", and `words`" ("give each a --data-dir holding
   // the same dataset").
   void advise(std::string words);
+
+  CLI::App& app() const { return *app_; }
 
   // The compared flags and their values now, in the order they were added.
   std::vector<dist::Setting> same_settings() const;

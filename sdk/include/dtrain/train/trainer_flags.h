@@ -16,11 +16,19 @@
 // how each epoch's clouds ... are split".
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "dtrain/train/flag_table.h"
 #include "dtrain/train/trainer_options.h"
 
 namespace dtrain::train {
 
 void add_trainer_flags(FlagTable& flags, TrainerOptions& options);
+
+// The Trainer's flags a plain --help shows (--epochs, --device, ...), with
+// `more` of the program's own ("--dataset"); the rest are listed by topic
+// (util/cli_help.h). Call once every flag is added.
+void add_trainer_help(FlagTable& flags, std::vector<std::string> more);
 
 }  // namespace dtrain::train

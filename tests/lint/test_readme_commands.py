@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""scripts/check_readme_commands.py on a small tree: the README's two
+commands, each run by its test, pass; a command no test runs, a CI that
+no longer runs scripts/test.sh, or a main job whose defaults differ from
+the end-to-end test's fails, naming the command."""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+CHECK = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "check_readme_commands.py")
+README = """# dtrain
+
+```sh
+bash scripts/run.sh      # the main job
+bash scripts/test.sh     # every test
+```
+
+## What you get
+
+```sh
+anything at all
+```
+"""
+RUN_SH = "case x in\n  train_pointnet2)\n    defaults=(--epochs 5 --model ssg-lite)\n"
+TEST = 'const std::vector<std::string> run_sh_defaults = {"--epochs", "5", "--model", "ssg-lite"};\n'
+
+
+def write(root, path, text):
+    full = os.path.join(root, path)
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    with open(full, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def run(root):
+    done = subprocess.run([sys.executable, CHECK, root], capture_output=True, text=True)
+    return done.returncode, done.stdout + done.stderr
+
+
+def tree(root, readme=README, ci="exec bash scripts/test.sh\n", run_sh=RUN_SH, test=TEST):
+    write(root, "README.md", readme)
+    write(root, ".ci/run", ci)
+    write(root, "scripts/run.sh", run_sh)
+    write(root, "tests/e2e/test_train_pointnet2.cpp", test)
+
+
+def main():
+    failures = []
+    cases = [
+        ({}, ""),
+        ({"readme": README.replace("bash scripts/test.sh", "make check")},
+         "'make check' is run by no test"),
+        ({"ci": "exec ctest\n"}, ".ci/run does not run bash scripts/test.sh"),
+        ({"run_sh": RUN_SH.replace("--epochs 5", "--epochs 6")},
+         "scripts/run.sh trains with --epochs 6 --model ssg-lite, but "
+         "TrainPointNet2.MainJobLearnsTheShapes"),
+    ]
+    for changes, said in cases:
+        with tempfile.TemporaryDirectory() as root:
+            tree(root, **changes)
+            code, output = run(root)
+            if said and (code != 1 or said not in output):
+                failures.append(f"{changes}: expected exit 1 with '{said}', got {code}:\n{output}")
+            if not said and code != 0:
+                failures.append(f"the README's two tested commands failed (exit {code}):\n{output}")
+    for failure in failures:
+        print(failure)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
