@@ -6,8 +6,8 @@
 #   LibTorch         the pinned PyPI torch wheel, in a virtual environment
 #                    outside the repository ($DTRAIN_VENV)
 #   Python packages  scikit-learn (the tests compare the apps' metrics with
-#                    it) and matplotlib (the apps' PNG pictures), pinned, in
-#                    that venv
+#                    it), matplotlib (the apps' PNG pictures) and lizard (the
+#                    lint of file and function sizes), pinned, in that venv
 #   CUDA toolkit     only where the machine has none: NVIDIA's CUDA 13.0
 #                    wheels in that venv, gathered in $DTRAIN_WHEEL_CUDA_HOME
 set -euo pipefail
@@ -75,10 +75,12 @@ install_libtorch() {
 
 # The packages the apps and tests use from the venv's Python, each at its
 # pinned version: scikit-learn, against which the tests check the apps'
-# accuracy metrics, and matplotlib, with which the apps draw their curves
-# and confusion matrices (apps/common/plot_report.py).
+# accuracy metrics, matplotlib, with which the apps draw their curves and
+# confusion matrices (apps/common/plot_report.py), and lizard, whose C++ and
+# Python parser finds the functions scripts/check_source_sizes.py measures.
 install_python_packages() {
-  local wanted=("scikit-learn==$DTRAIN_SKLEARN_VERSION" "matplotlib==$DTRAIN_MATPLOTLIB_VERSION")
+  local wanted=("scikit-learn==$DTRAIN_SKLEARN_VERSION" "matplotlib==$DTRAIN_MATPLOTLIB_VERSION"
+    "lizard==$DTRAIN_LIZARD_VERSION")
   local missing=() spec
   for spec in "${wanted[@]}"; do
     [ "$("$DTRAIN_VENV/bin/python" -c "import importlib.metadata as m; print(m.version('${spec%%==*}'))" 2>/dev/null)" = "${spec##*==}" ] ||
