@@ -11,8 +11,9 @@ rent.
 Note [DDP scaling model]
 ~~~~~~~~~~~~~~~~~~~~~~~~
 Gradients (parameters x 4 bytes) are all-reduced in DDP's buckets: the first
-of 1 MiB, the rest of up to 25 MiB (DdpOptions' defaults, as PyTorch's),
-cut here by bytes rather than whole tensors. A bucket of n bytes on p ranks
+of 1 MiB but at most half of the gradient, the rest of up to 25 MiB
+(DdpOptions' defaults and DdpEngine's rule), cut here by bytes rather than
+whole tensors. A bucket of n bytes on p ranks
 costs T(n, p):
   - here (Gloo over loopback), a ring: 2(p-1) alpha + 2(p-1)/p n beta, with
     alpha and beta fitted (least squares on relative error) to the median
@@ -77,7 +78,9 @@ FIT_COLUMNS = stats.PROVENANCE + ["backend", "ranks", "sizes", "alpha_us", "beta
 
 
 def buckets(nbytes):
-    first = min(FIRST_BUCKET, nbytes)
+    # DdpEngine's rule: the first bucket holds at most half of the gradient,
+    # so a model under 2 MiB still gets two all-reduces.
+    first = min(FIRST_BUCKET, max(1, nbytes // 2))
     rest = nbytes - first
     sizes = [first] + [BUCKET] * (rest // BUCKET) + ([rest % BUCKET] if rest % BUCKET else [])
     return [s for s in sizes if s > 0]
@@ -315,7 +318,7 @@ def main():
         f"compute: local steps measured here ({args.rounds.rsplit('/', 1)[-1]}); all-reduce: "
         f"Gloo fit of dtrain's 2-rank all-reduce at commit {fit_origin[:12]}; cluster: {CLUSTER}, "
         "NCCL's tuner constants (Note [DDP scaling model] in benchmarks/report/scaling_model.py); "
-        "buckets 1 MiB then 25 MiB")
+        "buckets: the first of 1 MiB or half the gradient, then 25 MiB")
     fits = []
     for backend, path in (("gloo", args.allreduce), ("mpi", args.allreduce_mpi)):
         found = fit(path, "dtrain") if path and os.path.exists(path) else None
