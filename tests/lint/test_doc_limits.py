@@ -4,24 +4,14 @@ pass; a long README, guide or design page, a README line of prose over 300
 characters, a history word or a commit hash in the README fails, naming
 the page and line."""
 
-import os
-import subprocess
 import sys
 import tempfile
 
-CHECK = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "check_doc_limits.py")
-
-
-def write(root, path, text):
-    full = os.path.join(root, path)
-    os.makedirs(os.path.dirname(full), exist_ok=True)
-    with open(full, "w", encoding="utf-8") as f:
-        f.write(text)
+from lint_tree import report, run_check, write
 
 
 def run(root):
-    done = subprocess.run([sys.executable, CHECK, root], capture_output=True, text=True)
-    return done.returncode, done.stdout + done.stderr
+    return run_check("check_doc_limits.py", root)
 
 
 def lines(count):
@@ -49,9 +39,7 @@ def main():
                 failures.append(f"{path}: expected exit 1 with '{said}', got {code}:\n{output}")
             if not said and code != 0:
                 failures.append(f"{path} within its limits failed (exit {code}):\n{output}")
-    for failure in failures:
-        print(failure)
-    return 1 if failures else 0
+    return report(failures)
 
 
 if __name__ == "__main__":

@@ -4,28 +4,17 @@ file, or whose excerpt is parts of it in order, passes; a changed line, a
 missing file, a file no CMakeLists.txt builds, a ```cpp block without a
 marker or a required file no page shows fails, naming the page and line."""
 
-import os
-import subprocess
 import sys
 import tempfile
 
-CHECK = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "check_doc_samples.py")
+from lint_tree import report, run_check, write
+
 PROGRAM = "int main() {\n  return 0;\n}\n"
 
 
-def write(root, path, text):
-    full = os.path.join(root, path)
-    os.makedirs(os.path.dirname(full), exist_ok=True)
-    with open(full, "w", encoding="utf-8") as f:
-        f.write(text)
-
-
 def run(root, *required):
-    command = [sys.executable, CHECK, root]
-    for path in required:
-        command += ["--require", path]
-    done = subprocess.run(command, capture_output=True, text=True)
-    return done.returncode, done.stdout + done.stderr
+    return run_check("check_doc_samples.py", root,
+                     *[word for path in required for word in ("--require", path)])
 
 
 def page(program):
@@ -87,9 +76,7 @@ def main():
         if code != 1 or "no page shows src/main.cpp" not in output:
             failures.append(f"a required sample's absence passed (exit {code}):\n{output}")
         failures += excerpt_and_marker_failures(root)
-    for failure in failures:
-        print(failure)
-    return 1 if failures else 0
+    return report(failures)
 
 
 if __name__ == "__main__":

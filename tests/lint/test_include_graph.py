@@ -3,24 +3,14 @@
 of a public include and a relative one, fails and is named with the lines
 that close it; the same tree with one include removed passes."""
 
-import os
-import subprocess
 import sys
 import tempfile
 
-CHECK = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "check_include_graph.py")
-
-
-def write(root, path, text):
-    full = os.path.join(root, path)
-    os.makedirs(os.path.dirname(full), exist_ok=True)
-    with open(full, "w", encoding="utf-8") as f:
-        f.write(text)
+from lint_tree import report, run_check, write
 
 
 def run(root):
-    done = subprocess.run([sys.executable, CHECK, root], capture_output=True, text=True)
-    return done.returncode, done.stdout + done.stderr
+    return run_check("check_include_graph.py", root)
 
 
 def main():
@@ -52,9 +42,7 @@ def main():
             failures.append(f"an acyclic tree failed (exit {code}):\n{output}")
         if "models -> sdk/dist" not in output:
             failures.append(f"the graph does not list models -> sdk/dist:\n{output}")
-    for failure in failures:
-        print(failure)
-    return 1 if failures else 0
+    return report(failures)
 
 
 if __name__ == "__main__":

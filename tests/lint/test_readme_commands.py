@@ -4,12 +4,11 @@ commands, each run by its test, pass; a command no test runs, a CI that
 no longer runs scripts/test.sh, or a main job whose defaults differ from
 the end-to-end test's fails, naming the command."""
 
-import os
-import subprocess
 import sys
 import tempfile
 
-CHECK = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "check_readme_commands.py")
+from lint_tree import report, run_check, write
+
 README = """# dtrain
 
 ```sh
@@ -27,16 +26,8 @@ RUN_SH = "case x in\n  train_pointnet2)\n    defaults=(--epochs 5 --model ssg-li
 TEST = 'const std::vector<std::string> run_sh_defaults = {"--epochs", "5", "--model", "ssg-lite"};\n'
 
 
-def write(root, path, text):
-    full = os.path.join(root, path)
-    os.makedirs(os.path.dirname(full), exist_ok=True)
-    with open(full, "w", encoding="utf-8") as f:
-        f.write(text)
-
-
 def run(root):
-    done = subprocess.run([sys.executable, CHECK, root], capture_output=True, text=True)
-    return done.returncode, done.stdout + done.stderr
+    return run_check("check_readme_commands.py", root)
 
 
 def tree(root, readme=README, ci="exec bash scripts/test.sh\n", run_sh=RUN_SH, test=TEST):
@@ -65,9 +56,7 @@ def main():
                 failures.append(f"{changes}: expected exit 1 with '{said}', got {code}:\n{output}")
             if not said and code != 0:
                 failures.append(f"the README's two tested commands failed (exit {code}):\n{output}")
-    for failure in failures:
-        print(failure)
-    return 1 if failures else 0
+    return report(failures)
 
 
 if __name__ == "__main__":

@@ -4,24 +4,15 @@ a C++ function and a Python function past the function limit are each named
 with their line; a CUDA kernel as long is not; the tree without them passes."""
 
 import os
-import subprocess
 import sys
 import tempfile
 
-CHECK = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "check_source_sizes.py")
-
-
-def write(root, path, text):
-    full = os.path.join(root, path)
-    os.makedirs(os.path.dirname(full), exist_ok=True)
-    with open(full, "w", encoding="utf-8") as f:
-        f.write(text)
+from lint_tree import report, run_check, write
 
 
 def run(root):
-    done = subprocess.run([sys.executable, CHECK, root, "--max-file-lines", "50",
-                           "--max-function-lines", "10"], capture_output=True, text=True)
-    return done.returncode, done.stdout + done.stderr
+    return run_check("check_source_sizes.py", root, "--max-file-lines", "50",
+                     "--max-function-lines", "10")
 
 
 def cpp_function(name, lines, prefix=""):
@@ -62,9 +53,7 @@ def main():
         if code != 0:
             failures.append(f"a tree that fits failed (exit {code}):\n{output}")
 
-    for failure in failures:
-        print("FAIL:", failure)
-    return 1 if failures else 0
+    return report(failures)
 
 
 if __name__ == "__main__":
