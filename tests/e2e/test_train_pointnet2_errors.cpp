@@ -86,38 +86,6 @@ TEST(TrainPointNet2Errors, ProblemsAreNamedBeforeTraining) {
       << one_cloud.output;
 }
 
-// Two processes of one job whose commands differ, as two nodes' can: under
-// dtrun, each runs the app through a shell that adds --epochs 2 on rank 0
-// and --epochs 3 on rank 1. Both stop as the job starts, naming the flag
-// and each rank's value, rather than training on until one waits for the
-// other in a collective. --threads, which may differ, is not named.
-TEST(TrainPointNet2Errors, ProcessesGivenDifferentFlagsNameThem) {
-  TempDir dir;
-  std::vector<std::string> args{DTRAIN_DTRUN_PATH,
-                                "--standalone",
-                                "--nproc-per-node",
-                                "2",
-                                "/bin/sh",
-                                "-c",
-                                R"(exec "$@" --epochs $((RANK + 2)) --threads $((RANK + 1)))",
-                                "sh",
-                                DTRAIN_TRAIN_POINTNET2_PATH};
-  const auto run = small_synthetic_run(dir.file("shapes"), dir.file("report.csv"));
-  args.insert(args.end(), run.begin(), run.end());
-  const auto result = run_process(args);
-  EXPECT_NE(result.exit_code, 0) << result.output;
-  // Each rank's own line, named by its rank.
-  const std::string said =
-      "): error: the processes of this job were started with different settings: "
-      "--epochs: \"2\" on rank 0, \"3\" on rank 1. Start every process with the same flags";
-  for (const std::string rank : {"0", "1"}) {
-    EXPECT_NE(result.output.find("train_pointnet2 (rank " + rank + said), std::string::npos)
-        << result.output;
-  }
-  EXPECT_EQ(result.output.find("--threads:"), std::string::npos) << result.output;
-  EXPECT_LE(read_csv(dir.file("report.csv")).size(), 1u) << "the job trained an epoch";
-}
-
 // A learning rate that makes the run diverge: the gradients turn NaN on
 // every rank at the same step (DDP's all-reduce spreads them), and every
 // rank stops there with the step not taken, instead of training on with
