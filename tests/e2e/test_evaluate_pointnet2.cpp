@@ -16,6 +16,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using dtrain::testing::is_png;
 using dtrain::testing::read_csv;
 using dtrain::testing::TempDir;
 using dtrain::testing::pointnet2::cell;
@@ -34,10 +35,6 @@ std::string beside(const std::string& csv, const std::string& suffix) {
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-bool is_png(const std::string& path) {
-  return read_text(path).starts_with("\x89PNG\r\n\x1a\n");
 }
 
 TEST(EvaluatePointNet2, EachEpochReportsOverallAndMeanClassAccuracyAndTheBest) {

@@ -11,6 +11,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using dtrain::testing::expect_curves_beside;
 using dtrain::testing::ProcessResult;
 using dtrain::testing::read_csv;
 using dtrain::testing::run_process;
@@ -51,6 +52,7 @@ TEST(TrainPartSeg, TrainsAndReportsMiou) {
   args.insert(args.end(), {"--epochs", "2"});
   const auto result = run_app(args);
   ASSERT_EQ(result.exit_code, 0) << result.output;
+  expect_curves_beside(csv, result.output);
   // The classification dataset's directory, read in ShapeNet-Part's layout.
   EXPECT_TRUE(fs::exists(fs::path(data) / "train_hdf5_file_list.txt")) << "no dataset at " << data;
   EXPECT_NE(result.output.find("3 categories, 8 parts, 48 training and 24 test clouds of 256 "

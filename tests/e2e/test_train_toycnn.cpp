@@ -10,6 +10,7 @@
 
 namespace {
 
+using dtrain::testing::expect_curves_beside;
 using dtrain::testing::ProcessResult;
 using dtrain::testing::read_csv;
 using dtrain::testing::run_process;
@@ -291,6 +292,7 @@ TEST(TrainToyCnnCifar10, OneProcessLearnsTinyCifar10) {
   ASSERT_EQ(rows.size(), 9u);
   EXPECT_EQ(rows[8][1], "1000");
   EXPECT_GE(std::stod(rows[8][7]), 0.9) << "final test accuracy";
+  expect_curves_beside(csv, result.output);
 }
 
 // Two processes under dtrun with augmentation: DDP and DistributedSampler

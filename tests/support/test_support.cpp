@@ -251,4 +251,19 @@ std::vector<std::string> cpu_vector_builds() {
   return builds;
 }
 
+bool is_png(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(8, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  return in.gcount() == 8 && head == "\x89PNG\r\n\x1a\n";
+}
+
+void expect_curves_beside(const std::string& csv, const std::string& output) {
+  const std::string png = std::filesystem::path(csv).replace_extension(".png").string();
+  if (output.find("matplotlib is not installed") != std::string::npos) {
+    return;  // the one line said why; the run's own checks see it succeed
+  }
+  EXPECT_TRUE(is_png(png)) << png << " is not a PNG, and no line said why:\n" << output;
+}
+
 }  // namespace dtrain::testing

@@ -109,6 +109,14 @@ void write_tiny_cifar10(const std::filesystem::path& dir, int per_file = 200, in
 // split at its commas; the header is row 0. Empty when the file is missing.
 std::vector<std::vector<std::string>> read_csv(const std::string& path);
 
+// Whether `path` is a PNG file (its signature).
+bool is_png(const std::string& path);
+
+// An app's run that reported to `csv` drew its curves beside it (csv's name
+// with .png), or, where the Python it draws with lacks matplotlib, said so in
+// one warning line of its `output`.
+void expect_curves_beside(const std::string& csv, const std::string& output);
+
 // The vector builds of the CPU kernels' loops (kernels/src/cpu/vector_build.h)
 // that this CPU runs, as their variables name them: "baseline", then "avx2"
 // and "avx512" where the CPU has them.
