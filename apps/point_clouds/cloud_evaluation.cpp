@@ -21,19 +21,21 @@ std::pair<at::Tensor, at::Tensor> draws(int64_t first, int64_t count, int64_t co
                                         const Voting& voting) {
   at::Tensor rotations = at::zeros({count, 3, 3}, at::kDouble);
   at::Tensor scales = at::empty({count}, at::kDouble);
-  const int64_t a = (voting.up_axis + 1) % 3;
-  const int64_t b = (voting.up_axis + 2) % 3;
+  auto r = rotations.accessor<double, 3>();
+  auto s = scales.accessor<double, 1>();
+  const int64_t up = voting.up_axis;
+  const int64_t a = (up + 1) % 3;
+  const int64_t b = (up + 2) % 3;
   for (int64_t i = 0; i < count; ++i) {
     at::Generator generator = train::sample_generator(voting.seed, copy, first + i);
     const at::Tensor u = at::rand({2}, generator, at::kDouble);
-    const double angle = 2 * std::numbers::pi * u[0].item<double>();
-    scales[i] = kScaleMin + (kScaleMax - kScaleMin) * u[1].item<double>();
-    at::Tensor r = rotations[i];
-    r[voting.up_axis][voting.up_axis] = 1.0;
-    r[a][a] = std::cos(angle);
-    r[a][b] = -std::sin(angle);
-    r[b][a] = std::sin(angle);
-    r[b][b] = std::cos(angle);
+    const double angle = 2 * std::numbers::pi * u.data_ptr<double>()[0];
+    s[i] = kScaleMin + (kScaleMax - kScaleMin) * u.data_ptr<double>()[1];
+    r[i][up][up] = 1.0;
+    r[i][a][a] = std::cos(angle);
+    r[i][a][b] = -std::sin(angle);
+    r[i][b][a] = std::sin(angle);
+    r[i][b][b] = std::cos(angle);
   }
   return {rotations, scales};
 }
@@ -64,12 +66,12 @@ const std::vector<std::string>& cloud_report_columns() {
 
 CloudEvaluation evaluate_clouds(const Forward& forward, const LabeledTensors& test,
                                 int64_t num_classes, const Voting& voting,
-                                const train::EvalContext& context) {
+                                const train::EvalContext& context, bool with_predictions) {
   train::ConfusionMatrix confusion(num_classes);
   double loss_sum = 0;
   // Each sample's prediction plus one at its index, zero elsewhere: summed
   // over the ranks, every sample's from the rank that scored it.
-  std::vector<double> predicted(static_cast<std::size_t>(test.size()), 0.0);
+  std::vector<double> predicted(with_predictions ? static_cast<std::size_t>(test.size()) : 0, 0.0);
   context.for_each_batch(test.size(), [&](int64_t begin, int64_t count) {
     const at::Tensor clouds = test.inputs.narrow(0, begin, count).to(context.device());
     const at::Tensor labels = test.labels.narrow(0, begin, count).to(context.device());
@@ -83,10 +85,12 @@ CloudEvaluation evaluate_clouds(const Forward& forward, const LabeledTensors& te
             .item<double>();
     const at::Tensor classes = logits.argmax(1);
     confusion.add(classes, labels);
-    const at::Tensor on_cpu = classes.to(at::kCPU);
-    for (int64_t i = 0; i < count; ++i) {
-      predicted[static_cast<std::size_t>(begin + i)] =
-          static_cast<double>(on_cpu[i].item<int64_t>() + 1);
+    if (with_predictions) {
+      const at::Tensor on_cpu = classes.to(at::kCPU, at::kLong).contiguous();
+      const int64_t* chosen = on_cpu.data_ptr<int64_t>();
+      for (int64_t i = 0; i < count; ++i) {
+        predicted[static_cast<std::size_t>(begin + i)] = static_cast<double>(chosen[i] + 1);
+      }
     }
   });
   std::vector<double> sums = confusion.sums();

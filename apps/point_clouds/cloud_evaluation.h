@@ -32,16 +32,19 @@ struct CloudEvaluation {
   // mean_loss, accuracy (OA), extra: {mean class accuracy}
   train::EvalStats stats;
   train::ConfusionMatrix confusion;
-  std::vector<int64_t> predictions;  // every test sample's predicted class, in order
+  // Every test sample's predicted class, in order (when asked for).
+  std::vector<int64_t> predictions;
 };
 
 // The names of EvalStats::extra that evaluate_clouds reports.
 const std::vector<std::string>& cloud_report_columns();  // {"mean_class_accuracy"}
 
 // Over this rank's slice of `test` (EvalContext::for_each_batch); every
-// rank gets the whole set's numbers and predictions.
+// rank gets the whole set's numbers, and with `with_predictions` every
+// sample's prediction (one more value per sample in the ranks' sum, which
+// the evaluation after each training epoch does without).
 CloudEvaluation evaluate_clouds(const Forward& forward, const LabeledTensors& test,
                                 int64_t num_classes, const Voting& voting,
-                                const train::EvalContext& context);
+                                const train::EvalContext& context, bool with_predictions);
 
 }  // namespace dtrain::apps

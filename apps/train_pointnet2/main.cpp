@@ -63,16 +63,22 @@ dtrain::apps::Voting voting(const PointNet2TrainOptions& options) {
           .up_axis = dtrain::datasets::PointCloudAugmentOptions().up_axis()};
 }
 
-// The model's evaluation over the whole test set; `last` keeps the result.
+// The model's evaluation over the whole test set; `keep` (--eval-only)
+// receives the whole result, every sample's prediction included.
 dtrain::train::Evaluate<PointNet2Cls> cloud_evaluation(
     const PointNet2TrainOptions& options, const dtrain::apps::PointCloudData& data,
-    std::optional<dtrain::apps::CloudEvaluation>& last) {
-  return [&options, &data, &last](dtrain::train::JobModel<PointNet2Cls>& model,
-                                  const dtrain::train::EvalContext& context) {
-    last = dtrain::apps::evaluate_clouds([&model](const at::Tensor& x) { return model.eval(x); },
-                                         data.test, static_cast<int64_t>(data.class_names.size()),
-                                         voting(options), context);
-    return last->stats;
+    std::optional<dtrain::apps::CloudEvaluation>* keep = nullptr) {
+  return [&options, &data, keep](dtrain::train::JobModel<PointNet2Cls>& model,
+                                 const dtrain::train::EvalContext& context) {
+    auto result = dtrain::apps::evaluate_clouds(
+        [&model](const at::Tensor& x) { return model.eval(x); }, data.test,
+        static_cast<int64_t>(data.class_names.size()), voting(options), context,
+        /*with_predictions=*/keep != nullptr);
+    const dtrain::train::EvalStats stats = result.stats;
+    if (keep != nullptr) {
+      *keep = std::move(result);
+    }
+    return stats;
   };
 }
 
@@ -82,7 +88,7 @@ int evaluate_checkpoint(dtrain::train::Trainer& trainer, PointNet2Cls model,
                         const dtrain::apps::PointCloudData& data) {
   std::optional<dtrain::apps::CloudEvaluation> result;
   int rank = 0;
-  auto evaluate = cloud_evaluation(options, data, result);
+  auto evaluate = cloud_evaluation(options, data, &result);
   const auto evaluated = trainer.evaluate(model, [&](dtrain::train::JobModel<PointNet2Cls>& in_job,
                                                      const dtrain::train::EvalContext& context) {
     rank = context.job().rank;
@@ -135,9 +141,8 @@ int train(const PointNet2TrainOptions& options, const dtrain::train::FlagTable& 
                   dtrain::apps::dataset_words().word(options.data), data.root,
                   data.class_names.size(), data.train.size(), data.test.size(), options.num_points,
                   options.normals ? " with normals" : ""));
-  std::optional<dtrain::apps::CloudEvaluation> last;
   return trainer.fit(model, *adam, train_set, dtrain::apps::classification_step<PointNet2Cls>(),
-                     cloud_evaluation(options, data, last));
+                     cloud_evaluation(options, data));
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ TEST(CloudEvaluation, OverallAndMeanClassAccuracyByHand) {
   const auto test = six_clouds();
   const dtrain::train::Job alone;
   const auto result =
-      evaluate_clouds(fake_logits, test, 3, Voting{}, dtrain::train::EvalContext(alone, 4));
+      evaluate_clouds(fake_logits, test, 3, Voting{}, dtrain::train::EvalContext(alone, 4), true);
   EXPECT_DOUBLE_EQ(result.stats.accuracy, 4.0 / 6);
   ASSERT_EQ(result.stats.extra.size(), 1u);
   EXPECT_DOUBLE_EQ(result.stats.extra[0], (2.0 / 3 + 0.5 + 1.0) / 3);
@@ -40,6 +40,13 @@ TEST(CloudEvaluation, OverallAndMeanClassAccuracyByHand) {
   const double loss =
       torch::nn::functional::cross_entropy(fake_logits(test.inputs), test.labels).item<double>();
   EXPECT_NEAR(result.stats.mean_loss, loss, 1e-6);
+  // Without the predictions (after each training epoch): the same scores.
+  const auto scores =
+      evaluate_clouds(fake_logits, test, 3, Voting{}, dtrain::train::EvalContext(alone, 4), false);
+  EXPECT_TRUE(scores.predictions.empty());
+  EXPECT_EQ(scores.stats.accuracy, result.stats.accuracy);
+  EXPECT_EQ(scores.stats.extra, result.stats.extra);
+  EXPECT_EQ(scores.stats.mean_loss, result.stats.mean_loss);
 }
 
 // Votes average the logits of the copies.
@@ -51,7 +58,7 @@ TEST(CloudEvaluation, VotesAverageTheCopiesLogits) {
   const Voting voting{.votes = 3, .seed = 7};
   const dtrain::train::Job alone;
   const auto result =
-      evaluate_clouds(forward, test, 4, voting, dtrain::train::EvalContext(alone, 4));
+      evaluate_clouds(forward, test, 4, voting, dtrain::train::EvalContext(alone, 4), true);
   at::Tensor logits = forward(test.inputs);
   for (int64_t copy = 1; copy < 3; ++copy) {
     logits = logits + forward(voting_copy(test.inputs, 0, copy, voting));

@@ -61,13 +61,11 @@ CheckpointEval Trainer::run_evaluation(
                progress.epochs_done,
                progress.steps_done > 0 ? fmt::format(" and {} steps", progress.steps_done) : "",
                job.world, device_.str());
-  module.eval();
-  CheckpointEval result{.epochs_done = progress.epochs_done, .steps_done = progress.steps_done};
-  {
-    torch::NoGradGuard no_grad;
-    amp::AutocastGuard autocast(autocast_options(options_.precision(), device_));
-    result.stats = evaluate(EvalContext(job, options_.eval_batch()));
-  }
+  const CheckpointEval result{
+      .epochs_done = progress.epochs_done,
+      .steps_done = progress.steps_done,
+      .stats = detail::evaluate_once(module, autocast_options(options_.precision(), device_),
+                                     EvalContext(job, options_.eval_batch()), evaluate)};
   if (job.rank == 0) {
     spdlog::info("evaluated {}: {}", path, eval_words(result.stats, options_.report_columns()));
   }

@@ -151,12 +151,18 @@ void TrainerRun::set_lr(int epoch) {
   }
 }
 
-EvalStats TrainerRun::evaluate(const ModelInJob& model,
-                               const amp::AutocastOptions& autocast) const {
-  module_.eval();
+EvalStats evaluate_once(torch::nn::Module& module, const amp::AutocastOptions& autocast,
+                        const EvalContext& context,
+                        const std::function<EvalStats(const EvalContext&)>& evaluate) {
+  module.eval();
   torch::NoGradGuard no_grad;
   amp::AutocastGuard autocast_guard(autocast);
-  return model.evaluate(EvalContext(job_, options_.eval_batch()));
+  return evaluate(context);
+}
+
+EvalStats TrainerRun::evaluate(const ModelInJob& model,
+                               const amp::AutocastOptions& autocast) const {
+  return evaluate_once(module_, autocast, EvalContext(job_, options_.eval_batch()), model.evaluate);
 }
 
 int TrainerRun::train_epochs(const ModelInJob& model) {

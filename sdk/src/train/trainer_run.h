@@ -6,6 +6,7 @@
 // rate, evaluation, report row and checkpoint.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,12 @@
 #include "dtrain/util/launch_env.h"
 
 namespace dtrain::train::detail {
+
+// One evaluation as the Trainer runs it, after an epoch or of a checkpoint:
+// the module in evaluation mode, without gradients, under `autocast`.
+EvalStats evaluate_once(torch::nn::Module& module, const amp::AutocastOptions& autocast,
+                        const EvalContext& context,
+                        const std::function<EvalStats(const EvalContext&)>& evaluate);
 
 class TrainerRun {
  public:
