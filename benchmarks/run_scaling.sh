@@ -3,11 +3,14 @@
 # checked against: dtrain's DDP step and local step of the toy CNN and of
 # PointNet++ ssg and msg at 1, 2 and 3 CPU ranks on this machine
 # (bench_ddp, Gloo over loopback, one thread per rank, every participant
-# taking turns in lockstep, Note [Lockstep benchmarks]). The model takes the
-# local step (that many independent trainings at once: the compute and the
-# machine's sharing of its cores) and adds the all-reduce cost fitted to this
-# run's Gloo all-reduce (allreduce_gloo_rounds.csv), then predicts weak
-# scaling to 512 GPUs from published NVLink and InfiniBand figures.
+# taking turns in lockstep, Note [Lockstep benchmarks]). Beside DDP it times
+# local steps (that many independent trainings at once) and, from 2 ranks,
+# synchronous ones (the same with a barrier per step: the compute as the
+# machine's cores share it among ranks that wait for each other). The model
+# takes the synchronous step, adds the all-reduce cost fitted to this run's
+# Gloo all-reduce (allreduce_gloo_rounds.csv) and the engine's 1-rank cost,
+# then predicts weak scaling to 512 GPUs from published NVLink and
+# InfiniBand figures (Note [DDP scaling model]).
 # Output: benchmarks/results/scaling_cpu_rounds.csv (the measured blocks),
 # allreduce_fit.csv, scaling_model.csv and scaling_model.png.
 #
@@ -46,13 +49,15 @@ for config in "${configs[@]}"; do
   read -r model batch points steps <<<"$config"
   turns="$scratch/$model"
   participants=()
-  for world in $worlds; do participants+=("dtrain-local$world:$world" "dtrain-ddp$world:$world"); done
+  for world in $worlds; do
+    participants+=("dtrain-local$world:$world" "dtrain-ddp$world:$world")
+    ((world == 1)) || participants+=("dtrain-sync$world:$world")
+  done
   lockstep_setup "$turns" "${participants[@]}"
   echo "== $model, batch $batch per rank: $rounds rounds of $steps steps, $(uptime | sed 's/.*load/load/')"
   for participant in "${participants[@]}"; do
     name="${participant%:*}" world="${participant#*:}"
-    mode=ddp
-    [[ $name == *local* ]] && mode=local
+    mode="${name#dtrain-}" mode="${mode%%[0-9]*}"
     run_world "$world" "$bench" --mode "$mode" --model "$model" --batch "$batch" \
       --points "$points" --steps "$steps" --rounds "$rounds" \
       --warmup "$warmup" --threads 1 --lockstep "$turns:$name" --csv "$scratch/raw-$model-$name.csv" &
@@ -62,7 +67,7 @@ for config in "${configs[@]}"; do
 done
 
 "$python" "$root/benchmarks/report/rounds.py" ddp --out "$scratch/scaling_cpu_rounds.csv" \
-  --settings "Gloo over loopback; 1 thread per rank; $warmup warm-up steps; lockstep rounds of one block per participant; $rounds rounds; local = that many independent trainings at once; $host_memory" \
+  --settings "Gloo over loopback; 1 thread per rank; $warmup warm-up steps; lockstep rounds of one block per participant; $rounds rounds; local = that many independent trainings at once; sync = local with a barrier after every step; $host_memory" \
   "$scratch"/raw-*.csv
 png=(--png "$scratch/scaling_model.png")
 "$python" "$root/benchmarks/report/scaling_model.py" --rounds "$scratch/scaling_cpu_rounds.csv" \

@@ -11,6 +11,9 @@
 //
 // --mode local trains without DDP (the overhead baseline; with WORLD_SIZE > 1
 // every rank trains its own model, so the machine carries the same load);
+// --mode sync is local with a barrier after every step: the compute of a
+// synchronous step, as the scheduler gives it to ranks that wait for each
+// other, without gradient traffic (Note [DDP scaling model]);
 // --mode ddp wraps the model in DistributedDataParallel over Gloo.
 // --lockstep DIR:NAME takes --rounds turns of --steps steps with the other
 // participants (Note [Lockstep benchmarks]); alone it runs one round.
@@ -139,6 +142,18 @@ void append_rounds_csv(const Options& options, int world, std::int64_t parameter
   }
 }
 
+// The largest of the ranks' mean steps (a collective: also a barrier).
+double slowest_mean_ms(const std::vector<double>& step_ms, int world) {
+  const double mean =
+      std::accumulate(step_ms.begin(), step_ms.end(), 0.0) / static_cast<double>(step_ms.size());
+  if (world == 1) {
+    return mean;
+  }
+  at::Tensor slowest = at::full({1}, mean, at::kDouble);
+  dtrain::dist::all_reduce(slowest, dtrain::dist::ReduceOp::kMax);
+  return slowest.item<double>();
+}
+
 template <typename Holder>
 int run(Holder model, const at::Tensor& inputs, const at::Tensor& labels, const Options& options) {
   const bool grouped = dtrain::dist::is_initialized();
@@ -162,6 +177,9 @@ int run(Holder model, const at::Tensor& inputs, const at::Tensor& labels, const 
     loss.backward();
     const double backward_ms = ms_since(backward_start);
     optimizer.step();
+    if (options.mode == "sync" && grouped) {
+      dtrain::dist::barrier();
+    }
     return backward_ms;
   };
 
@@ -187,13 +205,7 @@ int run(Holder model, const at::Tensor& inputs, const at::Tensor& labels, const 
     if (ddp) {
       result.hidden_pct = 100.0 * ddp->timeline().hidden_fraction();
     }
-    result.slowest_mean_ms = std::accumulate(result.step_ms.begin(), result.step_ms.end(), 0.0) /
-                             static_cast<double>(result.step_ms.size());
-    if (world > 1) {
-      at::Tensor slowest = at::full({1}, result.slowest_mean_ms, at::kDouble);
-      dtrain::dist::all_reduce(slowest, dtrain::dist::ReduceOp::kMax);  // also a barrier
-      result.slowest_mean_ms = slowest.item<double>();
-    }
+    result.slowest_mean_ms = slowest_mean_ms(result.step_ms, world);
     lockstep.pass_turn(round);
     results.push_back(std::move(result));
   }
@@ -221,9 +233,9 @@ int run(Holder model, const at::Tensor& inputs, const at::Tensor& labels, const 
 
 int bench(const Options& options) {
   at::set_num_threads(options.threads);
-  // Local mode with several ranks trains independent models side by side
-  // (the baseline with the same load on the machine); its group only keeps
-  // the ranks' lockstep turns together.
+  // Local and sync modes with several ranks train independent models side by
+  // side (the baseline with the same load on the machine); their group keeps
+  // the ranks' lockstep turns together, and sync's barriers.
   const int world = dtrain::util::read_launch_env().world_size.value_or(1);
   if (options.mode == "ddp" || world > 1) {
     dtrain::dist::init_process_group({.backend = "gloo"});
@@ -260,7 +272,7 @@ int main(int argc, char** argv) {
   app.add_option("--model", options.model)
       ->check(CLI::IsMember(
           {"toycnn", "pointmlp", "pointnet2-ssg", "pointnet2-msg", "pointnet2-ssg-lite"}));
-  app.add_option("--mode", options.mode)->check(CLI::IsMember({"local", "ddp"}));
+  app.add_option("--mode", options.mode)->check(CLI::IsMember({"local", "ddp", "sync"}));
   app.add_option("--batch", options.batch, "Samples per rank and step")
       ->check(dtrain::util::positive());
   app.add_option("--steps", options.steps, "Timed steps per round")

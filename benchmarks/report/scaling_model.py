@@ -32,22 +32,36 @@ costs T(n, p):
 Without overlap a step is compute + sum(T). With overlap, buckets go out
 while backward runs: compute + max(T(last bucket), sum(T) - backward), as
 the last bucket (the first layers' gradients) is ready only when backward
-ends. Weak-scaling efficiency is the 1-rank step over the p-rank step.
+ends. Hiding needs a processor that the compute leaves free: on a GPU,
+NCCL's own SMs and copy engines; on CPU ranks, a core for each rank's
+communication thread (ranks x (threads + 1) <= cores). Where there is none,
+the all-reduce takes its turn on the compute's core and nothing is hidden.
+Weak-scaling efficiency is the 1-rank step over the p-rank step.
 
-Step times here are the slowest rank's mean over a block of steps, not a
-median: when ranks outnumber cores the scheduler takes one off its core
-every few steps, and a synchronous step waits for it, which only the mean
-of the slowest shows. The compute at p ranks is that of p independent
-local trainings at once (on a 2-core machine the third rank shares a core)
-and backward their measured backward; each round's prediction is set
+The check here predicts dtrain's DDP step at 1, 2 and 3 CPU ranks from
+three measured parts and the fit above:
+  - the compute: the mean step of p ranks that each train their own model
+    and meet at a barrier after every step ("sync"): what the scheduler
+    gives ranks that wait for each other, without gradient traffic. On 2
+    cores, 3 such ranks take about twice a step, not 3/2, when a step is
+    as short as a scheduler slice (the toy CNN's): two ranks run, then the
+    third alone; independent trainings ("local", also measured) hide this;
+  - backward: the local steps' backward;
+  - the engine's own cost (hooks, bucket copies), the 1-rank DDP step less
+    the 1-rank local step (a world of 1 all-reduces nothing), so the 1-rank
+    check is the calibration and 2 and 3 ranks the test.
+Step times are the slowest rank's mean over a block of steps, not a median:
+a synchronous step waits for any rank the scheduler took off its core,
+which only the mean of the slowest shows. Each round's prediction is set
 against the DDP step of the same round, and the error is the median of the
 per-round ratios of prediction to measurement. What the model leaves out:
-the waits of the all-reduce itself for a peer that is off its core
-(dedicated GPUs and cores have none), and stragglers. On GPUs the compute
-is a measured GPU step (gpu_pointnet2_step.csv, with the commit line of
-gpu_summary.txt; "not run" without one) with the backward share of the CPU
-step; and for every model the shortest GPU step that still scales at 90%
-efficiency ("break-even"), which needs no GPU measurement.
+the all-reduce's own waits for a peer that is off its core (dedicated GPUs
+and cores have none), and stragglers. On GPUs the compute is a measured
+GPU step (gpu_pointnet2_step.csv, with the commit line of gpu_summary.txt;
+"not run" without one) with the backward share of the CPU step, and the
+engine's cost is left in the GPU step; and for every model the shortest
+GPU step that still scales at 90% efficiency ("break-even"), which needs
+no GPU measurement.
 """
 
 import argparse
@@ -72,7 +86,7 @@ CLUSTER = "8 H100 SXM per node on NVLink 4 (450 GB/s), InfiniBand NDR 400 Gb/s p
 COLUMNS = stats.PROVENANCE + [
     "kind", "model", "ranks", "interconnect", "overlap", "gradient_mb", "compute_source",
     "compute_ms", "backward_ms", "allreduce_ms", "exposed_ms", "step_ms", "efficiency",
-    "measured_ms", "measured_q1_ms", "measured_q3_ms", "error_pct"]
+    "engine_ms", "measured_ms", "measured_q1_ms", "measured_q3_ms", "error_pct"]
 FIT_COLUMNS = stats.PROVENANCE + ["backend", "ranks", "sizes", "alpha_us", "beta_us_per_mib",
                                   "bus_gbps", "max_error_pct"]
 
@@ -188,38 +202,60 @@ def median_of(rows, column):
 
 
 # ---- the model ---------------------------------------------------------------------
-def check_rows(measured, alpha_us, beta):
+def round_ms(blocks, column="mean_ms"):
+    """{round: the column's value} of one participant's blocks."""
+    return {r: float(row[column]) for r, row in blocks.items()}
+
+
+def engine_ms(worlds):
+    """The DDP engine's own cost per step: the median over rounds of the
+    1-rank DDP step less the 1-rank local step, of the same round (a
+    negative difference is noise: 0)."""
+    one = worlds.get(1, {})
+    ddp, local = round_ms(one.get("dtrain-ddp", {})), round_ms(one.get("dtrain-local", {}))
+    shared = ddp.keys() & local.keys()
+    return max(0.0, statistics.median(ddp[r] - local[r] for r in shared)) if shared else 0.0
+
+
+def check_rows(measured, alpha_us, beta, cores):
     """The model against dtrain's DDP step at each rank count, round by round:
-    a round's local and DDP blocks ran seconds apart (Note [Lockstep
-    benchmarks]), so each round's prediction is set against its own DDP
-    block, and the error is the median of the per-round ratios."""
+    a round's blocks ran seconds apart (Note [Lockstep benchmarks]), so each
+    round's prediction is set against its own DDP block, and the error is the
+    median of the per-round ratios (Note [DDP scaling model])."""
     rows = []
     for model, worlds in measured.items():
+        engine = engine_ms(worlds)
         for p, impls in sorted(worlds.items()):
-            local, ddp = impls["dtrain-local"], impls["dtrain-ddp"]
-            shared = sorted(local.keys() & ddp.keys())
+            local = impls["dtrain-local"]
+            compute = round_ms(impls["dtrain-sync"] if p > 1 else local)
+            backward, ddp = round_ms(local, "backward_ms"), round_ms(impls["dtrain-ddp"])
+            shared = sorted(compute.keys() & backward.keys() & ddp.keys())
             if not shared:
                 continue
             gradient = 4 * int(local[shared[0]]["parameters"])
             times = [ring_here(alpha_us, beta, p)(n) for n in buckets(gradient)]
-            q1, med, q3 = stats.quartiles([float(ddp[r]["mean_ms"]) for r in shared])
+            q1, med, q3 = stats.quartiles([ddp[r] for r in shared])
+            spare_core = p * 2 <= cores  # one compute thread per rank, and its communication
             for overlap in (False, True):
-                predicted = [float(local[r]["mean_ms"])
-                             + exposed(times, float(local[r]["backward_ms"]), overlap)
+                hides = overlap and spare_core
+                predicted = [compute[r] + engine + exposed(times, backward[r], hides)
                              for r in shared]
-                ratios = [x / float(ddp[r]["mean_ms"]) for x, r in zip(predicted, shared)]
-                compute = statistics.median(float(local[r]["mean_ms"]) for r in shared)
-                backward = statistics.median(float(local[r]["backward_ms"]) for r in shared)
-                rows.append({"kind": "check", "model": model, "ranks": p,
-                             "interconnect": "Gloo over loopback (fitted)",
-                             "overlap": "yes" if overlap else "no", "gradient_mb": gradient / MIB,
-                             "compute_source": f"local steps at {p} rank(s), measured",
-                             "compute_ms": compute, "backward_ms": backward,
-                             "allreduce_ms": sum(times),
-                             "exposed_ms": exposed(times, backward, overlap),
-                             "step_ms": statistics.median(predicted), "efficiency": "",
-                             "measured_ms": med, "measured_q1_ms": q1, "measured_q3_ms": q3,
-                             "error_pct": 100 * (statistics.median(ratios) - 1)})
+                mid_compute = statistics.median(compute[r] for r in shared)
+                mid_backward = statistics.median(backward[r] for r in shared)
+                source = "local" if p == 1 else "synchronous (a barrier per step)"
+                rows.append({
+                    "kind": "check", "model": model, "ranks": p,
+                    "interconnect": f"Gloo over loopback (fitted), {cores} cores",
+                    "overlap": "yes" if overlap else "no", "gradient_mb": gradient / MIB,
+                    "compute_source": f"{source} steps at {p} rank(s), measured"
+                    + ("" if hides or not overlap else "; no core left to hide communication"),
+                    "compute_ms": mid_compute, "backward_ms": mid_backward,
+                    "allreduce_ms": sum(times),
+                    "exposed_ms": exposed(times, mid_backward, hides), "engine_ms": engine,
+                    "step_ms": statistics.median(predicted), "efficiency": "",
+                    "measured_ms": med, "measured_q1_ms": q1, "measured_q3_ms": q3,
+                    "error_pct": 100 * (statistics.median(
+                        x / ddp[r] for x, r in zip(predicted, shared)) - 1)})
     return rows
 
 
@@ -237,7 +273,7 @@ def cluster_rows(measured, gpu):
             for overlap in (False, True):
                 base = {"kind": "cluster", "model": model, "ranks": p, "interconnect": CLUSTER,
                         "overlap": "yes" if overlap else "no", "gradient_mb": gradient / MIB,
-                        "allreduce_ms": sum(times), "measured_ms": "", "measured_q1_ms": "",
+                        "allreduce_ms": sum(times), "engine_ms": "", "measured_ms": "", "measured_q1_ms": "",
                         "measured_q3_ms": "", "error_pct": ""}
                 if p > 1:  # one GPU communicates nothing: any step scales
                     compute = break_even(times, share, overlap)
@@ -327,7 +363,8 @@ def main():
             fits.append({**head, "backend": backend, "ranks": 2, "sizes": sizes,
                          "alpha_us": alpha, "beta_us_per_mib": beta * MIB,
                          "bus_gbps": 1e-3 / beta if beta > 0 else "", "max_error_pct": 100 * error})
-    rows = check_rows(measured, gloo[0], gloo[1])
+    cores = stats.machine_cores(stats.read_csv(args.rounds)[0]["machine"])
+    rows = check_rows(measured, gloo[0], gloo[1], cores)
     rows += cluster_rows(measured, gpu_steps(args.gpu_summary, args.gpu_step))
     rows = [{**head, **r} for r in rows]
     stats.write_csv(args.out, COLUMNS, rows)

@@ -29,6 +29,7 @@ from.
 import csv
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -68,6 +69,14 @@ def cpu_machine():
     except OSError:
         pass
     return f"{' '.join(model.split())} x {os.cpu_count()}"
+
+
+def machine_cores(machine):
+    """The core count of a machine column written by cpu_machine()."""
+    found = re.search(r" x (\d+)$", machine)
+    if not found:
+        sys.exit(f"stats.py: machine '{machine}' does not end in ' x <cores>'")
+    return int(found.group(1))
 
 
 def provenance(settings):
