@@ -18,7 +18,7 @@
 #
 # Needs allreduce_gloo_rounds.csv from run_allreduce.sh in the results
 # folder (run_all.sh runs that first; --quick falls back on the committed
-# one). About 4 minutes on 2 cores. --quick (a smoke run: the toy CNN at 1
+# one). About 5 minutes on 2 cores. --quick (a smoke run: the toy CNN at 1
 # and 2 ranks, one round) writes into $DTRAIN_BUILD_DIR/bench-quick unless
 # DTRAIN_RESULTS_DIR says where (CTest's bench.scaling runs it).
 set -euo pipefail
