@@ -17,26 +17,16 @@
 #include "dtrain/ddp/distributed_optimizer.h"
 #include "dtrain/dist/init.h"
 #include "dtrain/util/errors.h"
+#include "expect_error.h"
 #include "gloo_ranks.h"
 
 namespace {
 
 namespace ddp = dtrain::ddp;
 namespace dist = dtrain::dist;
+using dtrain::testing::error_of;
 using dtrain::testing::run_gloo_ranks;
 using dtrain::testing::same_on_all_ranks;
-
-// The message of the dtrain::Error `fn` throws ("" when it returns); any
-// other exception (LibTorch's c10::Error) fails the rank.
-template <typename Fn>
-std::string error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const dtrain::Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // The same value on every rank, as a one-element tensor.
 bool same_on_all_ranks(std::int64_t value) {

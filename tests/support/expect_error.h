@@ -1,6 +1,7 @@
 // Asserting that a call fails with an error that says something.
 #pragma once
 
+#include <exception>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -19,6 +20,18 @@ void expect_error(Call call, const std::string& text) {
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find(text), std::string::npos) << error.what();
   }
+}
+
+// The message of the exception `call()` throws (a dtrain::Error's, or a
+// LibTorch check's, backtrace and all); "" when it returns.
+template <typename Call>
+std::string error_of(Call call) {
+  try {
+    call();
+  } catch (const std::exception& error) {
+    return error.what();
+  }
+  return "";
 }
 
 }  // namespace dtrain::testing

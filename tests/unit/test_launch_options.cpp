@@ -10,22 +10,14 @@
 #include "dtrain/launch/launch_options.h"
 #include "dtrain/launch/worker_env.h"
 #include "dtrain/util/errors.h"
+#include "expect_error.h"
 #include "heartbeats.h"
 #include "test_support.h"
 
 namespace {
 
 using namespace dtrain::launch;
-
-template <typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const dtrain::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using dtrain::testing::error_of;
 
 TEST(LaunchOptions, NnodesIsACountOrARange) {
   EXPECT_EQ(parse_nnodes("2").min, 2);
