@@ -227,6 +227,9 @@ def check_rows(measured, alpha_us, beta, cores):
         engine = engine_ms(worlds)
         for p, impls in sorted(worlds.items()):
             local = impls["dtrain-local"]
+            if p > 1 and not impls["dtrain-sync"]:
+                sys.exit(f"scaling_model.py: no synchronous blocks (dtrain-sync) of {model} at "
+                         f"{p} ranks; rerun benchmarks/run_scaling.sh")
             compute = round_ms(impls["dtrain-sync"] if p > 1 else local)
             backward, ddp = round_ms(local, "backward_ms"), round_ms(impls["dtrain-ddp"])
             shared = sorted(compute.keys() & backward.keys() & ddp.keys())
@@ -273,8 +276,8 @@ def cluster_rows(measured, gpu):
             for overlap in (False, True):
                 base = {"kind": "cluster", "model": model, "ranks": p, "interconnect": CLUSTER,
                         "overlap": "yes" if overlap else "no", "gradient_mb": gradient / MIB,
-                        "allreduce_ms": sum(times), "engine_ms": "", "measured_ms": "", "measured_q1_ms": "",
-                        "measured_q3_ms": "", "error_pct": ""}
+                        "allreduce_ms": sum(times), "engine_ms": "", "measured_ms": "",
+                        "measured_q1_ms": "", "measured_q3_ms": "", "error_pct": ""}
                 if p > 1:  # one GPU communicates nothing: any step scales
                     compute = break_even(times, share, overlap)
                     hidden = exposed(times, share * compute, overlap)

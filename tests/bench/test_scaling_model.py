@@ -6,6 +6,7 @@ hidden behind backward only where a core is left for it."""
 import os
 import sys
 import unittest
+from collections import defaultdict
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "benchmarks", "report"))
@@ -64,6 +65,15 @@ class ScalingCheck(unittest.TestCase):
         rows = scaling_model.check_rows(measured(ddp1=(9.0, 9.5)), ALPHA_US, BETA, cores=2)
         self.assertEqual(row(rows, 2, "no")["engine_ms"], 0.0)
         self.assertAlmostEqual(row(rows, 2, "no")["step_ms"], 12.0 + 2 * self.bucket_ms)
+
+    def test_blocks_without_a_synchronous_baseline_are_refused_by_name(self):
+        blocks = measured()
+        blocks["net"][2] = defaultdict(dict, blocks["net"][2])
+        del blocks["net"][2]["dtrain-sync"]
+        with self.assertRaises(SystemExit) as refused:
+            scaling_model.check_rows(blocks, ALPHA_US, BETA, cores=2)
+        self.assertIn("no synchronous blocks (dtrain-sync) of net at 2 ranks",
+                      str(refused.exception))
 
 
 if __name__ == "__main__":

@@ -32,7 +32,6 @@ namespace {
 
 namespace ddp = dtrain::ddp;
 namespace dist = dtrain::dist;
-namespace F = torch::nn::functional;
 using dtrain::testing::error_of;
 using dtrain::testing::flat_parameters;
 using dtrain::testing::ManySizes;

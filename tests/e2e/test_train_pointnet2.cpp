@@ -23,8 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using dtrain::testing::BackgroundProcess;
-using dtrain::testing::eventually;
-using dtrain::testing::ProcessResult;
 using dtrain::testing::read_csv;
 using dtrain::testing::run_process;
 using dtrain::testing::small_synthetic_run;

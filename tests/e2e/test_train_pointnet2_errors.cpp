@@ -13,18 +13,12 @@
 #include <regex>
 #include <set>
 
-#include "background_process.h"
-#include "multi_process.h"
 #include "pointnet2_app.h"
 #include "test_support.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-using namespace std::chrono_literals;
-using dtrain::testing::BackgroundProcess;
-using dtrain::testing::eventually;
-using dtrain::testing::ProcessResult;
 using dtrain::testing::read_csv;
 using dtrain::testing::run_process;
 using dtrain::testing::small_synthetic_run;

@@ -13,8 +13,6 @@
 #include <set>
 
 #include "background_process.h"
-#include "multi_process.h"
-#include "pointnet2_app.h"
 #include "test_support.h"
 
 namespace {
@@ -23,14 +21,10 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using dtrain::testing::BackgroundProcess;
 using dtrain::testing::eventually;
-using dtrain::testing::ProcessResult;
 using dtrain::testing::read_csv;
 using dtrain::testing::run_process;
 using dtrain::testing::small_synthetic_run;
 using dtrain::testing::TempDir;
-using dtrain::testing::pointnet2::expect_one_line_error;
-using dtrain::testing::pointnet2::run_app;
-using dtrain::testing::pointnet2::two_processes;
 
 // The processes `pid` started that still run (Linux's /proc children list).
 std::vector<pid_t> children_of(pid_t pid) {

@@ -30,12 +30,10 @@ using dtrain::testing::BackgroundProcess;
 using dtrain::testing::Dtrun;
 using dtrain::testing::eventually;
 using dtrain::testing::kDtrun;
-using dtrain::testing::non_empty_lines;
 using dtrain::testing::process_alive;
 using dtrain::testing::read_env_file;
 using dtrain::testing::read_text;
 using dtrain::testing::start_dtrun;
-using dtrain::testing::TempDir;
 
 TEST_F(Dtrun, EveryWorkerGetsItsPlaceInTheEnvironment) {
   ASSERT_EQ(run({"--standalone", "--nproc-per-node", "3", "--max-restarts", "2"},
