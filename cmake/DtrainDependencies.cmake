@@ -49,6 +49,24 @@ if(NOT DTRAIN_MPI STREQUAL "OFF")
   endif()
 endif()
 
+# Note [LibTorch's bundled protobuf]
+# Protobuf (Debian's libprotobuf-dev and protoc) writes TensorBoard's event
+# files; a build without it (the GPU machine's image) gets a writer that
+# says so. Looked for after LibTorch: Caffe2's config makes
+# protobuf::libprotobuf a dummy target only when none exists, and a real
+# one would link every LibTorch program to libprotobuf. dtrain links the
+# lite runtime, and compiles the files that include protobuf's headers
+# without LibTorch's include root, which holds an older protobuf's.
+set(DTRAIN_WITH_PROTOBUF OFF)
+find_package(Protobuf)
+if(TARGET protobuf::libprotobuf-lite AND Protobuf_PROTOC_EXECUTABLE)
+  set(DTRAIN_WITH_PROTOBUF ON)
+  message(STATUS "dtrain: Protobuf ${Protobuf_VERSION}: --tensorboard writes event files")
+else()
+  message(STATUS "dtrain: no Protobuf (libprotobuf-dev, protobuf-compiler): --tensorboard "
+    "will say it is unavailable")
+endif()
+
 # NCCL for the nccl backend, from the CUDA toolkit. At run time the process
 # uses whichever libnccl.so.2 loads first -- often the torch wheel's own
 # (docs/libtorch.md, "One libnccl.so.2 per process").

@@ -6,8 +6,10 @@
 #   LibTorch         the pinned PyPI torch wheel, in a virtual environment
 #                    outside the repository ($DTRAIN_VENV)
 #   Python packages  scikit-learn (the tests compare the apps' metrics with
-#                    it), matplotlib (the apps' PNG pictures) and lizard (the
-#                    lint of file and function sizes), pinned, in that venv
+#                    it), matplotlib (the apps' PNG pictures), lizard (the
+#                    lint of file and function sizes) and tensorboard (its
+#                    reader checks the Trainer's event files), pinned, in
+#                    that venv
 #   CUDA toolkit     only where the machine has none: NVIDIA's CUDA 13.0
 #                    wheels in that venv, gathered in $DTRAIN_WHEEL_CUDA_HOME
 set -euo pipefail
@@ -31,14 +33,11 @@ declare -A DEB_MARKERS=(
   [libopenmpi-dev]=/usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h
   [openmpi-bin]=/usr/bin/mpirun
   [libgloo-dev]=/usr/include/gloo/config.h
+  [libprotobuf-dev]=/usr/include/google/protobuf/message.h
+  [protobuf-compiler]=/usr/bin/protoc
   [clang-14]=/usr/bin/clang++-14
   [libclang-rt-14-dev]=/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
   [dataset-fashion-mnist]=/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz
-  # The slurm tests' single-host cluster (tests/slurm): controller, node daemon, munge, PMIx.
-  [slurm-wlm]=/usr/sbin/slurmctld
-  [slurmd]=/usr/sbin/slurmd
-  [munge]=/usr/sbin/munged
-  [libpmix-dev]=/usr/lib/x86_64-linux-gnu/pmix2/include/pmix.h
 )
 
 install_debian_packages() {
@@ -81,11 +80,13 @@ install_libtorch() {
 # The packages the apps and tests use from the venv's Python, each at its
 # pinned version: scikit-learn, against which the tests check the apps'
 # accuracy metrics, matplotlib, with which the apps draw their curves and
-# confusion matrices (apps/common/plot_report.py), and lizard, whose C++ and
-# Python parser finds the functions scripts/check_source_sizes.py measures.
+# confusion matrices (apps/common/plot_report.py), lizard, whose C++ and
+# Python parser finds the functions scripts/check_source_sizes.py measures,
+# and tensorboard, whose own reader the tests compare --tensorboard's event
+# files with.
 install_python_packages() {
   local wanted=("scikit-learn==$DTRAIN_SKLEARN_VERSION" "matplotlib==$DTRAIN_MATPLOTLIB_VERSION"
-    "lizard==$DTRAIN_LIZARD_VERSION")
+    "lizard==$DTRAIN_LIZARD_VERSION" "tensorboard==$DTRAIN_TENSORBOARD_VERSION")
   local missing=() spec
   for spec in "${wanted[@]}"; do
     [ "$("$DTRAIN_VENV/bin/python" -c "import importlib.metadata as m; print(m.version('${spec%%==*}'))" 2>/dev/null)" = "${spec##*==}" ] ||

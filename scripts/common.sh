@@ -13,6 +13,8 @@ DTRAIN_SKLEARN_VERSION="${DTRAIN_SKLEARN_VERSION:-1.9.1}"
 DTRAIN_MATPLOTLIB_VERSION="${DTRAIN_MATPLOTLIB_VERSION:-3.11.2}"
 # lizard measures functions for the lint of sizes (scripts/check_source_sizes.py).
 DTRAIN_LIZARD_VERSION="${DTRAIN_LIZARD_VERSION:-1.24.3}"
+# tensorboard's own event-file reader checks what --tensorboard writes.
+DTRAIN_TENSORBOARD_VERSION="${DTRAIN_TENSORBOARD_VERSION:-2.21.0}"
 DTRAIN_HOME="${DTRAIN_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/dtrain}"
 DTRAIN_VENV="${DTRAIN_VENV:-$DTRAIN_HOME/venv}"
 DTRAIN_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 #include <utility>
+#include <variant>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -63,14 +64,13 @@ std::vector<std::string> split_cells(const std::string& line) {
 }  // namespace
 
 EpochReport::EpochReport(const std::string& csv_path, bool writes, EpochReportOptions options)
-    : options_(std::move(options)) {
+    : columns_(common_columns()), options_(std::move(options)) {
+  columns_.insert(columns_.end(), options_.extra_columns.begin(), options_.extra_columns.end());
   if (writes) {
-    std::vector<std::string> columns = common_columns();
-    columns.insert(columns.end(), options_.extra_columns.begin(), options_.extra_columns.end());
     if (options_.append) {
-      read_earlier_rows(csv_path, columns);
+      read_earlier_rows(csv_path, columns_);
     }
-    csv_.emplace(csv_path, std::move(columns),
+    csv_.emplace(csv_path, columns_,
                  options_.append ? CsvWriter::Mode::kAppend : CsvWriter::Mode::kCreate);
   }
 }
@@ -121,41 +121,48 @@ void EpochReport::consider(int epoch, const EvalStats& eval) {
   }
 }
 
-void EpochReport::record(int epoch, const EpochStats& train, const EvalStats& eval,
-                         const CommStats& comm) {
-  if (!csv_) {
-    return;
-  }
+ReportRow EpochReport::record(int epoch, const EpochStats& train, const EvalStats& eval,
+                              const CommStats& comm) {
   const double samples_per_s = static_cast<double>(train.samples) / train.seconds;
   const double peak_rss_mb = static_cast<double>(util::peak_rss_bytes()) / (1 << 20);
   DTRAIN_CHECK(eval.extra.size() == options_.extra_columns.size(),
                "EpochReport: ", eval.extra.size(), " extra metrics for ",
                options_.extra_columns.size(), " extra columns");
+  std::vector<CsvWriter::Cell> cells{int64_t{epoch},
+                                     train.samples,
+                                     train.seconds,
+                                     samples_per_s,
+                                     peak_rss_mb,
+                                     train.mean_loss,
+                                     eval.mean_loss,
+                                     eval.accuracy,
+                                     train.rank_samples_per_s_min,
+                                     train.rank_samples_per_s_max,
+                                     train.step_ms,
+                                     comm.seconds,
+                                     comm.hidden_fraction,
+                                     train.peak_device_mb};
+  cells.insert(cells.end(), eval.extra.begin(), eval.extra.end());
+  ReportRow row{.columns = columns_, .values = {}};
+  for (const CsvWriter::Cell& cell : cells) {
+    row.values.push_back(std::holds_alternative<int64_t>(cell)
+                             ? static_cast<double>(std::get<int64_t>(cell))
+                             : std::get<double>(cell));
+  }
+  if (!csv_) {
+    return row;
+  }
   spdlog::info(
       "epoch {}/{}: train loss {:.4f}, {}, {:.0f} samples/s, {:.1f}s, peak RSS {:.0f} MiB{}", epoch,
       options_.epochs, train.mean_loss, eval_words(eval, options_.extra_columns), samples_per_s,
       train.seconds, peak_rss_mb,
       train.peak_device_mb > 0 ? fmt::format(", peak GPU {:.0f} MiB", train.peak_device_mb) : "");
-  std::vector<CsvWriter::Cell> row{int64_t{epoch},
-                                   train.samples,
-                                   train.seconds,
-                                   samples_per_s,
-                                   peak_rss_mb,
-                                   train.mean_loss,
-                                   eval.mean_loss,
-                                   eval.accuracy,
-                                   train.rank_samples_per_s_min,
-                                   train.rank_samples_per_s_max,
-                                   train.step_ms,
-                                   comm.seconds,
-                                   comm.hidden_fraction,
-                                   train.peak_device_mb};
-  row.insert(row.end(), eval.extra.begin(), eval.extra.end());
-  csv_->write_row(row);
+  csv_->write_row(cells);
   consider(epoch, eval);
   if (options_.after_row) {
     options_.after_row(csv_->path());
   }
+  return row;
 }
 
 std::optional<int> EpochReport::best_epoch() const {

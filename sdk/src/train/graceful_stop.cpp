@@ -4,8 +4,6 @@
 
 #include <atomic>
 
-#include "dtrain/train/slurm_requeue.h"
-
 namespace dtrain::train {
 
 namespace {
@@ -37,10 +35,6 @@ void GracefulStop::install() {
   action.sa_flags = SA_RESTART;
   for (const int sig : {SIGTERM, SIGINT}) {
     ::sigaction(sig, &action, nullptr);
-  }
-  // In a Slurm job, the warning that asks for a checkpoint and a requeue.
-  if (const int requeue = requeue_signal(); requeue != 0) {
-    ::sigaction(requeue, &action, nullptr);
   }
 }
 

@@ -95,16 +95,28 @@ class StepLoop {
   std::pair<int, int64_t> run(data::PrefetchLoader<Batch>& batches, ProgressBar& bar,
                               EpochTally& tally, int64_t step, int64_t common_steps) const {
     const bool pinned = settings_.device.is_cuda();
+    const bool timed = static_cast<bool>(settings_.after_step);
+    StepRecord record{.epoch = epoch_};
+    if (timed) {
+      record.data = Clock::now();
+    }
     while (std::optional<Batch> batch = batches.next()) {
       const int64_t samples = batch->front().size(0);
       for (at::Tensor& tensor : *batch) {
         tensor = tensor.to(settings_.device, /*non_blocking=*/pinned);
       }
       seed_step_draws(settings_.seed, epoch_, job_.rank, step);
-      const double loss =
-          detail::take_step(*model_.optimizer, model_.loss, *batch, settings_, epoch_, step);
+      const double loss = detail::take_step(*model_.optimizer, model_.loss, *batch, settings_,
+                                            epoch_, step, timed ? &record : nullptr);
       tally.add(loss, samples);
       ++step;
+      if (timed) {
+        record.step = step;
+        record.loss = loss;
+        record.samples = samples;
+        settings_.after_step(record);
+        record.data = Clock::now();
+      }
       bar.advance(1, fmt::format("loss {:.4f}", loss));
       // Positions are saved only while every rank still steps: ranks with
       // fewer steps may already wait in DDP's join.

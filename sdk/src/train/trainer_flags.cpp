@@ -47,11 +47,18 @@ void add_loop_flags(FlagTable& flags, TrainerOptions& o) {
       ->capture_default_str();
 }
 
-// --csv, --amp, --device, --backend, --init-method, --world-size, --rank, --dist-timeout.
+// --csv, --tensorboard, --amp, --device, --backend, --init-method, --world-size, --rank,
+// --dist-timeout.
 void add_job_flags(FlagTable& flags, TrainerOptions& o) {
   flags.topic("Output");
   flags.add("--csv", o.csv(), "Per-epoch report (CSV)", Agreement::may_differ())
       ->capture_default_str();
+  flags
+      .add("--tensorboard", o.tensorboard(),
+           "Directory for TensorBoard event files (rank 0): each step's loss, learning rate, "
+           "loss scale and throughput, each epoch's report row",
+           Agreement::may_differ())
+      ->type_name("DIR");
   flags.topic("Precision");
   flags.add_choice("--amp", o.precision(), precision_words(),
                    "Mixed precision: bf16 (autocast), fp16 (autocast and loss scaling; needs "

@@ -69,7 +69,8 @@ TrainerRun::TrainerRun(const TrainerOptions& options, const util::LaunchEnv& env
                                  .append = checkpoints_.epochs_done() > 0,
                                  .extra_columns = options.report_columns(),
                                  .best_by = options.best_by(),
-                                 .after_row = options.after_report_row()}) {
+                                 .after_row = options.after_report_row()}),
+      tensorboard_(options.tensorboard(), /*writes=*/env.rank.value_or(0) == 0) {
   if (!options.checkpoint().empty()) {
     // SIGTERM and SIGINT now stop the run at a step with a checkpoint.
     GracefulStop::install();
@@ -114,6 +115,8 @@ void TrainerRun::split() {
       " per epoch; the model's batch norm needs at least 2 (use more ", options_.noun(),
       " or fewer processes)");
   resumed_at_ = checkpoints_.start(*sharding_, job_);
+  const int64_t global_batch = options_.batch_size() * job_.world;
+  tensorboard_.set_steps_per_epoch((train_.size() + global_batch - 1) / global_batch);
 }
 
 void TrainerRun::log_start() const {
@@ -140,7 +143,17 @@ EpochSettings TrainerRun::epoch_settings() {
                 checkpoints_.save(epoch - 1, position, *sharding_, job_);
               },
           // With a checkpoint there is somewhere to save a stop to.
-          .stop_on_signal = checkpoints};
+          .stop_on_signal = checkpoints,
+          .after_step = tensorboard_.writes()
+                            ? std::function<void(const StepRecord&)>(
+                                  [this](const StepRecord& step) { after_step(step); })
+                            : nullptr};
+}
+
+void TrainerRun::after_step(const StepRecord& step) {
+  const double lr = optimizer_.param_groups().front().options().get_lr();
+  tensorboard_.add_step(
+      step, lr, scaler_ ? std::optional<double>(scaler_->get_scale()) : std::nullopt, job_.world);
 }
 
 void TrainerRun::set_lr(int epoch) {
@@ -184,7 +197,7 @@ int TrainerRun::train_epochs(const ModelInJob& model) {
     eval = evaluate(model, settings.autocast);
     // The row before the checkpoint: a crash between the two repeats the
     // epoch on resume (its row then appears twice) rather than losing it.
-    report_.record(epoch, stats, eval, comm);
+    tensorboard_.add_epoch(epoch, report_.record(epoch, stats, eval, comm));
     if (epoch < options_.epochs()) {  // (auto: the next epoch's split, kept in the checkpoint)
       sharding_->measure(stats, comm, job_);
     }

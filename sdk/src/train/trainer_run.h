@@ -25,6 +25,7 @@
 #include "dtrain/train/trainer.h"
 #include "dtrain/train/trainer_options.h"
 #include "dtrain/util/launch_env.h"
+#include "run_tensorboard.h"
 
 namespace dtrain::train::detail {
 
@@ -60,6 +61,7 @@ class TrainerRun {
  private:
   void log_start() const;
   EpochSettings epoch_settings();
+  void after_step(const StepRecord& step);
   void set_lr(int epoch);
   EvalStats evaluate(const ModelInJob& model, const amp::AutocastOptions& autocast) const;
 
@@ -73,6 +75,7 @@ class TrainerRun {
   std::unique_ptr<amp::GradScaler> scaler_;
   RunCheckpoints checkpoints_;
   EpochReport report_;
+  RunTensorBoard tensorboard_;
   Job job_;
   int first_epoch_ = 1;
   std::optional<Sharding> sharding_;

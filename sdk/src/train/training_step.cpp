@@ -1,5 +1,6 @@
 #include "training_step.h"
 
+#include <chrono>
 #include <cmath>
 #include <string>
 
@@ -21,19 +22,28 @@ std::string loss_text(double loss) {
 }  // namespace
 
 double take_step(torch::optim::Optimizer& optimizer, const LossFn& loss_of, const Batch& batch,
-                 const EpochSettings& settings, int epoch, int64_t step) {
+                 const EpochSettings& settings, int epoch, int64_t step, StepRecord* times) {
+  auto now = [times](StepRecord::Time StepRecord::*phase) {
+    if (times != nullptr) {
+      times->*phase = std::chrono::steady_clock::now();
+    }
+  };
   optimizer.zero_grad();
+  now(&StepRecord::forward);
   at::Tensor loss;
   {
     amp::AutocastGuard autocast(settings.autocast);
     loss = loss_of(batch);
   }
+  now(&StepRecord::backward);
   if (settings.scaler != nullptr) {
     settings.scaler->scale(loss).backward();
+    now(&StepRecord::optimizer);
     settings.scaler->step(optimizer);
     settings.scaler->update();
   } else {
     loss.backward();
+    now(&StepRecord::optimizer);
     // Non-finite gradients would make every parameter NaN (a scaler,
     // above, skips such steps instead).
     DTRAIN_CHECK(gradients_are_finite(optimizer), "epoch ", epoch, ", step ", step + 1,
@@ -42,7 +52,9 @@ double take_step(torch::optim::Optimizer& optimizer, const LossFn& loss_of, cons
                  "): training diverged, and the step was not taken; try a lower --lr");
     optimizer.step();
   }
-  return loss.item<double>();
+  const double value = loss.item<double>();
+  now(&StepRecord::end);
+  return value;
 }
 
 }  // namespace dtrain::train::detail

@@ -16,9 +16,12 @@
 
 namespace dtrain::train::detail {
 
-// Returns the batch's loss. Throws dtrain::Error naming the epoch and step
-// (`step` from 0) when the gradients hold NaN or infinite values.
+// Returns the batch's loss; sets the times of the forward, backward,
+// optimizer and end in `times` when given. Throws dtrain::Error naming the
+// epoch and step (`step` from 0) when the gradients hold NaN or infinite
+// values.
 double take_step(torch::optim::Optimizer& optimizer, const LossFn& loss, const Batch& batch,
-                 const EpochSettings& settings, int epoch, int64_t step);
+                 const EpochSettings& settings, int epoch, int64_t step,
+                 StepRecord* times = nullptr);
 
 }  // namespace dtrain::train::detail

@@ -25,6 +25,13 @@ namespace dtrain::train {
 // an evaluation in the log's words, its extra values named by `extra_columns`.
 std::string eval_words(const EvalStats& eval, const std::vector<std::string>& extra_columns);
 
+// An epoch's row of the report: each column's name and value, the extra
+// columns included (what TensorBoard's epoch/ scalars show, --tensorboard).
+struct ReportRow {
+  std::vector<std::string> columns;
+  std::vector<double> values;
+};
+
 struct EpochReportOptions {
   int epochs = 0;       // of the whole run
   bool append = false;  // add rows to an existing report (a resumed run)
@@ -44,7 +51,9 @@ class EpochReport {
   // of the run it continues count for the best epoch too.
   EpochReport(const std::string& csv_path, bool writes, EpochReportOptions options);
 
-  void record(int epoch, const EpochStats& train, const EvalStats& eval, const CommStats& comm);
+  // Writes the epoch's row (rank 0) and returns it, on every rank.
+  ReportRow record(int epoch, const EpochStats& train, const EvalStats& eval,
+                   const CommStats& comm);
   // The closing lines: final accuracy, wall time, process count, report
   // path; then the best epoch and its numbers.
   void finish(const EvalStats& eval, double seconds, int world);
@@ -64,6 +73,7 @@ class EpochReport {
   void consider(int epoch, const EvalStats& eval);
   void read_earlier_rows(const std::string& path, const std::vector<std::string>& columns);
 
+  std::vector<std::string> columns_;
   std::optional<CsvWriter> csv_;
   EpochReportOptions options_;
   std::optional<Best> best_;

@@ -9,6 +9,7 @@
 // programs with a loop of their own can too.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 
@@ -43,6 +44,19 @@ struct EpochModel {
   Join join = {};
 };
 
+// One training step as it ran on this rank, for EpochSettings::after_step.
+struct StepRecord {
+  int epoch = 0;
+  int64_t step = 0;     // the epoch's steps done, this one included (from 1)
+  double loss = 0;      // of this rank's batch
+  int64_t samples = 0;  // in this rank's batch
+  // When the step began to wait for its batch, when its forward, backward
+  // (with DDP's all-reduces and the wait for them) and optimizer step
+  // began, and when it ended. Host clocks: GPU work may still be running.
+  using Time = std::chrono::steady_clock::time_point;
+  Time data{}, forward{}, backward{}, optimizer{}, end{};
+};
+
 struct EpochSettings {
   int epochs = 1;                 // for the progress bar's title
   c10::Device device{c10::kCPU};  // where the model is and batches go
@@ -64,6 +78,8 @@ struct EpochSettings {
   // (agreed_stop_signal); if so the epoch's position is saved and it ends
   // there. Set when there is somewhere to save to.
   bool stop_on_signal = false;
+  // Called after every step (empty: steps are not timed).
+  std::function<void(const StepRecord& step)> after_step;
 };
 
 // The signal that asked this run to stop (GracefulStop), agreed by every

@@ -91,6 +91,10 @@ struct TrainerOptions {
   TORCH_ARG(bool, resume) = false;
   // The per-epoch report (CSV), written by rank 0; empty: none.
   TORCH_ARG(std::string, csv) = "";
+  // TensorBoard event files, written by rank 0 into this directory: each
+  // step's loss, learning rate, loss scale and throughput, each epoch's
+  // report row (docs/trainer.md); empty: none.
+  TORCH_ARG(std::string, tensorboard) = "";
   // Test samples per evaluation batch (EvalContext::batch_size).
   TORCH_ARG(int64_t, eval_batch) = 64;
   // What a training sample is called in logs and messages ("clouds").
