@@ -7,6 +7,7 @@
 #include "dtrain/util/cli_checks.h"
 #include "dtrain/util/cli_help.h"
 #include "dtrain/util/errors.h"
+#include "dtrain/util/scheduler_env.h"
 #include "program.h"
 
 namespace dtrain::apps {
@@ -73,6 +74,9 @@ void describe(CLI::App& app) {
       "PROGRAM is executed as given, except that NAME.py runs as PYTHON -u NAME.py ARGS (as\n"
       "torchrun runs it; --no-python executes it itself), PYTHON being $PYTHON_EXEC or else\n"
       "python3 on PATH.\n"
+      "Flags left out are read from PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK,\n"
+      "PET_MASTER_ADDR, PET_MASTER_PORT, PET_RDZV_* and PET_MAX_RESTARTS when set (as torchrun\n"
+      "reads them; the PyTorch training operator sets them in its pods).\n"
       "Workers get RANK, LOCAL_RANK, GROUP_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR,\n"
       "MASTER_PORT, TORCHELASTIC_RESTART_COUNT (= DTRUN_RESTART_COUNT) and TORCHELASTIC_RUN_ID.\n"
       "Exit status: 0 when every worker exited 0; 1 when the job failed; 2 for bad flags;\n"
@@ -83,32 +87,41 @@ void describe(CLI::App& app) {
 void add_rendezvous_flags(CLI::App& app, DtrunFlags& f) {
   app.option_defaults()->group("Rendezvous");  // CLI11 gives new options the defaults' group
   app.add_option("--nnodes", f.nnodes, "Number of nodes, or MIN:MAX for an elastic job")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->envname("PET_NNODES");
   app.add_option("--nproc-per-node,--nproc_per_node", f.nproc_per_node,
                  "Workers per node: a number, gpu, cpu or auto")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->envname("PET_NPROC_PER_NODE");
   app.add_option("--node-rank,--node_rank", f.node_rank,
                  "This node's rank (static rendezvous; 0..nnodes-1)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->envname("PET_NODE_RANK");
   app.add_option("--master-addr,--master_addr", f.master_addr,
                  "Address of node rank 0 (static rendezvous); IPv6 as ::1 or [::1]")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->envname("PET_MASTER_ADDR");
   app.add_option("--master-port,--master_port", f.master_port,
                  "Port of node rank 0's rendezvous store (static rendezvous)")
       ->check(CLI::Range(1, 65535))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->envname("PET_MASTER_PORT");
   app.add_option("--rdzv-backend,--rdzv_backend", f.rdzv_backend,
                  "Rendezvous: static (fixed nodes, --master-addr), or c10d (a store on "
                  "--rdzv-endpoint; elastic)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->envname("PET_RDZV_BACKEND");
   app.add_option("--rdzv-endpoint,--rdzv_endpoint", f.rdzv_endpoint,
                  "HOST:PORT (IPv6: [ADDR]:PORT) of the rendezvous store (c10d); the agent on "
-                 "HOST hosts it");
+                 "HOST hosts it")
+      ->envname("PET_RDZV_ENDPOINT");
   app.add_option("--rdzv-id,--rdzv_id", f.rdzv_id, "Job id; agents with the same id form one job")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->envname("PET_RDZV_ID");
   app.add_option("--rdzv-conf,--rdzv_conf", f.rdzv_conf,
                  "Rendezvous settings, in seconds: join_timeout=600,last_call_timeout=30,"
-                 "heartbeat_timeout=30");
+                 "heartbeat_timeout=30")
+      ->envname("PET_RDZV_CONF");
   app.add_flag("--standalone", f.standalone,
                "Single-node job: a private store on a free port and a random run id");
   app.add_option("--local-addr,--local_addr", f.local_addr,
@@ -122,7 +135,8 @@ void add_worker_flags(CLI::App& app, DtrunFlags& f) {
   app.add_option("--max-restarts,--max_restarts", f.max_restarts,
                  "Group restarts after failures, for the whole job")
       ->check(dtrain::util::non_negative())
-      ->capture_default_str();
+      ->capture_default_str()
+      ->envname("PET_MAX_RESTARTS");
   app.add_option("--monitor-interval,--monitor_interval", f.monitor_interval,
                  "Seconds between checks of the workers (0.001 to 604800)")
       ->capture_default_str();
@@ -250,6 +264,7 @@ launch::LaunchOptions to_launch_options(const CLI::App& app, const DtrunFlags& f
   choose_rendezvous(app, f, options);
   launch::apply_rendezvous_conf(options, launch::parse_key_values(f.rdzv_conf, "--rdzv-conf"));
   launch::validate(options);
+  util::check_one_launcher_per_node(util::process_env(), options.nnodes.min, options.nnodes.max);
   // After the flags, so their mistakes are named first.
   options.program = worker_command(std::move(options.program), f.module, f.no_python);
   if (!options.log_dir.empty()) {

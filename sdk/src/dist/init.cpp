@@ -22,6 +22,7 @@
 #include "dtrain/util/build_info.h"
 #include "dtrain/util/launch_env.h"
 #include "dtrain/util/logging.h"
+#include "dtrain/util/scheduler_env.h"
 #include "host_port.h"
 #include "interfaces.h"
 #include "membership.h"
@@ -155,6 +156,32 @@ WorkPtr finish(WorkPtr work, bool async_op) {
 
 }  // namespace
 
+namespace {
+
+// env://'s master: MASTER_ADDR and MASTER_PORT, else what the scheduler says
+// (util/scheduler_env.h: PET_MASTER_*, or a Slurm job's first node and its
+// job id's port).
+void env_master(Rendezvous& rdzv) {
+  const util::EnvLookup env = util::process_env();
+  const std::optional<util::EnvSetting> addr = util::master_addr_from(env);
+  DTRAIN_CHECK(addr, "init_process_group: init_method env:// needs MASTER_ADDR to be set (or ",
+               "PET_MASTER_ADDR, or a Slurm job's SLURM_JOB_NODELIST)");
+  const std::optional<util::EnvSetting> port = util::master_port_from(env);
+  DTRAIN_CHECK(port, "init_process_group: init_method env:// needs MASTER_PORT to be set (or ",
+               "PET_MASTER_PORT, or a Slurm job's SLURM_JOB_ID)");
+  // Note [IPv6 address syntax] (host_port.h): MASTER_ADDR as torchrun
+  // gives it (::1 bare), tcp:// as a URL ([::1] in brackets).
+  rdzv.host = net::parse_host(addr->value, addr->from + " '" + addr->value + "'");
+  rdzv.port = net::parse_port(port->value, port->from);
+  if (addr->derived || port->derived) {
+    rdzv.master_from = "master " + addr->value + ":" + port->value + " from " + addr->from +
+                       (port->derived ? " and " + port->from : "");
+    spdlog::debug("init_process_group: {}", rdzv.master_from);
+  }
+}
+
+}  // namespace
+
 Rendezvous resolve_rendezvous(const InitOptions& options) {
   Rendezvous rdzv;
   const util::LaunchEnv launch = util::read_launch_env();
@@ -174,6 +201,9 @@ Rendezvous resolve_rendezvous(const InitOptions& options) {
                "(WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMI_SIZE or SLURM_NTASKS)");
   DTRAIN_CHECK(rdzv.rank < rdzv.world_size, "init_process_group: rank ", rdzv.rank,
                " is outside the world of size ", rdzv.world_size);
+  if (options.rank < 0) {
+    util::check_not_bare_operator_pod(util::process_env());
+  }
 
   const std::string& method = options.init_method;
   // Note [IPv6 address syntax] (host_port.h): MASTER_ADDR as torchrun
@@ -186,9 +216,7 @@ Rendezvous resolve_rendezvous(const InitOptions& options) {
     rdzv.kind = Rendezvous::Kind::kMpi;  // Note [The store's address through MPI]
     rdzv.host = has_env("MASTER_ADDR") ? master_addr() : "";
   } else if (method == "env://") {
-    required_env("MASTER_ADDR", "init_method env://");
-    rdzv.host = master_addr();
-    rdzv.port = net::parse_port(required_env("MASTER_PORT", "init_method env://"), "MASTER_PORT");
+    env_master(rdzv);
   } else if (method.rfind("tcp://", 0) == 0) {
     const net::HostPort address =
         net::parse_host_port(method.substr(6), std::nullopt, "init_method '" + method + "'",
@@ -208,6 +236,15 @@ Rendezvous resolve_rendezvous(const InitOptions& options) {
 
 namespace {
 
+// What to change when a master the scheduler's variables named cannot be reached.
+std::string unreachable_master_hint(const Rendezvous& rdzv) {
+  if (rdzv.master_from.empty()) {
+    return "";
+  }
+  return " (" + rdzv.master_from + "; export MASTER_ADDR with an address every node reaches, " +
+         "and MASTER_PORT with a free port, to choose another)";
+}
+
 // The store of a tcp:// or env:// rendezvous: torchrun's agent hosts one of
 // PyTorch's for its workers and says so; dtrun sets the variable to False
 // and worker 0 hosts ours.
@@ -225,7 +262,13 @@ std::shared_ptr<Store> tcp_store(const Rendezvous& rdzv, std::chrono::millisecon
                                           .timeout(timeout));
   } catch (const StoreTimeoutError& e) {
     throw CollectiveTimeoutError("init_process_group: rank " + std::to_string(rdzv.rank) +
-                                 " could not reach the master: " + e.what());
+                                 " could not reach the master: " + e.what() +
+                                 unreachable_master_hint(rdzv));
+  } catch (const Error& e) {
+    if (rdzv.master_from.empty()) {
+      throw;
+    }
+    throw Error(std::string(e.what()) + unreachable_master_hint(rdzv));
   }
 }
 

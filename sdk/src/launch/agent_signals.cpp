@@ -37,6 +37,15 @@ void install() {
     ::sigaction(sig, &action, nullptr);
   }
   ::signal(SIGPIPE, SIG_IGN);
+  // Slurm's warnings (sbatch --signal=USR1@90) reach every process of a step:
+  // the workers act on them (train/slurm_requeue.h); dtrun must only outlive
+  // them. A handler, not SIG_IGN, so the workers' exec restores the default.
+  struct sigaction warning {};
+  warning.sa_handler = [](int) {};
+  sigemptyset(&warning.sa_mask);
+  for (int sig : {SIGUSR1, SIGUSR2}) {
+    ::sigaction(sig, &warning, nullptr);
+  }
 }
 
 int first() {

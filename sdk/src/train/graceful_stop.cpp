@@ -4,6 +4,8 @@
 
 #include <atomic>
 
+#include "dtrain/train/slurm_requeue.h"
+
 namespace dtrain::train {
 
 namespace {
@@ -35,6 +37,10 @@ void GracefulStop::install() {
   action.sa_flags = SA_RESTART;
   for (const int sig : {SIGTERM, SIGINT}) {
     ::sigaction(sig, &action, nullptr);
+  }
+  // In a Slurm job, the warning that asks for a checkpoint and a requeue.
+  if (const int requeue = requeue_signal(); requeue != 0) {
+    ::sigaction(requeue, &action, nullptr);
   }
 }
 

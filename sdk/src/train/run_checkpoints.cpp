@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "dtrain/dist/init.h"
+#include "dtrain/train/slurm_requeue.h"
 #include "dtrain/util/errors.h"
 
 namespace dtrain::train {
@@ -59,16 +60,28 @@ RunCheckpoints::RunCheckpoints(const TrainerOptions& options, int rank, torch::n
   if (rank == 0) {
     check_checkpoint_path(path_);  // the writer's: before any training
   }
-  if (!options.resume()) {
+  // In a Slurm job a checkpoint path implies --resume: a requeued job runs
+  // its script unchanged (train/slurm_requeue.h).
+  const std::string slurm = slurm_job_summary();
+  if (!options.resume() && slurm.empty()) {
     return;
   }
-  loaded_ = load_checkpoint_progress(path_, module, optimizer, scaler);
+  const std::string why = options.resume() ? "" : "in a Slurm job (" + slurm + ") ";
+  try {
+    loaded_ = load_checkpoint_progress(path_, module, optimizer, scaler);
+  } catch (const Error& e) {
+    if (why.empty()) {
+      throw;
+    }
+    throw Error(std::string(e.what()) + "; " + why + "--checkpoint implies --resume: give " +
+                "this job a --checkpoint path of its own, or delete " + path_);
+  }
   if (!loaded_) {
-    spdlog::info("no checkpoint at {} yet: starting at epoch 1", path_);
+    spdlog::info("{}no checkpoint at {} yet: starting at epoch 1", why, path_);
   } else if (loaded_->steps_done == 0) {
-    spdlog::info("resumed from {} after epoch {}", path_, loaded_->epochs_done);
+    spdlog::info("{}resumed from {} after epoch {}", why, path_, loaded_->epochs_done);
   } else {
-    spdlog::info("resumed from {} after step {} of epoch {}", path_, loaded_->steps_done,
+    spdlog::info("{}resumed from {} after step {} of epoch {}", why, path_, loaded_->steps_done,
                  loaded_->epochs_done + 1);
   }
 }
@@ -187,14 +200,22 @@ void RunCheckpoints::finish() {
 
 int RunCheckpoints::stopped(int sig, int64_t epochs_done, int64_t steps_done, const Job& job) {
   finish();
-  if (job.rank == 0) {
+  const std::string where = steps_done > 0
+                                ? fmt::format("step {} of epoch {}", steps_done, epochs_done + 1)
+                                : fmt::format("epoch {}", epochs_done);
+  const bool requeue = sig == requeue_signal();
+  if (job.rank == 0 && requeue) {
+    // Before the group ends, so no rank's exit ends the job before it is requeued.
     spdlog::warn(
-        "stopped by signal {} after {}: {} holds the run there; the same command with --resume "
-        "continues from it",
-        sig,
-        steps_done > 0 ? fmt::format("step {} of epoch {}", steps_done, epochs_done + 1)
-                       : fmt::format("epoch {}", epochs_done),
-        path_);
+        "stopped by signal {} after {}: {} holds the run there; requeueing the Slurm "
+        "job ({}), which resumes from it",
+        sig, where, path_, slurm_job_summary());
+    requeue_slurm_job();
+  } else if (job.rank == 0) {
+    spdlog::warn(
+        "stopped by signal {} after {}: {} holds the run there; the same command with "
+        "--resume continues from it",
+        sig, where, path_);
   }
   finish_job(job);
   return 128 + sig;

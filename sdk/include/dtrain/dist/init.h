@@ -67,6 +67,9 @@ struct Rendezvous {
   std::string path;
   int rank = 0;
   int world_size = 1;
+  // How env:// found a master the user did not name (a Slurm job's first
+  // node, its job id's port; util/scheduler_env.h), for messages; else empty.
+  std::string master_from;
 };
 
 // Resolves init_method, rank and world size; throws dtrain::Error naming

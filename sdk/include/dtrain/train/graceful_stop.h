@@ -18,14 +18,15 @@ namespace dtrain::train {
 
 class GracefulStop {
  public:
-  // From now on, a SIGTERM or SIGINT is recorded rather than ending the
+  // From now on, a SIGTERM or SIGINT (and in a Slurm job the requeue
+  // signal, train/slurm_requeue.h) is recorded rather than ending the
   // process. Repeated SIGTERMs are recorded once (a scheduler and the
   // launcher may both send one); a second SIGINT (Ctrl-C twice) ends the
   // process at once, as SIGINT does by default. Process-wide; safe to
   // call again.
   static void install();
 
-  // The first signal received since install() (SIGTERM or SIGINT), or 0.
+  // The first signal received since install(), or 0.
   static int signal();
 };
 
