@@ -38,6 +38,11 @@ declare -A DEB_MARKERS=(
   [clang-14]=/usr/bin/clang++-14
   [libclang-rt-14-dev]=/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
   [dataset-fashion-mnist]=/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz
+  # The slurm tests' single-host cluster (tests/slurm): controller, node daemon, munge, PMIx.
+  [slurm-wlm]=/usr/sbin/slurmctld
+  [slurmd]=/usr/sbin/slurmd
+  [munge]=/usr/sbin/munged
+  [libpmix-dev]=/usr/lib/x86_64-linux-gnu/pmix2/include/pmix.h
 )
 
 install_debian_packages() {
