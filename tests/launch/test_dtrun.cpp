@@ -65,6 +65,37 @@ TEST_F(Dtrun, EveryWorkerGetsItsPlaceInTheEnvironment) {
   }
 }
 
+// A pod of the PyTorch training operator (PyTorchJob, nprocPerNode 2): dtrun
+// with no flags takes the job's shape from the PET_ variables, as torchrun
+// does; a flag given wins over its variable.
+TEST_F(Dtrun, TheOperatorsPetVariablesStandInForFlags) {
+  const std::string port = std::to_string(dtrain::testing::free_port());
+  dtrain::testing::ScopedEnv env;
+  for (const auto& [name, value] : {std::pair<const char*, std::string>{"PET_NNODES", "1"},
+                                    {"PET_NPROC_PER_NODE", "2"},
+                                    {"PET_NODE_RANK", "0"},
+                                    {"PET_MASTER_ADDR", "127.0.0.1"},
+                                    {"PET_MASTER_PORT", port},
+                                    {"PET_MAX_RESTARTS", "1"},
+                                    {"MASTER_ADDR", "127.0.0.1"},
+                                    {"MASTER_PORT", port},
+                                    {"WORLD_SIZE", "2"},
+                                    {"RANK", "0"}}) {
+    env.set(name, value.c_str());
+  }
+  ASSERT_EQ(run({}, "env > \"$OUT/env.$RANK\""), 0) << output_;
+  EXPECT_NE(output_.find("rendezvous store at 127.0.0.1:" + port), std::string::npos) << output_;
+  for (int rank = 0; rank < 2; ++rank) {
+    auto worker = read_env_file(file("env." + std::to_string(rank)));
+    EXPECT_EQ(worker["RANK"], std::to_string(rank));
+    EXPECT_EQ(worker["WORLD_SIZE"], "2");
+    EXPECT_EQ(worker["TORCHELASTIC_MAX_RESTARTS"], "1");
+  }
+  ASSERT_EQ(run({"--nproc-per-node", "1"}, "env > \"$OUT/flag.$RANK\""), 0) << output_;
+  EXPECT_EQ(read_env_file(file("flag.0"))["WORLD_SIZE"], "1");
+  EXPECT_FALSE(std::filesystem::exists(file("flag.1")));
+}
+
 TEST_F(Dtrun, RoleBecomesTheWorkersRoleName) {
   ASSERT_EQ(run({"--standalone", "--nproc-per-node", "2", "--role", "trainer"},
                 "env > \"$OUT/env.$RANK\""),
