@@ -166,7 +166,7 @@ def case_requeue(c):
     signalled = c.run(["scancel", "--signal=USR1", job])
     if signalled.returncode != 0:
         raise AssertionError(f"scancel --signal=USR1 {job}: {signalled.stderr.strip()}")
-    fields = c.wait(job, until=DONE | {"PENDING", "REQUEUED"})
+    fields = c.wait(job, until=DONE | {"PENDING"})
     if fields.get("Restarts") != "1":
         raise AssertionError(f"job {job} was not requeued ({fields.get('JobState')}, "
                              f"{fields.get('Restarts')} restarts):\n{output_of(run_dir)}")
