@@ -155,8 +155,19 @@ REQUEUE_RUN = ["--synthetic-classes", "3", "--synthetic-train-per-class", "64",
 def case_requeue(c):
     """SIGUSR1 mid-run (as --signal=USR1@90 sends it): the job checkpoints at the step,
     requeues itself, resumes there, and ends as the same job unsignalled does."""
-    whole, whole_dir = c.submit("train_pointnet2.sbatch", "requeue_unbroken", REQUEUE_RUN)
-    job, run_dir = c.submit("train_pointnet2.sbatch", "requeue_signalled", REQUEUE_RUN)
+    check_requeue(c, "train_pointnet2.sbatch", "requeue", REQUEUE_RUN)
+
+
+def case_requeue_dtrun(c):
+    """The same with one dtrun per node, which outlives the SIGUSR1 its workers act on."""
+    check_requeue(c, "train_pointnet2_dtrun.sbatch", "requeue_dtrun",
+                  REQUEUE_RUN + ["--checkpoint-steps", "5"], sbatch=[f"--nodes={c.nodes}"],
+                  env={"DTRAIN_NPROC_PER_NODE": "1"})
+
+
+def check_requeue(c, script, name, args, sbatch=(), env=None):
+    whole, whole_dir = c.submit(script, f"{name}_unbroken", args, sbatch, env)
+    job, run_dir = c.submit(script, f"{name}_signalled", args, sbatch, env)
     checkpoint = run_dir / "checkpoint.pt"
     deadline = time.monotonic() + JOB_DEADLINE_S
     while not checkpoint.exists():
@@ -186,7 +197,7 @@ def case_requeue(c):
         if ends[0][column] != ends[1][column]:
             raise AssertionError(f"the requeued job ends with {column} {ends[0][column]}, the "
                                  f"unbroken one with {ends[1][column]}")
-    print(f"requeue: stopped and resumed at step {stop[1]} of epoch {stop[2]}; final test "
+    print(f"{name}: stopped and resumed at step {stop[1]} of epoch {stop[2]}; final test "
           f"accuracy {ends[0]['test_accuracy']} in both")
 
 
