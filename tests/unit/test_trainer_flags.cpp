@@ -131,7 +131,8 @@ TEST(TrainerFlags, ParseIntoTypedOptions) {
   FlagTable flags(app);
   dtrain::train::add_trainer_flags(flags, options);
   parse_flags(app, {"--amp", "bf16", "--device", "cpu", "--backend", "gloo", "--lr-scaling", "none",
-                    "--rank-weights", "auto", "--checkpoint", "run.pt", "--resume"});
+                    "--rank-weights", "auto", "--checkpoint", "run.pt", "--resume", "--tensorboard",
+                    "runs/a", "--trace", "out/trace.json", "--trace-steps", "5"});
   EXPECT_EQ(options.epochs(), 20) << "the program's default stays";
   EXPECT_EQ(options.precision(), Precision::kBf16);
   EXPECT_EQ(options.backend(), dtrain::train::Backend::kGloo);
@@ -139,22 +140,28 @@ TEST(TrainerFlags, ParseIntoTypedOptions) {
   EXPECT_EQ(options.rank_weights(), dtrain::train::RankWeights::automatic());
   EXPECT_EQ(options.checkpoint(), "run.pt");
   EXPECT_TRUE(options.resume());
+  EXPECT_EQ(options.tensorboard(), "runs/a");
+  EXPECT_EQ(options.trace(), "out/trace.json");
+  EXPECT_EQ(options.trace_steps(), 5);
   std::vector<std::string> compared;
   for (const auto& setting : flags.same_settings()) {
     compared.push_back(setting.name + "=" + setting.value);
   }
-  EXPECT_EQ(compared, (std::vector<std::string>{
-                          "--epochs=20", "--batch-size=64", "--lr=0.01", "--lr-scaling=none",
-                          "--seed=0", "--amp=bf16", "--device=cpu", "--backend=gloo",
-                          "--checkpoint=given", "--checkpoint-steps=0", "--rank-weights=auto"}));
+  EXPECT_EQ(compared,
+            (std::vector<std::string>{
+                "--epochs=20", "--batch-size=64", "--lr=0.01", "--lr-scaling=none", "--seed=0",
+                "--trace=given", "--amp=bf16", "--device=cpu", "--backend=gloo",
+                "--checkpoint=given", "--checkpoint-steps=0", "--rank-weights=auto"}));
   EXPECT_EQ(flags.advice(),
             "Start every process with the same flags (only --threads, --loader-workers, --csv, "
-            "--dist-timeout and --checkpoint's path may differ)");
+            "--tensorboard, --trace's path, --trace-steps, --dist-timeout and --checkpoint's path "
+            "may differ)");
 }
 
 TEST(TrainerFlags, BadValuesAndCombinationsAreNamed) {
   EXPECT_EQ(trainer_flags_error({}), "");
   EXPECT_EQ(trainer_flags_error({"--epochs", "0"}), "--epochs: must be positive, got 0");
+  EXPECT_EQ(trainer_flags_error({"--trace-steps", "0"}), "--trace-steps: must be positive, got 0");
   EXPECT_EQ(trainer_flags_error({"--amp", "fp16"}),
             "--amp fp16: needs --device cuda (on the CPU use --amp bf16)");
   EXPECT_EQ(trainer_flags_error({"--resume"}),

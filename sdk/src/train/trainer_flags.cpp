@@ -47,8 +47,8 @@ void add_loop_flags(FlagTable& flags, TrainerOptions& o) {
       ->capture_default_str();
 }
 
-// --csv, --tensorboard, --amp, --device, --backend, --init-method, --world-size, --rank,
-// --dist-timeout.
+// --csv, --tensorboard, --trace, --trace-steps, --amp, --device, --backend, --init-method,
+// --world-size, --rank, --dist-timeout.
 void add_job_flags(FlagTable& flags, TrainerOptions& o) {
   flags.topic("Output");
   flags.add("--csv", o.csv(), "Per-epoch report (CSV)", Agreement::may_differ())
@@ -59,6 +59,19 @@ void add_job_flags(FlagTable& flags, TrainerOptions& o) {
            "loss scale and throughput, each epoch's report row",
            Agreement::may_differ())
       ->type_name("DIR");
+  // Every rank sends its spans to rank 0 after each epoch: all or none trace.
+  flags
+      .add("--trace", o.trace(),
+           "Chrome/Perfetto trace of the job's timeline (JSON), merged by rank 0: data, forward, "
+           "backward, each bucket's all-reduce, the waits and the optimizer of each rank's steps",
+           Agreement::partly([&o] { return o.trace().empty() ? "not given" : "given"; },
+                             "--trace's path"))
+      ->type_name("PATH");
+  flags
+      .add("--trace-steps", o.trace_steps(),
+           "Steps of each epoch that --trace records (the first ones)", Agreement::may_differ())
+      ->check(util::positive())
+      ->capture_default_str();
   flags.topic("Precision");
   flags.add_choice("--amp", o.precision(), precision_words(),
                    "Mixed precision: bf16 (autocast), fp16 (autocast and loss scaling; needs "

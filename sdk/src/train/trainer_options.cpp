@@ -36,6 +36,7 @@ std::optional<OptionProblem> range_problem(const TrainerOptions& o) {
       {"--batch-size", static_cast<double>(o.batch_size())},
       {"--lr", o.lr()},
       {"--dist-timeout", o.dist_timeout_s()},
+      {"--trace-steps", static_cast<double>(o.trace_steps())},
       {"TrainerOptions::eval_batch", static_cast<double>(o.eval_batch())}};
   for (const auto& [flag, value] : positive) {
     if (!(value > 0)) {

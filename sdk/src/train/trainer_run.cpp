@@ -70,7 +70,8 @@ TrainerRun::TrainerRun(const TrainerOptions& options, const util::LaunchEnv& env
                                  .extra_columns = options.report_columns(),
                                  .best_by = options.best_by(),
                                  .after_row = options.after_report_row()}),
-      tensorboard_(options.tensorboard(), /*writes=*/env.rank.value_or(0) == 0) {
+      tensorboard_(options.tensorboard(), /*writes=*/env.rank.value_or(0) == 0),
+      trace_(options.trace(), options.trace_steps(), env.rank.value_or(0)) {
   if (!options.checkpoint().empty()) {
     // SIGTERM and SIGINT now stop the run at a step with a checkpoint.
     GracefulStop::install();
@@ -144,16 +145,26 @@ EpochSettings TrainerRun::epoch_settings() {
               },
           // With a checkpoint there is somewhere to save a stop to.
           .stop_on_signal = checkpoints,
-          .after_step = tensorboard_.writes()
+          .after_step = tensorboard_.writes() || trace_.records()
                             ? std::function<void(const StepRecord&)>(
                                   [this](const StepRecord& step) { after_step(step); })
                             : nullptr};
 }
 
 void TrainerRun::after_step(const StepRecord& step) {
-  const double lr = optimizer_.param_groups().front().options().get_lr();
-  tensorboard_.add_step(
-      step, lr, scaler_ ? std::optional<double>(scaler_->get_scale()) : std::nullopt, job_.world);
+  if (tensorboard_.writes()) {
+    const double lr = optimizer_.param_groups().front().options().get_lr();
+    tensorboard_.add_step(
+        step, lr, scaler_ ? std::optional<double>(scaler_->get_scale()) : std::nullopt, job_.world);
+  }
+  trace_.add_step(step);
+}
+
+void TrainerRun::write_trace(const ModelInJob& model) {
+  if (trace_.records()) {
+    trace_.add_communication(model.timeline());
+    trace_.write(job_);
+  }
 }
 
 void TrainerRun::set_lr(int epoch) {
@@ -190,6 +201,7 @@ int TrainerRun::train_epochs(const ModelInJob& model) {
     set_lr(epoch);
     const EpochStats stats =
         loop.train(*sharding_, epoch, epoch == first_epoch_ ? resumed_at_ : EpochPosition{});
+    write_trace(model);  // before comm(), which clears DDP's timeline
     if (stats.stop_signal != 0) {
       return checkpoints_.stopped(stats.stop_signal, epoch - 1, stats.stopped_after, job_);
     }

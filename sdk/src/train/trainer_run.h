@@ -26,6 +26,7 @@
 #include "dtrain/train/trainer_options.h"
 #include "dtrain/util/launch_env.h"
 #include "run_tensorboard.h"
+#include "run_trace.h"
 
 namespace dtrain::train::detail {
 
@@ -62,6 +63,8 @@ class TrainerRun {
   void log_start() const;
   EpochSettings epoch_settings();
   void after_step(const StepRecord& step);
+  // Rewrites the trace with the epoch's steps (a collective with --trace).
+  void write_trace(const ModelInJob& model);
   void set_lr(int epoch);
   EvalStats evaluate(const ModelInJob& model, const amp::AutocastOptions& autocast) const;
 
@@ -76,6 +79,7 @@ class TrainerRun {
   RunCheckpoints checkpoints_;
   EpochReport report_;
   RunTensorBoard tensorboard_;
+  RunTrace trace_;
   Job job_;
   int first_epoch_ = 1;
   std::optional<Sharding> sharding_;

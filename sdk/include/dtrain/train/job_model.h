@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -70,6 +71,10 @@ class JobModel {
   // The communication of the steps since the last call (zeros alone).
   CommStats take_comm_stats() {
     return ddp_ ? train::take_comm_stats(ddp_->timeline()) : CommStats{};
+  }
+  // DDP's record of those steps: each backward and bucket (none alone).
+  std::vector<ddp::StepEvents> timeline_steps() {
+    return ddp_ ? ddp_->timeline().steps() : std::vector<ddp::StepEvents>{};
   }
 
  private:

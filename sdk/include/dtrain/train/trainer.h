@@ -44,6 +44,7 @@
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
+#include "dtrain/ddp/timeline.h"
 #include "dtrain/dist/setting.h"
 #include "dtrain/train/comm_stats.h"
 #include "dtrain/train/dataset.h"
@@ -84,6 +85,8 @@ struct ModelInJob {
   std::function<EvalStats(const EvalContext&)> evaluate;
   Join join;
   std::function<CommStats()> comm;
+  // DDP's record of the epoch's steps so far (none alone), for --trace.
+  std::function<std::vector<ddp::StepEvents>()> timeline;
 };
 
 }  // namespace detail
@@ -121,7 +124,8 @@ class Trainer {
           .evaluate = [&in_job,
                        evaluate](const EvalContext& context) { return evaluate(*in_job, context); },
           .join = in_job->join(),
-          .comm = [&in_job] { return in_job->take_comm_stats(); }};
+          .comm = [&in_job] { return in_job->take_comm_stats(); },
+          .timeline = [&in_job] { return in_job->timeline_steps(); }};
     });
   }
 

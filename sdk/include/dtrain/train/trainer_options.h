@@ -95,6 +95,12 @@ struct TrainerOptions {
   // step's loss, learning rate, loss scale and throughput, each epoch's
   // report row (docs/trainer.md); empty: none.
   TORCH_ARG(std::string, tensorboard) = "";
+  // The job's timeline as a Chrome trace (Perfetto), merged by rank 0 and
+  // rewritten after each epoch: the first trace_steps steps of each epoch
+  // on every rank, their data, forward, backward, all-reduces and optimizer
+  // (docs/trainer.md); empty: none.
+  TORCH_ARG(std::string, trace) = "";
+  TORCH_ARG(int64_t, trace_steps) = 20;
   // Test samples per evaluation batch (EvalContext::batch_size).
   TORCH_ARG(int64_t, eval_batch) = 64;
   // What a training sample is called in logs and messages ("clouds").
