@@ -3,7 +3,8 @@ loaded as Chrome trace JSON: each rank's recorded steps, with data,
 forward, backward and optimizer in order inside each step, backward's
 compute and all-reduce wait inside backward, every bucket's all-reduce
 inside its step, and at least one all-reduce launched while backward's
-compute had a tenth or more still to run (the communication DDP hides). --trace-steps 2 of the 3 steps of
+compute had a tenth or more still to run (the communication DDP hides).
+A --trace path that cannot be written stops a run in one line naming it. --trace-steps 2 of the 3 steps of
 each of the 2 epochs are recorded.
 
 Usage: python test_trace.py path/to/dtrun path/to/train_pointnet2
@@ -22,14 +23,17 @@ PHASES = ["data", "forward", "backward", "optimizer"]
 SLACK_US = 0.01  # the trace's times are rounded to nanoseconds
 
 
+def small_run(app, work, trace):
+    return [app, "--data-dir", os.path.join(work, "shapes"), "--synthetic-classes", "3",
+            "--synthetic-train-per-class", "16", "--synthetic-test-per-class", "8",
+            "--num-points", "256", "--model", "ssg-lite", "--batch-size", "8",
+            "--threads", "1", "--csv", os.path.join(work, "report.csv"),
+            "--epochs", str(EPOCHS), "--trace", trace, "--trace-steps", str(RECORDED)]
+
+
 def run(dtrun, app, work):
     trace = os.path.join(work, "out", "trace.json")
-    command = [dtrun, "--standalone", "--nproc-per-node", "2", app,
-               "--data-dir", os.path.join(work, "shapes"), "--synthetic-classes", "3",
-               "--synthetic-train-per-class", "16", "--synthetic-test-per-class", "8",
-               "--num-points", "256", "--model", "ssg-lite", "--batch-size", "8",
-               "--threads", "1", "--csv", os.path.join(work, "report.csv"),
-               "--epochs", str(EPOCHS), "--trace", trace, "--trace-steps", str(RECORDED)]
+    command = [dtrun, "--standalone", "--nproc-per-node", "2", *small_run(app, work, trace)]
     result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, timeout=240, check=False)
     if result.returncode != 0:
@@ -96,11 +100,25 @@ def check(events, failures):
     return overlapping
 
 
+def check_bad_path(app, work, failures):
+    """A trace that cannot be written stops the run in one line naming it."""
+    blocker = os.path.join(work, "a-file")
+    with open(blocker, "w") as f:
+        f.write("in the way")
+    trace = os.path.join(blocker, "trace.json")
+    result = subprocess.run(small_run(app, work, trace), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, timeout=240, check=False)
+    last = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+    if result.returncode != 1 or f"cannot write the trace '{trace}'" not in last:
+        failures.append(f"an unwritable --trace: exit {result.returncode}, last line '{last}'")
+
+
 def main():
     dtrun, app = sys.argv[1], sys.argv[2]
     failures = []
     with tempfile.TemporaryDirectory() as work:
         overlapping = check(run(dtrun, app, work), failures)
+        check_bad_path(app, work, failures)
     for failure in failures:
         print("FAIL:", failure)
     if failures:
