@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """A real Slurm cluster on this machine for the slurm tests, up and down.
 
-    slurm_cluster.py up STATE_DIR     munged, slurmctld and the slurmds; waits until every node
-                                       is idle; writes STATE_DIR/cluster.json; exits 77 (skip),
-                                       saying why in one line, where Slurm cannot run here
-    slurm_cluster.py down STATE_DIR   stops every daemon `up` started and removes its namespaces
+    slurm_cluster.py up STATE_DIR [--one-node]
+                                      munged, slurmctld and the slurmds; waits until every node
+                                      is idle; writes STATE_DIR/cluster.json; exits 77 (skip),
+                                      saying why in one line, where Slurm cannot run here
+    slurm_cluster.py down STATE_DIR  stops every daemon `up` started and removes its namespaces
 
 Two nodes, each a slurmd in its own network namespace joined by a veth pair
 (10.78.0.1, 10.78.0.2; slurmctld beside the first; the node names resolve
@@ -184,7 +185,7 @@ def wait_idle(state, deadline_s=60):
     raise RuntimeError(f"the nodes were not idle within {deadline_s} s; sinfo: {last}{logs}")
 
 
-def up(state_dir):
+def up(state_dir, one_node=False):
     missing = missing_tools()
     if missing:
         skip(f"Slurm is not installed ({', '.join(missing)} missing; scripts/bootstrap.sh "
@@ -195,7 +196,7 @@ def up(state_dir):
     state_dir.mkdir(parents=True, exist_ok=True)
     state = {"dir": str(state_dir), "conf": str(state_dir / "slurm.conf"), "ports": free_ports(2)}
     write_state(state)
-    why_one_node = make_namespaces(state)
+    why_one_node = "asked for one node" if one_node else make_namespaces(state)
     if why_one_node:
         host = socket.gethostname().split(".")[0]
         state["nodes"] = [{"name": host, "addr": "127.0.0.1"}]
@@ -270,12 +271,12 @@ def down(state_dir, quiet=False):
 
 
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in ("up", "down"):
+    if len(sys.argv) not in (3, 4) or sys.argv[1] not in ("up", "down"):
         print(__doc__)
         return 2
     state_dir = Path(sys.argv[2]).resolve()
     if sys.argv[1] == "up":
-        up(state_dir)
+        up(state_dir, one_node=sys.argv[3:] == ["--one-node"])
     else:
         down(state_dir)
     return 0
