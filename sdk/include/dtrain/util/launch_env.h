@@ -3,6 +3,7 @@
 // LOCAL_WORLD_SIZE), OpenMPI's mpirun (OMPI_COMM_WORLD_*), PMI (PMI_RANK,
 // PMI_SIZE) and Slurm's srun (SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS).
 // The first launcher whose variables are present wins, in that order.
+// Where the master is (env://) comes from dtrain/util/scheduler_env.h.
 //
 // Throws dtrain::Error when a variable is set but is not a non-negative
 // integer (DTRAIN_SHARE_GPU: not 0 or 1), naming the variable and its value.
