@@ -25,7 +25,7 @@ from pathlib import Path
 
 SKIP = 77
 DAEMONS = ("/usr/sbin/munged", "/usr/sbin/slurmctld", "/usr/sbin/slurmd")
-CLIENTS = ("sbatch", "srun", "sinfo", "squeue", "scontrol", "sacct")
+CLIENTS = ("sbatch", "srun", "sinfo", "squeue", "scontrol", "scancel")
 SUBNET = "10.78.0"
 # Enough CPUs per node (SlurmdParameters=config_overrides) for 4 one-CPU tasks on a 2-core machine.
 CPUS_PER_NODE = 4
