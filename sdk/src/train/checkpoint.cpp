@@ -21,6 +21,7 @@
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
+#include "atomic_write.h"
 #include "dtrain/util/errors.h"
 
 namespace dtrain::train {
@@ -124,17 +125,6 @@ void find_missing(torch::serialize::InputArchive& archive, const torch::nn::Modu
   }
 }
 
-// fsync of a file or directory; false (errno set) when it fails.
-bool sync_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return false;
-  }
-  const bool synced = ::fsync(fd) == 0;
-  ::close(fd);
-  return synced;
-}
-
 }  // namespace
 
 void save_checkpoint(const std::string& path, const torch::nn::Module& module,
@@ -194,62 +184,9 @@ std::string serialize_checkpoint(const std::string& path, const torch::nn::Modul
     });
     return bytes;
   } catch (const c10::Error& e) {
-    throw IOError(
-        detail::concat("cannot write checkpoint '", path, "': ", e.what_without_backtrace()));
+    throw IOError(dtrain::detail::concat("cannot write checkpoint '", path,
+                                         "': ", e.what_without_backtrace()));
   }
-}
-
-// Writes `bytes` to a temporary file beside `path`, flushes it to disk and
-// renames it over `path`: `path` is the old checkpoint or the whole new one.
-void write_atomically(const std::string& path, const std::string& bytes) {
-  const fs::path target(path);
-  std::error_code ec;
-  if (target.has_parent_path()) {
-    fs::create_directories(target.parent_path(), ec);
-    DTRAIN_CHECK_AS(IOError, !ec, "cannot create directory '", target.parent_path().string(),
-                    "' for checkpoint '", path, "': ", ec.message());
-  }
-  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
-  auto fail = [&](const std::string& what) {
-    const std::string reason = std::strerror(errno);
-    std::error_code ignored;
-    fs::remove(temporary, ignored);
-    throw IOError(detail::concat("cannot write checkpoint '", path, "': ", what, " '", temporary,
-                                 "': ", reason));
-  };
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    fail("cannot create");
-  }
-  for (size_t written = 0; written < bytes.size();) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      ::close(fd);
-      fail("cannot write");
-    }
-    written += static_cast<size_t>(n);
-  }
-  // On disk before the rename: after a power cut the name must not point
-  // at data the disk never got.
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    fail("cannot flush to disk");
-  }
-  if (::close(fd) != 0) {
-    fail("cannot close");
-  }
-  fs::rename(temporary, target, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(temporary, ignored);
-    throw IOError(
-        detail::concat("cannot move checkpoint into place at '", path, "': ", ec.message()));
-  }
-  // The rename itself lives in the directory.
-  sync_file(target.has_parent_path() ? target.parent_path().string() : std::string("."));
 }
 
 }  // namespace
@@ -257,7 +194,8 @@ void write_atomically(const std::string& path, const std::string& bytes) {
 void save_checkpoint(const std::string& path, const torch::nn::Module& module,
                      const torch::optim::Optimizer& optimizer, const TrainingProgress& progress,
                      const amp::GradScaler* scaler) {
-  write_atomically(path, serialize_checkpoint(path, module, optimizer, progress, scaler));
+  detail::write_atomically(path, serialize_checkpoint(path, module, optimizer, progress, scaler),
+                           "checkpoint");
 }
 
 CheckpointWriter::~CheckpointWriter() {
@@ -281,7 +219,7 @@ void CheckpointWriter::save(const std::string& path, const torch::nn::Module& mo
       serialize_checkpoint(path, module, optimizer, progress, scaler));
   writing_ = std::thread([this, path, bytes] {
     try {
-      write_atomically(path, *bytes);
+      detail::write_atomically(path, *bytes, "checkpoint");
     } catch (...) {
       failure_ = std::current_exception();
     }
@@ -299,17 +237,7 @@ void CheckpointWriter::wait() {
 }
 
 void check_checkpoint_path(const std::string& path) {
-  DTRAIN_CHECK_AS(IOError, !path.empty(), "the checkpoint path is empty");
-  const fs::path target(path);
-  std::error_code ec;
-  DTRAIN_CHECK_AS(IOError, !fs::is_directory(target, ec), "checkpoint '", path,
-                  "' is a directory; name a file in it");
-  const fs::path directory = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  fs::create_directories(directory, ec);
-  DTRAIN_CHECK_AS(IOError, !ec, "cannot create directory '", directory.string(),
-                  "' for checkpoint '", path, "': ", ec.message());
-  DTRAIN_CHECK_AS(IOError, ::access(directory.c_str(), W_OK) == 0, "cannot write checkpoint '",
-                  path, "': directory '", directory.string(), "': ", std::strerror(errno));
+  detail::check_writable(path, "checkpoint");
 }
 
 std::optional<int64_t> load_checkpoint(const std::string& path, torch::nn::Module& module,
@@ -416,7 +344,7 @@ TrainingProgress read_progress(torch::serialize::InputArchive& archive, const st
 
 [[noreturn]] void rethrow_as_load_error(const std::string& path, const c10::Error& e) {
   throw IOError(
-      detail::concat("cannot load checkpoint '", path, "': ", e.what_without_backtrace()));
+      dtrain::detail::concat("cannot load checkpoint '", path, "': ", e.what_without_backtrace()));
 }
 
 }  // namespace
