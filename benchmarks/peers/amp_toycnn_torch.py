@@ -62,7 +62,7 @@ def main():
     cuda = device.type == "cuda"
     autocast_on = args.precision != "off"
     expected = DTYPES[args.precision]
-    model = ToyCnn().to(device)
+    model = ToyCnn(in_channels=1).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     # Drawn on the CPU and moved, as bench_amp_toycnn does.
     x = torch.randn(args.batch_size, 1, 32, 32).to(device)

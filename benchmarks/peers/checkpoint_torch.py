@@ -57,7 +57,7 @@ def main():
     args = parser.parse_args()
 
     torch.manual_seed(0)
-    model = PointNet2Cls(TorchOps, args.preset, args.classes)
+    model = PointNet2Cls(args.preset, args.classes, ops=TorchOps)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     for parameter in model.parameters():
         parameter.grad = torch.randn_like(parameter)

@@ -94,7 +94,7 @@ def main():
     generator = torch.Generator().manual_seed(1000 + rank)
     torch.manual_seed(0)
     if args.model == "toycnn":
-        model = ToyCnn()
+        model = ToyCnn(in_channels=1)
         inputs = torch.randn(args.batch, 1, 32, 32, generator=generator)
         labels = torch.randint(10, (args.batch,), generator=generator)
     else:

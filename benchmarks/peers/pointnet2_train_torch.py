@@ -1,10 +1,9 @@
 """PointNet++ classifier training step in Python PyTorch: the counterpart of
 benchmarks/models/bench_pointnet2_train.cpp (dtrain's C++ model).
 
-The model is the same network as dtrain::models::PointNet2Cls for each
-preset (set abstraction layers of 1x1 conv without bias + batch norm + ReLU,
-max over each neighbourhood, coordinates relative to their centre; a head of
-linear + batch norm + ReLU + dropout 0.5), built two ways:
+The model is dtrain::models::PointNet2Cls's PyTorch twin
+(models/torch_twins/pointnet2.py: the same layers, presets and names), run
+with its point ops from one of:
 
   torch_python        point ops in pure PyTorch, the widely copied
                       "pointnet2_utils.py" style users write without a kernel
@@ -51,23 +50,13 @@ import sys
 import time
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models"))
 from pointnet2_ops_torch import ball_query_torch, fps_torch, gather_torch, group_torch  # noqa: E402
-
-# (npoint, [(radius, nsample, mlp)]) per layer, npoint 0 = group all; head widths.
-PRESETS = {
-    "ssg": ([(512, [(0.2, 32, [64, 64, 128])]), (128, [(0.4, 64, [128, 128, 256])]),
-             (0, [(0, 0, [256, 512, 1024])])], [512, 256]),
-    "msg": ([(512, [(0.1, 16, [32, 32, 64]), (0.2, 32, [64, 64, 128]), (0.4, 128, [64, 96, 128])]),
-             (128, [(0.2, 32, [64, 64, 128]), (0.4, 64, [128, 128, 256]),
-                    (0.8, 128, [128, 128, 256])]),
-             (0, [(0, 0, [256, 512, 1024])])], [512, 256]),
-    "ssg-lite": ([(128, [(0.2, 16, [32, 32, 64])]), (32, [(0.4, 32, [64, 64, 128])]),
-                  (0, [(0, 0, [128, 256, 512])])], [256, 128]),
-}
+from torch_twins.pointnet2 import CLS_PRESETS as PRESETS  # noqa: E402
+from torch_twins.pointnet2 import DtrainOps, PointNet2Cls  # noqa: E402
 
 
 class TorchOps:
@@ -80,16 +69,6 @@ class TorchOps:
         return ball_query_torch(new_xyz, xyz, radius, nsample)
 
 
-class DtrainOps:
-    fps = staticmethod(lambda xyz, npoint: torch.ops.dtrain.furthest_point_sample(xyz, npoint))
-    gather = staticmethod(lambda f, idx: torch.ops.dtrain.gather_points(f, idx))
-    group = staticmethod(lambda f, idx: torch.ops.dtrain.group_points(f, idx))
-
-    @staticmethod
-    def ball(new_xyz, xyz, radius, nsample):
-        return torch.ops.dtrain.ball_query(new_xyz, xyz, radius, nsample)[0]
-
-
 # impl: (point ops, channels-last set abstraction); the pointnet2_ops style
 # is loaded on first use (it builds with nvcc).
 IMPLS = {"torch_python": (TorchOps, False), "torch_python_dtrain": (DtrainOps, False),
@@ -97,75 +76,6 @@ IMPLS = {"torch_python": (TorchOps, False), "torch_python_dtrain": (DtrainOps, F
          "torch_python_pointnet2_ops": (None, False)}
 DEFAULT_IMPLS = {"cpu": "torch_python,torch_python_dtrain,torch_python_dtrain_channels_last",
                  "cuda": "torch_python_pointnet2_ops,torch_python_dtrain"}
-
-
-def shared_mlp(channels, widths):
-    layers = []
-    for width in widths:
-        layers += [nn.Conv2d(channels, width, 1, bias=False), nn.BatchNorm2d(width),
-                   nn.ReLU(inplace=True)]
-        channels = width
-    return nn.Sequential(*layers)
-
-
-class SetAbstraction(nn.Module):
-    def __init__(self, ops, npoint, scales, in_channels, channels_last):
-        super().__init__()
-        self.ops, self.npoint, self.scales = ops, npoint, scales
-        self.channels_last = channels_last
-        self.mlps = nn.ModuleList(shared_mlp(in_channels + 3, s[2]) for s in scales)
-        self.out_channels = sum(s[2][-1] for s in scales)
-
-    def run_mlp(self, mlp, grouped):
-        if not self.channels_last:
-            return mlp(grouped).max(-1)[0]
-        out = mlp(grouped.contiguous(memory_format=torch.channels_last))
-        return out.permute(0, 2, 3, 1).max(2)[0].permute(0, 2, 1)
-
-    def forward(self, xyz, features):
-        xyz_t = xyz.transpose(1, 2)
-        if not self.channels_last:
-            xyz_t = xyz_t.contiguous()
-        if self.npoint == 0:
-            grouped = xyz_t.unsqueeze(2)
-            if features is not None:
-                grouped = torch.cat([grouped, features.unsqueeze(2)], 1)
-            return xyz.new_zeros(xyz.shape[0], 1, 3), self.run_mlp(self.mlps[0], grouped)
-        idx = self.ops.fps(xyz, self.npoint)
-        centres_t = self.ops.gather(xyz_t, idx)
-        centres = centres_t.transpose(1, 2).contiguous()
-        outputs = []
-        for (radius, nsample, _), mlp in zip(self.scales, self.mlps):
-            neighbours = self.ops.ball(centres, xyz, radius, nsample)
-            grouped = self.ops.group(xyz_t, neighbours) - centres_t.unsqueeze(-1)
-            if features is not None:
-                grouped = torch.cat([grouped, self.ops.group(features, neighbours)], 1)
-            outputs.append(self.run_mlp(mlp, grouped))
-        return centres, torch.cat(outputs, 1) if len(outputs) > 1 else outputs[0]
-
-
-class PointNet2Cls(nn.Module):
-    def __init__(self, ops, preset, classes, channels_last=False):
-        super().__init__()
-        layers, head = PRESETS[preset]
-        self.layers = nn.ModuleList()
-        channels = 0
-        for npoint, scales in layers:
-            self.layers.append(SetAbstraction(ops, npoint, scales, channels, channels_last))
-            channels = self.layers[-1].out_channels
-        modules = []
-        for width in head:
-            modules += [nn.Linear(channels, width, bias=False), nn.BatchNorm1d(width),
-                        nn.ReLU(inplace=True), nn.Dropout(0.5)]
-            channels = width
-        modules.append(nn.Linear(channels, classes))
-        self.head = nn.Sequential(*modules)
-
-    def forward(self, points):
-        xyz, features = points, None
-        for layer in self.layers:
-            xyz, features = layer(xyz, features)
-        return self.head(features.squeeze(-1))
 
 
 def time_steps(model, points, labels, warmup, steps, amp):
@@ -225,7 +135,8 @@ def main():
                 from pointnet2_ops_style import Pointnet2OpsStyle
                 ops = Pointnet2OpsStyle.load(os.path.dirname(os.path.abspath(args.out)))
             torch.manual_seed(0)
-            model = PointNet2Cls(ops, args.preset, args.classes, channels_last).to(args.device)
+            model = PointNet2Cls(args.preset, args.classes, ops=ops,
+                                 channels_last=channels_last).to(args.device)
             points = (torch.rand(args.batch_size, args.points, 3) * 2 - 1).to(args.device)
             labels = torch.randint(0, args.classes, (args.batch_size,)).to(args.device)
             median = time_steps(model, points, labels, args.warmup, args.steps, args.amp)

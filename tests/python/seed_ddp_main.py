@@ -34,7 +34,7 @@ def main():
     dataset = TensorDataset(torch.arange(32), images, labels)
     sampler = DistributedSampler(dataset)
     loader = DataLoader(dataset, batch_size=4, sampler=sampler)
-    model = DDP(ToyCnn())
+    model = DDP(ToyCnn(in_channels=1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     seen = []
     for epoch in range(2):
