@@ -130,9 +130,32 @@ TEST(TrainerFlags, ParseIntoTypedOptions) {
   TrainerOptions options = TrainerOptions().epochs(20).noun("clouds");
   FlagTable flags(app);
   dtrain::train::add_trainer_flags(flags, options);
-  parse_flags(app, {"--amp", "bf16", "--device", "cpu", "--backend", "gloo", "--lr-scaling", "none",
-                    "--rank-weights", "auto", "--checkpoint", "run.pt", "--resume", "--tensorboard",
-                    "runs/a", "--trace", "out/trace.json", "--trace-steps", "5"});
+  parse_flags(app, {"--amp",
+                    "bf16",
+                    "--device",
+                    "cpu",
+                    "--backend",
+                    "gloo",
+                    "--lr-scaling",
+                    "none",
+                    "--rank-weights",
+                    "auto",
+                    "--checkpoint",
+                    "run.pt",
+                    "--resume",
+                    "--tensorboard",
+                    "runs/a",
+                    "--trace",
+                    "out/trace.json",
+                    "--trace-steps",
+                    "5",
+                    "--init-weights",
+                    "from_python.pt",
+                    "--init-weights-entry",
+                    "model",
+                    "--init-weights-partial",
+                    "--export-weights",
+                    "out/weights.pt"});
   EXPECT_EQ(options.epochs(), 20) << "the program's default stays";
   EXPECT_EQ(options.precision(), Precision::kBf16);
   EXPECT_EQ(options.backend(), dtrain::train::Backend::kGloo);
@@ -143,19 +166,24 @@ TEST(TrainerFlags, ParseIntoTypedOptions) {
   EXPECT_EQ(options.tensorboard(), "runs/a");
   EXPECT_EQ(options.trace(), "out/trace.json");
   EXPECT_EQ(options.trace_steps(), 5);
+  EXPECT_EQ(options.init_weights(), "from_python.pt");
+  EXPECT_EQ(options.init_weights_entry(), "model");
+  EXPECT_TRUE(options.init_weights_partial());
+  EXPECT_EQ(options.export_weights(), "out/weights.pt");
   std::vector<std::string> compared;
   for (const auto& setting : flags.same_settings()) {
     compared.push_back(setting.name + "=" + setting.value);
   }
-  EXPECT_EQ(compared,
-            (std::vector<std::string>{
-                "--epochs=20", "--batch-size=64", "--lr=0.01", "--lr-scaling=none", "--seed=0",
-                "--trace=given", "--amp=bf16", "--device=cpu", "--backend=gloo",
-                "--checkpoint=given", "--checkpoint-steps=0", "--rank-weights=auto"}));
+  EXPECT_EQ(compared, (std::vector<std::string>{
+                          "--epochs=20", "--batch-size=64", "--lr=0.01", "--lr-scaling=none",
+                          "--seed=0", "--trace=given", "--amp=bf16", "--device=cpu",
+                          "--backend=gloo", "--checkpoint=given", "--checkpoint-steps=0",
+                          "--init-weights=given", "--init-weights-entry=model",
+                          "--init-weights-partial=true", "--rank-weights=auto"}));
   EXPECT_EQ(flags.advice(),
             "Start every process with the same flags (only --threads, --loader-workers, --csv, "
-            "--tensorboard, --trace's path, --trace-steps, --dist-timeout and --checkpoint's path "
-            "may differ)");
+            "--tensorboard, --trace's path, --trace-steps, --dist-timeout, --checkpoint's path, "
+            "--init-weights' path and --export-weights may differ)");
 }
 
 TEST(TrainerFlags, BadValuesAndCombinationsAreNamed) {

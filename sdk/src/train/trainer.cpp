@@ -5,11 +5,13 @@
 #include <ATen/Parallel.h>
 #include <spdlog/spdlog.h>
 
+#include "atomic_write.h"
 #include "dtrain/amp/autocast.h"
 #include "dtrain/dist/same_settings.h"
 #include "dtrain/train/checkpoint.h"
 #include "dtrain/train/epoch_report.h"
 #include "dtrain/train/precision.h"
+#include "dtrain/train/state_dict.h"
 #include "dtrain/util/errors.h"
 #include "trainer_run.h"
 
@@ -32,15 +34,50 @@ Trainer::Trainer(TrainerOptions options, const FlagTable& flags) : Trainer(std::
   advice_ = flags.advice();
 }
 
+namespace {
+
+// --init-weights, on every rank before the job starts (a file that does not
+// fit fails at once, and nothing trains); a checkpoint resumed from
+// replaces these weights later.
+void load_initial_weights(const TrainerOptions& options, torch::nn::Module& module) {
+  if (options.init_weights().empty()) {
+    return;
+  }
+  const LoadStateDictReport report = load_state_dict(module, options.init_weights(),
+                                                     LoadStateDictOptions()
+                                                         .entry(options.init_weights_entry())
+                                                         .strict(!options.init_weights_partial()));
+  spdlog::info(
+      "initial weights from {}{}", options.init_weights(),
+      report.complete()
+          ? ""
+          : fmt::format(" (partly: {} of the model's tensors left at their initial values)",
+                        report.missing.size() + report.mismatched.size()));
+}
+
+}  // namespace
+
 int Trainer::run(torch::nn::Module& module, torch::optim::Optimizer& optimizer,
                  const Dataset& train, const PutInJob& put_in_job) {
+  const bool exports = env_.rank.value_or(0) == 0 && !options_.export_weights().empty();
+  if (exports) {
+    detail::check_writable(options_.export_weights(), "state dict");  // before any training
+  }
+  load_initial_weights(options_, module);
   detail::TrainerRun run(options_, env_, device_, module, optimizer, train);
   run.start(same_settings_, advice_);
+  int code = 0;
   if (run.nothing_left()) {
-    return run.leave();
+    code = run.leave();
+  } else {
+    run.split();
+    code = run.train_epochs(put_in_job(run.job(), run.weighted()));
   }
-  run.split();
-  return run.train_epochs(put_in_job(run.job(), run.weighted()));
+  if (code == 0 && exports) {  // not after a stop by a signal: training is not over
+    save_state_dict(module, options_.export_weights());
+    spdlog::info("trained weights for PyTorch in {}", options_.export_weights());
+  }
+  return code;
 }
 
 CheckpointEval Trainer::run_evaluation(

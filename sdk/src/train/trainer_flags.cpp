@@ -136,6 +136,34 @@ void add_checkpoint_flags(FlagTable& flags, TrainerOptions& o) {
                    Agreement::not_compared());
 }
 
+// --init-weights, --init-weights-entry, --init-weights-partial, --export-weights.
+void add_weights_flags(FlagTable& flags, TrainerOptions& o) {
+  flags.topic("Weights");
+  flags
+      .add("--init-weights", o.init_weights(),
+           "Start from this state dict (PyTorch's format: torch.save(model.state_dict()), or "
+           "--export-weights of another run); a resumed run continues from its checkpoint",
+           Agreement::partly([&o] { return o.init_weights().empty() ? "not given" : "given"; },
+                             "--init-weights' path"))
+      ->type_name("FILE");
+  flags
+      .add("--init-weights-entry", o.init_weights_entry(),
+           "The key under which --init-weights' file holds the state dict, when it holds more "
+           "(a checkpoint dict: model, state_dict)",
+           Agreement::same())
+      ->type_name("KEY");
+  flags.add_switch("--init-weights-partial", o.init_weights_partial(),
+                   "Load what fits the model from --init-weights and list the rest, rather than "
+                   "refuse a file that does not fit (fine-tuning with another head)",
+                   Agreement::same());
+  flags
+      .add("--export-weights", o.export_weights(),
+           "At the end, write the trained model's state dict here for PyTorch "
+           "(model.load_state_dict(torch.load(FILE)))",
+           Agreement::may_differ())
+      ->type_name("FILE");
+}
+
 // --rank-weights: parsed into RankWeights, compared as given.
 void add_rank_weights_flag(FlagTable& flags, TrainerOptions& o) {
   flags.topic("Distributed");
@@ -184,6 +212,7 @@ void add_trainer_flags(FlagTable& flags, TrainerOptions& options) {
   add_loop_flags(flags, options);
   add_job_flags(flags, options);
   add_checkpoint_flags(flags, options);
+  add_weights_flags(flags, options);
   add_rank_weights_flag(flags, options);
   flags.check([&options] {
     if (const auto problem = option_problem(options)) {

@@ -74,6 +74,11 @@ std::optional<OptionProblem> option_problem(const TrainerOptions& o) {
   if (o.resume() && o.checkpoint().empty()) {
     return OptionProblem{"--resume", "needs --checkpoint, the file to resume from"};
   }
+  if ((!o.init_weights_entry().empty() || o.init_weights_partial()) && o.init_weights().empty()) {
+    return OptionProblem{
+        o.init_weights_entry().empty() ? "--init-weights-partial" : "--init-weights-entry",
+        "needs --init-weights, the state dict to start from"};
+  }
   if (o.keep_epoch_checkpoints() && o.checkpoint().empty()) {
     return OptionProblem{"--keep-epoch-checkpoints",
                          "needs --checkpoint, the file each epoch's copy is named after"};

@@ -60,6 +60,8 @@ class PointNet2Classifier {
   std::vector<ClassGuess> classify(const at::Tensor& cloud, int64_t top_k);
 
   const PointNet2Description& description() const { return description_; }
+  // The network, in evaluation mode (its state dict: train/state_dict.h).
+  PointNet2Cls& model() { return model_; }
   c10::Device device() const { return device_; }
 
  private:

@@ -89,6 +89,20 @@ struct TrainerOptions {
   TORCH_ARG(int64_t, checkpoint_steps) = 0;
   TORCH_ARG(bool, keep_epoch_checkpoints) = false;
   TORCH_ARG(bool, resume) = false;
+  // Weights to start from: a state dict in PyTorch's format (state_dict.h;
+  // torch.save(model.state_dict()) or another run's export_weights), read
+  // by every rank before the job starts. A run that resumes from its
+  // checkpoint continues from that instead. init_weights_entry names the
+  // dict in the file that holds the state dict ("model"); with
+  // init_weights_partial, what does not fit the model is left out and
+  // listed (fine-tuning with another head) rather than refused.
+  TORCH_ARG(std::string, init_weights) = "";
+  TORCH_ARG(std::string, init_weights_entry) = "";
+  TORCH_ARG(bool, init_weights_partial) = false;
+  // Rank 0 writes the trained model's state dict here, in PyTorch's format,
+  // when the run ends (also when the checkpoint already held every epoch);
+  // empty: none.
+  TORCH_ARG(std::string, export_weights) = "";
   // The per-epoch report (CSV), written by rank 0; empty: none.
   TORCH_ARG(std::string, csv) = "";
   // TensorBoard event files, written by rank 0 into this directory: each
