@@ -1,19 +1,25 @@
 #!/usr/bin/env python3
-"""Fails when dtrain's modules include one another in a cycle, naming it.
+"""Fails when dtrain's modules include one another in a cycle, naming it,
+or when a module depends on one the layering keeps it from.
 
 A module is a folder of the SDK (sdk/include/dtrain/<m> with sdk/src/<m>:
-amp, data, ddp, dist, launch, train, util), a top-level library (kernels,
+amp, data, ddp, dist, launch, store, train, util), a top-level library (kernels,
 kernels/experimental, models, datasets) or an app's folder (apps/<name>).
 Module A depends on module B when a file of A includes a file of B: by its
 public path ("dtrain/dist/store.h") or by a relative one ("../dist/x.h",
 "membership.h"). Modules in a cycle could not be built, tested or
 understood one without the other; docs/design/architecture.md gives the intended
-direction (apps -> models, datasets -> sdk; kernels -> LibTorch).
+direction (apps -> models, datasets -> sdk; kernels -> LibTorch). Beyond
+cycles, FORBIDDEN names dependencies the layering rules out: launch (dtrun,
+which loads no LibTorch) builds on the store module, never on dist's
+process groups; the store module builds on util alone.
 
     python3 scripts/check_include_graph.py [ROOT]
 
-Prints the module graph and exits 0 when it is acyclic; else prints each
-cycle with an include line for each of its steps and exits 1.
+Prints the module graph and exits 0 when it is acyclic and has no
+forbidden dependency; else prints each cycle with an include line for each
+of its steps, and each forbidden dependency with an include line, and
+exits 1.
 """
 
 import os
@@ -26,6 +32,8 @@ SOURCE_SUFFIXES = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh")
 INCLUDE_ROOTS = ("sdk/include", "kernels/include", "kernels/experimental/include",
                  "models/include", "datasets/include")
 SCANNED = ("sdk", "kernels", "models", "datasets", "apps")
+# (module, module it must not depend on), as docs/design/architecture.md lays them out.
+FORBIDDEN = (("sdk/launch", "sdk/dist"), ("sdk/store", "sdk/dist"), ("sdk/store", "sdk/launch"))
 
 
 def module_of(path):
@@ -164,7 +172,11 @@ def main(argv):
         for a, b in zip(cycle, cycle[1:]):
             path, line, target = witnesses[(a, b)]
             print(f"  {a} -> {b}: {path}:{line} includes {target}")
-    if cycles:
+    forbidden = [(a, b) for a, b in FORBIDDEN if b in modules.get(a, set())]
+    for a, b in forbidden:
+        path, line, target = witnesses[(a, b)]
+        print(f"forbidden dependency: {a} -> {b}: {path}:{line} includes {target}")
+    if cycles or forbidden:
         return 1
     print(f"no include cycles among {len(modules)} modules:")
     for module in sorted(modules):

@@ -15,15 +15,16 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
-#include "dtrain/dist/file_store.h"
 #include "dtrain/dist/process_group_gloo.h"
 #include "dtrain/dist/types.h"
+#include "dtrain/store/file_store.h"
 #include "gloo_ranks.h"
 
 namespace {
 
 using namespace std::chrono_literals;
 namespace dist = dtrain::dist;
+namespace store = dtrain::store;
 using Clock = std::chrono::steady_clock;
 
 std::string store_path(const char* name) {
@@ -34,7 +35,7 @@ std::string store_path(const char* name) {
 }
 
 // Rank `rank`'s group over the shared file store, reached on loopback.
-std::shared_ptr<dist::ProcessGroupGloo> join(const std::shared_ptr<dist::Store>& store, int rank,
+std::shared_ptr<dist::ProcessGroupGloo> join(const std::shared_ptr<store::Store>& store, int rank,
                                              int world, std::chrono::milliseconds timeout) {
   at::set_num_threads(1);
   dist::GlooOptions options;
@@ -48,7 +49,7 @@ TEST(GlooTimeout, RankThatNeverCallsTheCollectiveIsNamed) {
   constexpr int kLate = 2;
   const std::string path = store_path("late");
   dtrain::testing::expect_all_ranks_pass(dtrain::testing::run_ranks(kWorld, [&](int rank) {
-    auto store = std::make_shared<dist::FileStore>(path, 30s);
+    auto store = std::make_shared<store::FileStore>(path, 30s);
     auto group = join(store, rank, kWorld, 2s);
     at::Tensor t = at::ones({4});
     group->all_reduce(t)->wait();  // #1 succeeds
@@ -92,7 +93,7 @@ TEST(GlooTimeout, CollectivesThatSucceedWriteNothingForTheDiagnosis) {
   constexpr int kWorld = 3;
   const std::string path = store_path("ok");
   dtrain::testing::expect_all_ranks_pass(dtrain::testing::run_ranks(kWorld, [&](int rank) {
-    auto store = std::make_shared<dist::FileStore>(path, 30s);
+    auto store = std::make_shared<store::FileStore>(path, 30s);
     auto group = join(store, rank, kWorld, 10s);
     for (int i = 0; i < 5; ++i) {
       at::Tensor t = at::full({3}, static_cast<float>(rank));

@@ -10,8 +10,8 @@
 #include <functional>
 #include <thread>
 
-#include "dtrain/dist/file_store.h"
 #include "dtrain/dist/init.h"
+#include "dtrain/store/file_store.h"
 #include "expect_error.h"
 #include "multi_process.h"
 #include "test_support.h"
@@ -20,6 +20,7 @@ namespace {
 
 using namespace std::chrono_literals;
 namespace dist = dtrain::dist;
+namespace store = dtrain::store;
 using Clock = std::chrono::steady_clock;
 
 dist::InitOptions tcp(std::uint16_t port, int rank, int world, std::chrono::milliseconds timeout) {
@@ -270,7 +271,7 @@ TEST(InitFile, SameFileServesTheNextJob) {
   }
   // A killed job's file (one that never counted itself out, of a world of
   // 1) is named in the error, with what to do.
-  dist::FileStore(dir + "/rendezvous").set("dtrain/0/init/world_size", "1");
+  store::FileStore(dir + "/rendezvous").set("dtrain/0/init/world_size", "1");
   try {
     dist::init_process_group(
         {.backend = "gloo", .init_method = url, .rank = 0, .world_size = 2, .timeout = 5s});

@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <span>
 
-#include "dist/store_protocol.h"
+#include "store/store_protocol.h"
 
-using namespace dtrain::dist::protocol;
+using namespace dtrain::store::protocol;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::span<const std::uint8_t> stream(data, size);

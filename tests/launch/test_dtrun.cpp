@@ -15,9 +15,9 @@
 #include <string>
 #include <thread>
 
-#include "dtrain/dist/prefix_store.h"
-#include "dtrain/dist/tcp_store.h"
 #include "dtrain/launch/rendezvous.h"
+#include "dtrain/store/prefix_store.h"
+#include "dtrain/store/tcp_store.h"
 #include "dtrain/util/build_info.h"
 #include "dtrun_fixture.h"
 #include "dtrun_test_util.h"
@@ -520,15 +520,15 @@ TEST_F(Dtrun, AnEndpointTakenByAnotherProgramIsNamed) {
 // joining the rendezvous with its own record) ends the job at once, naming
 // both builds, before any worker starts and without using up restarts.
 TEST_F(Dtrun, NodesOfAnotherBuildEndTheJobBeforeAnyWorkerStarts) {
-  dtrain::dist::TcpStoreServer server(0);
+  dtrain::store::TcpStoreServer server(0);
   const std::string endpoint = "127.0.0.1:" + std::to_string(server.port());
   auto dtrun = start_dtrun(kDtrun,
                            {"--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint,
                             "--rdzv-id", "mixed", "--max-restarts", "3"},
                            "touch \"$OUT/ran\"", dir());
-  auto store = std::make_shared<dtrain::dist::PrefixStore>(
-      "dtrun/mixed", std::make_shared<dtrain::dist::TcpStore>(
-                         dtrain::dist::TcpStoreOptions().port(server.port()).timeout(30s)));
+  auto store = std::make_shared<dtrain::store::PrefixStore>(
+      "dtrun/mixed", std::make_shared<dtrain::store::TcpStore>(
+                         dtrain::store::TcpStoreOptions().port(server.port()).timeout(30s)));
   dtrain::launch::Rendezvous other(store, {.nnodes = {2, 2}});
   const std::string old_build = "dtrain 0.0.9 (source 0123456789ab), LibTorch 2.10.0";
   const dtrain::launch::JoinResult joined = other.join(

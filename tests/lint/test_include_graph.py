@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """scripts/check_include_graph.py on small trees: a cycle of modules, made
 of a public include and a relative one, fails and is named with the lines
-that close it; the same tree with one include removed passes."""
+that close it; launch depending on dist fails, naming the include, and
+launch depending on the store module passes."""
 
 import sys
 import tempfile
@@ -36,12 +37,26 @@ def main():
             if expected not in output:
                 failures.append(f"missing '{expected}' in:\n{output}")
 
+        # No cycle, but launch still depends on dist: forbidden.
         write(root, "sdk/src/dist/spawn.cpp", '#include "dtrain/util/base.h"\n')
         code, output = run(root)
+        expected = ("forbidden dependency: sdk/launch -> sdk/dist: sdk/src/launch/agent.cpp:1 "
+                    "includes sdk/include/dtrain/dist/store.h")
+        if code != 1 or expected not in output:
+            failures.append(f"launch -> dist passed or was not named (exit {code}):\n{output}")
+
+        # launch on the store module, dist on it too: the layering holds.
+        write(root, "sdk/include/dtrain/store/store.h",
+              '#pragma once\n#include "dtrain/util/base.h"\n')
+        write(root, "sdk/src/launch/agent.cpp", '#include "dtrain/store/store.h"\n')
+        write(root, "sdk/src/dist/spawn.cpp", '#include "dtrain/store/store.h"\n')
+        code, output = run(root)
         if code != 0:
-            failures.append(f"an acyclic tree failed (exit {code}):\n{output}")
-        if "models -> sdk/dist" not in output:
-            failures.append(f"the graph does not list models -> sdk/dist:\n{output}")
+            failures.append(f"a layered tree failed (exit {code}):\n{output}")
+        for expected in ("models -> sdk/dist", "sdk/launch -> sdk/store, sdk/util",
+                         "sdk/dist -> sdk/store"):
+            if expected not in output:
+                failures.append(f"the graph does not list {expected}:\n{output}")
     return report(failures)
 
 

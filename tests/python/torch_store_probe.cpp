@@ -10,12 +10,12 @@
 #include <exception>
 #include <string>
 
-#include "dtrain/dist/torch_tcp_store.h"
+#include "dtrain/store/torch_tcp_store.h"
 #include "dtrain/util/process_setup.h"
 
 namespace {
 
-std::string text(const dtrain::dist::Bytes& bytes) {
+std::string text(const dtrain::store::Bytes& bytes) {
   return {bytes.begin(), bytes.end()};
 }
 
@@ -25,7 +25,7 @@ std::string timeout_of(Call call) {
   try {
     call();
     return "none";
-  } catch (const dtrain::dist::StoreTimeoutError& e) {
+  } catch (const dtrain::store::StoreTimeoutError& e) {
     return e.what();
   }
 }
@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
   }
   try {
     using namespace std::chrono_literals;
-    dtrain::dist::TorchTcpStore store(argv[1], static_cast<std::uint16_t>(std::stoi(argv[2])), 10s);
+    dtrain::store::TorchTcpStore store(argv[1], static_cast<std::uint16_t>(std::stoi(argv[2])),
+                                       10s);
     std::printf("get %s\n", store.get_string("from_python").c_str());
     store.set("from_cpp", "written by C++");
     std::printf("add %lld\n", static_cast<long long>(store.add("counter", 5)));

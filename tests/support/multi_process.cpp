@@ -9,7 +9,7 @@
 #include <exception>
 #include <thread>
 
-#include "dist/socket.h"
+#include "dtrain/store/socket.h"
 
 namespace dtrain::testing {
 
@@ -70,7 +70,7 @@ std::vector<int> run_ranks(int world_size, const std::function<void(int rank)>& 
 }
 
 std::uint16_t free_port() {
-  return dist::net::free_port();
+  return store::net::free_port();
 }
 
 }  // namespace dtrain::testing

@@ -17,7 +17,7 @@ std::vector<int> run_ranks(int world_size, const std::function<void(int rank)>& 
                            std::chrono::seconds deadline = std::chrono::seconds(120));
 
 // A TCP port, below the kernel's ephemeral range, that was free a moment ago
-// (dtrain::dist::net::free_port, which dtrun uses for its jobs' stores).
+// (dtrain::store::net::free_port, which dtrun uses for its jobs' stores).
 std::uint16_t free_port();
 
 }  // namespace dtrain::testing

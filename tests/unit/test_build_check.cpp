@@ -13,7 +13,7 @@
 
 #include "dist/membership.h"
 #include "dtrain/config.h"
-#include "dtrain/dist/tcp_store.h"
+#include "dtrain/store/tcp_store.h"
 #include "dtrain/util/build_info.h"
 #include "expect_error.h"
 #include "test_support.h"
@@ -22,8 +22,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using dtrain::dist::MemberOptions;
-using dtrain::dist::TcpStore;
-using dtrain::dist::TcpStoreOptions;
+using dtrain::store::TcpStore;
+using dtrain::store::TcpStoreOptions;
 
 const std::string kBuildA = "dtrain 0.1.0 (source aaaaaaaaaaaa), LibTorch 2.11.0";
 const std::string kBuildB = "dtrain 0.1.0 (source bbbbbbbbbbbb), LibTorch 2.10.0";
@@ -152,7 +152,7 @@ TEST(OneBuildPerJob, ARankWhoseVerdictNeverComesSaysSo) {
   // what it was waiting for.
   std::vector<MemberOptions> members = members_running({kBuildA, kBuildB});
   members[1].timeout = 1s;
-  dtrain::dist::TcpStoreServer server(0);
+  dtrain::store::TcpStoreServer server(0);
   TcpStore rank_zero(TcpStoreOptions().port(server.port()).timeout(20s));
   std::string error;
   std::thread rank_one([&] {

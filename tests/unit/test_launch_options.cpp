@@ -290,17 +290,12 @@ TEST(Failure, RecordsSurviveTheStoreAndNameTheRank) {
   EXPECT_NE(summary.find("    | Killed\n"), std::string::npos) << summary;
 }
 
-// Note [Which rank a timeout waited on]: the victims' errors name the rank
-// that never reached their collective, and the summary names it first, once
-// per collective, with the ranks that said so, even though a victim failed
-// first.
+// Note [Which rank a timeout waited on]: the victims' failure records name
+// the rank that never reached their collective, and the summary names it
+// first, once per collective, with the ranks that said so, even though a
+// victim failed first; with where its flight recorder last saw it.
 TEST(Failure, RanksThatNeverReachedACollectiveAreTheLikelyCause) {
-  const std::string diagnosis =
-      "[rank 0/local 0] [error] all_reduce(SUM) on group 'default' (gloo), rank 0 of 3: Timed "
-      "out waiting 2000ms for recv operation to complete; rank(s) 2 did not reach this "
-      "all_reduce(SUM) (#2 on group 'default'): rank(s) 2 reported no timeout within 2000 ms of "
-      "this rank's (stopped, hung, dead, or busy outside this group's collectives); rank(s) 1 "
-      "timed out in it too\n";
+  using dtrain::launch::JobRecords;
   WorkerFailure first;
   first.rank = 0;
   first.local_rank = 0;
@@ -308,33 +303,36 @@ TEST(Failure, RanksThatNeverReachedACollectiveAreTheLikelyCause) {
   first.host = "node-a";
   first.status.code = 1;
   first.time_ms = 100;
-  first.log_tail = "epoch 1\n" + diagnosis;
+  first.log_tail = "epoch 1\nan error\n";
   WorkerFailure second = first;
   second.rank = 1;
   second.group_rank = 1;
   second.time_ms = 120;
-  second.log_tail = diagnosis;
-  // A sub-group names group ranks with their global ranks.
-  second.log_tail +=
-      "[rank 1/local 0] [error] barrier on group 'g' (mpi), rank 0 of 2: not finished after 5 "
-      "ms; rank(s) 1 (global rank 3) did not reach this barrier (#7 on group 'g'): ...\n";
-  const std::string summary = format_failure_summary({second, first}, 0, 0);
+  JobRecords records;
+  records.failures = {{1, "default", 2, "all_reduce(SUM)", {2}, "whatever it said"},
+                      {0, "default", 2, "all_reduce(SUM)", {2}, "something else"},
+                      // A sub-group's record names global ranks.
+                      {1, "g", 7, "barrier", {3}, ""}};
+  records.progress = {{2, "default", 1, "all_reduce(SUM)", "completed", 5, 0}};
+  const std::string summary = format_failure_summary({second, first}, 0, 0, records);
   const std::string cause =
       "  likely cause: rank(s) 2 never reached all_reduce(SUM) (#2 on group 'default'), in which "
-      "rank(s) 0, 1 timed out\n";
+      "rank(s) 0, 1 timed out\n"
+      "    rank 2 was last in all_reduce(SUM) (#1 on group 'default'), completed (its flight "
+      "recorder)\n";
   const auto at = summary.find(cause);
   ASSERT_NE(at, std::string::npos) << summary;
   EXPECT_LT(at, summary.find("first failure: rank 0")) << summary;
   EXPECT_EQ(summary.find(cause, at + 1), std::string::npos) << "said twice: " << summary;
-  EXPECT_NE(summary.find("  likely cause: rank(s) 1 (global rank 3) never reached barrier (#7 on "
-                         "group 'g'), in which rank(s) 1 timed out\n"),
+  EXPECT_NE(summary.find("  likely cause: rank(s) 3 never reached barrier (#7 on group 'g'), in "
+                         "which rank(s) 1 timed out\n    rank 3 left no flight recorder record\n"),
             std::string::npos)
       << summary;
-  // The agent that ran a named rank quotes it: global ranks (2, and 3 of
-  // the sub-group), once each; rank 0 is quoted as the first failure only,
-  // and a rank nobody named not at all.
-  const std::string quoted = format_failure_summary(
-      {second, first}, 0, 0, {{0, "zero\n"}, {2, "step 4\nstuck\n"}, {3, ""}, {5, "five\n"}});
+  // The agent that ran a named rank quotes it, once; rank 0 is quoted as
+  // the first failure only, and a rank nobody named not at all.
+  const std::string quoted =
+      format_failure_summary({second, first}, 0, 0, records,
+                             {{0, "zero\n"}, {2, "step 4\nstuck\n"}, {3, ""}, {5, "five\n"}});
   const std::string tail2 =
       "  last lines of rank 2's output (a likely cause):\n    | step 4\n    | stuck\n";
   EXPECT_NE(quoted.find(tail2), std::string::npos) << quoted;
@@ -342,13 +340,12 @@ TEST(Failure, RanksThatNeverReachedACollectiveAreTheLikelyCause) {
   EXPECT_NE(quoted.find("  rank 3 (a likely cause) wrote nothing\n"), std::string::npos) << quoted;
   EXPECT_EQ(quoted.find("rank 0's output"), std::string::npos) << quoted;
   EXPECT_EQ(quoted.find("five"), std::string::npos) << quoted;
-  // Every rank reached it (a slow peer, not a missing one), or no diagnosis: no such line.
-  first.log_tail =
-      "x; every rank of the group reached this all_reduce(SUM) (#3 on group 'd') and "
-      "timed out in it\n";
+  // Every rank reached it (a slow peer, not a missing one), or no record: no such line.
+  records.failures = {{0, "d", 3, "all_reduce(SUM)", {}, "every rank reached it"}};
+  EXPECT_EQ(format_failure_summary({first}, 0, 0, records).find("likely cause"), std::string::npos);
   EXPECT_EQ(format_failure_summary({first}, 0, 0).find("likely cause"), std::string::npos);
-  // A line cut before the collective's name is no evidence.
-  first.log_tail = "x; rank(s) 2 did not reach this all_red";
+  // The words of a worker's output are no evidence, however they read.
+  first.log_tail = "x; rank(s) 2 did not reach this all_reduce(SUM) (#2 on group 'default')\n";
   EXPECT_EQ(format_failure_summary({first}, 0, 0).find("likely cause"), std::string::npos);
 }
 

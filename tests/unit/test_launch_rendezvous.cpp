@@ -5,9 +5,9 @@
 #include <future>
 #include <thread>
 
-#include "dtrain/dist/prefix_store.h"
-#include "dtrain/dist/tcp_store.h"
 #include "dtrain/launch/rendezvous.h"
+#include "dtrain/store/prefix_store.h"
+#include "dtrain/store/tcp_store.h"
 #include "dtrain/util/errors.h"
 #include "heartbeats.h"
 
@@ -15,17 +15,17 @@ namespace {
 
 using namespace dtrain::launch;
 using namespace std::chrono_literals;
-namespace dist = dtrain::dist;
+namespace store = dtrain::store;
 
 class RendezvousTest : public ::testing::Test {
  protected:
   RendezvousTest() : server_(0) {}
 
   std::unique_ptr<Rendezvous> agent(RendezvousSettings settings) {
-    auto store = std::make_shared<dist::TcpStore>(
-        dist::TcpStoreOptions().host("127.0.0.1").port(server_.port()).timeout(10s));
+    auto store = std::make_shared<store::TcpStore>(
+        store::TcpStoreOptions().host("127.0.0.1").port(server_.port()).timeout(10s));
     settings.poll_interval = 10ms;
-    return std::make_unique<Rendezvous>(std::make_shared<dist::PrefixStore>("job", store),
+    return std::make_unique<Rendezvous>(std::make_shared<store::PrefixStore>("job", store),
                                         settings);
   }
   static JoinResult join(Rendezvous& r, int node_rank, int nproc = 1) {
@@ -42,7 +42,7 @@ class RendezvousTest : public ::testing::Test {
         [] { return false; });
   }
 
-  dist::TcpStoreServer server_;
+  store::TcpStoreServer server_;
 };
 
 TEST_F(RendezvousTest, StaticRoundsOrderNodesByNodeRank) {

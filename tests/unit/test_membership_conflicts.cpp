@@ -10,14 +10,14 @@
 #include <thread>
 
 #include "dist/membership.h"
-#include "dtrain/dist/tcp_store.h"
+#include "dtrain/store/tcp_store.h"
 
 namespace {
 
 using namespace std::chrono_literals;
 using dtrain::dist::MemberOptions;
-using dtrain::dist::TcpStore;
-using dtrain::dist::TcpStoreOptions;
+using dtrain::store::TcpStore;
+using dtrain::store::TcpStoreOptions;
 using Clock = std::chrono::steady_clock;
 
 MemberOptions member(int rank, int world_size) {

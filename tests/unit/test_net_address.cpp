@@ -7,16 +7,17 @@
 
 #include <string>
 
-#include "dist/host_port.h"
 #include "dist/interfaces.h"
-#include "dist/socket.h"
+#include "dtrain/store/host_port.h"
+#include "dtrain/store/socket.h"
 #include "expect_error.h"
 #include "ipv6.h"
 #include "launch/address.h"
 
 namespace {
 
-namespace net = dtrain::dist::net;
+namespace net = dtrain::store::net;
+namespace dist_net = dtrain::dist::net;
 using dtrain::testing::expect_error;
 
 net::HostPort tcp(const std::string& text) {
@@ -59,35 +60,35 @@ TEST(HostPort, MalformedFormsAreNamedWithTheExpectedForm) {
 
 // Note [NCCL_SOCKET_IFNAME's rules]: as NCCL reads the list.
 TEST(NcclSocketIfname, ChoosesAsNcclDoes) {
-  EXPECT_TRUE(net::nccl_interface_chosen("eth", "eth0"));
-  EXPECT_TRUE(net::nccl_interface_chosen("ib,eth", "eth1"));
-  EXPECT_FALSE(net::nccl_interface_chosen("eth", "ib0"));
-  EXPECT_TRUE(net::nccl_interface_chosen("eth0:5000", "eth0"));
-  EXPECT_TRUE(net::nccl_interface_chosen("=eth0", "eth0"));
-  EXPECT_FALSE(net::nccl_interface_chosen("=eth", "eth0"));
-  EXPECT_FALSE(net::nccl_interface_chosen("^docker,lo", "docker0"));
-  EXPECT_FALSE(net::nccl_interface_chosen("^docker,lo", "lo"));
-  EXPECT_TRUE(net::nccl_interface_chosen("^docker,lo", "eth0"));
-  EXPECT_TRUE(net::nccl_interface_chosen("^=docker", "docker0"));
-  EXPECT_FALSE(net::nccl_interface_chosen("^=docker0", "docker0"));
+  EXPECT_TRUE(dist_net::nccl_interface_chosen("eth", "eth0"));
+  EXPECT_TRUE(dist_net::nccl_interface_chosen("ib,eth", "eth1"));
+  EXPECT_FALSE(dist_net::nccl_interface_chosen("eth", "ib0"));
+  EXPECT_TRUE(dist_net::nccl_interface_chosen("eth0:5000", "eth0"));
+  EXPECT_TRUE(dist_net::nccl_interface_chosen("=eth0", "eth0"));
+  EXPECT_FALSE(dist_net::nccl_interface_chosen("=eth", "eth0"));
+  EXPECT_FALSE(dist_net::nccl_interface_chosen("^docker,lo", "docker0"));
+  EXPECT_FALSE(dist_net::nccl_interface_chosen("^docker,lo", "lo"));
+  EXPECT_TRUE(dist_net::nccl_interface_chosen("^docker,lo", "eth0"));
+  EXPECT_TRUE(dist_net::nccl_interface_chosen("^=docker", "docker0"));
+  EXPECT_FALSE(dist_net::nccl_interface_chosen("^=docker0", "docker0"));
 }
 
 // Loopback has an address on every host: a list that takes it passes; one
 // that can take nothing names itself and the interfaces there are.
 TEST(NcclSocketIfname, AListThatChoosesNothingHereIsNamed) {
-  net::check_nccl_socket_ifname("lo");
-  net::check_nccl_socket_ifname("=lo");
-  net::check_nccl_socket_ifname("nosuch,l");
-  expect_error([] { net::check_nccl_socket_ifname("=l"); },
+  dist_net::check_nccl_socket_ifname("lo");
+  dist_net::check_nccl_socket_ifname("=lo");
+  dist_net::check_nccl_socket_ifname("nosuch,l");
+  expect_error([] { dist_net::check_nccl_socket_ifname("=l"); },
                "NCCL_SOCKET_IFNAME / socket_ifname '=l' chooses none of this host's interfaces "
                "with an address (");
-  expect_error([] { net::check_nccl_socket_ifname("nosuch9"); }, "'nosuch9' chooses none");
+  expect_error([] { dist_net::check_nccl_socket_ifname("nosuch9"); }, "'nosuch9' chooses none");
   // Excluding every prefix of one letter or digit leaves nothing.
   std::string everything = "^";
   for (char c = '0'; c <= 'z'; ++c) {
     everything += std::string(everything.size() > 1 ? "," : "") + c;
   }
-  expect_error([&] { net::check_nccl_socket_ifname(everything); }, "chooses none");
+  expect_error([&] { dist_net::check_nccl_socket_ifname(everything); }, "chooses none");
 }
 
 // Another interface of this host with an address, or "" where lo is the only one.
@@ -97,7 +98,7 @@ std::string an_interface_besides_loopback() {
   for (const struct if_nameindex* i = names; i != nullptr && i->if_index != 0 && found.empty();
        ++i) {
     try {
-      if (std::string(i->if_name) != "lo" && !net::interface_address(i->if_name).empty()) {
+      if (std::string(i->if_name) != "lo" && !dist_net::interface_address(i->if_name).empty()) {
         found = i->if_name;
       }
     } catch (const dtrain::Error&) {
@@ -111,23 +112,23 @@ std::string an_interface_besides_loopback() {
 // Note [GLOO_SOCKET_IFNAME's list]: torch's comma-separated list; every
 // name must exist, the first is bound.
 TEST(GlooSocketIfname, AListBindsItsFirstNameAndChecksEveryOne) {
-  EXPECT_EQ(net::gloo_interface_address("lo"), "127.0.0.1");
-  EXPECT_EQ(net::gloo_interface_address("lo,lo"), "127.0.0.1");
+  EXPECT_EQ(dist_net::gloo_interface_address("lo"), "127.0.0.1");
+  EXPECT_EQ(dist_net::gloo_interface_address("lo,lo"), "127.0.0.1");
   if (const std::string other = an_interface_besides_loopback(); !other.empty()) {
-    EXPECT_EQ(net::gloo_interface_address("lo," + other), "127.0.0.1");
-    EXPECT_EQ(net::gloo_interface_address(other + ",lo"), net::interface_address(other));
+    EXPECT_EQ(dist_net::gloo_interface_address("lo," + other), "127.0.0.1");
+    EXPECT_EQ(dist_net::gloo_interface_address(other + ",lo"), dist_net::interface_address(other));
   }
   // A single name is named as before; in a list, the list too.
-  expect_error([] { net::gloo_interface_address("nosuch9"); },
+  expect_error([] { dist_net::gloo_interface_address("nosuch9"); },
                "network interface 'nosuch9' does not exist on this host; interfaces with an "
                "address: ");
-  expect_error([] { net::gloo_interface_address("lo,nosuch9"); },
+  expect_error([] { dist_net::gloo_interface_address("lo,nosuch9"); },
                "interface list 'lo,nosuch9': network interface 'nosuch9' does not exist on this "
                "host; interfaces with an address: ");
-  expect_error([] { net::gloo_interface_address("nosuch8,lo"); },
+  expect_error([] { dist_net::gloo_interface_address("nosuch8,lo"); },
                "interface list 'nosuch8,lo': network interface 'nosuch8' does not exist");
   for (const std::string list : {"lo,", ",lo", "lo,,lo", ","}) {
-    expect_error([&] { net::gloo_interface_address(list); },
+    expect_error([&] { dist_net::gloo_interface_address(list); },
                  "interface list '" + list +
                      "' holds an empty name; expected names separated by single commas, such as "
                      "'eth0,eth1'");
@@ -180,14 +181,14 @@ TEST(LocalAddress, TowardsAnIpv6MasterIsIpv6) {
   namespace address = dtrain::launch::address;
   EXPECT_EQ(address::route_source("::1", 29500), "::1");
   EXPECT_EQ(address::route_source("127.0.0.1", 29500), "127.0.0.1");
-  EXPECT_EQ(net::address_towards("::1"), "::1");
+  EXPECT_EQ(dist_net::address_towards("::1"), "::1");
   EXPECT_TRUE(address::is_local("::1"));
   EXPECT_TRUE(address::is_local("127.0.0.1"));
   // Documentation's prefix (RFC 3849): no host has it.
   EXPECT_FALSE(address::is_local("2001:db8::77"));
   // An interface's address in the master's family.
-  EXPECT_EQ(net::interface_address("lo"), "127.0.0.1");
-  EXPECT_EQ(net::interface_address("lo", /*prefer_ipv6=*/true), "::1");
+  EXPECT_EQ(dist_net::interface_address("lo"), "127.0.0.1");
+  EXPECT_EQ(dist_net::interface_address("lo", /*prefer_ipv6=*/true), "::1");
 }
 
 }  // namespace

@@ -12,23 +12,23 @@
 #include <memory>
 #include <thread>
 
-#include "dtrain/dist/file_store.h"
-#include "dtrain/dist/prefix_store.h"
-#include "dtrain/dist/tcp_store.h"
+#include "dtrain/store/file_store.h"
+#include "dtrain/store/prefix_store.h"
+#include "dtrain/store/tcp_store.h"
 #include "test_support.h"
 
 namespace {
 
 using namespace std::chrono_literals;
-using dtrain::dist::Bytes;
-using dtrain::dist::FileStore;
-using dtrain::dist::PrefixStore;
-using dtrain::dist::Store;
-using dtrain::dist::StoreError;
-using dtrain::dist::StoreTimeoutError;
-using dtrain::dist::TcpStore;
-using dtrain::dist::TcpStoreOptions;
-using dtrain::dist::TcpStoreServer;
+using dtrain::store::Bytes;
+using dtrain::store::FileStore;
+using dtrain::store::PrefixStore;
+using dtrain::store::Store;
+using dtrain::store::StoreError;
+using dtrain::store::StoreTimeoutError;
+using dtrain::store::TcpStore;
+using dtrain::store::TcpStoreOptions;
+using dtrain::store::TcpStoreServer;
 using Clock = std::chrono::steady_clock;
 
 Bytes bytes(const std::string& text) {

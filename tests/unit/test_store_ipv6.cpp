@@ -14,8 +14,8 @@
 #include <fstream>
 #include <string>
 
-#include "dist/socket.h"
-#include "dtrain/dist/tcp_store.h"
+#include "dtrain/store/socket.h"
+#include "dtrain/store/tcp_store.h"
 #include "ipv6.h"
 #include "multi_process.h"
 #include "test_support.h"
@@ -23,12 +23,12 @@
 namespace {
 
 using namespace std::chrono_literals;
-namespace net = dtrain::dist::net;
-using dtrain::dist::StoreError;
-using dtrain::dist::StoreTimeoutError;
-using dtrain::dist::TcpStore;
-using dtrain::dist::TcpStoreOptions;
-using dtrain::dist::TcpStoreServer;
+namespace net = dtrain::store::net;
+using dtrain::store::StoreError;
+using dtrain::store::StoreTimeoutError;
+using dtrain::store::TcpStore;
+using dtrain::store::TcpStoreOptions;
+using dtrain::store::TcpStoreServer;
 
 TcpStore client(const std::string& host, std::uint16_t port) {
   return TcpStore(TcpStoreOptions().host(host).port(port).timeout(5s));

@@ -2,11 +2,11 @@
 // of malformed input the server must reject rather than obey.
 #include <gtest/gtest.h>
 
-#include "dist/store_protocol.h"
+#include "store/store_protocol.h"
 
 namespace {
 
-using namespace dtrain::dist::protocol;
+using namespace dtrain::store::protocol;
 
 Request sample(Op op) {
   Request request;

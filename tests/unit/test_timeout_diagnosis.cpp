@@ -13,16 +13,16 @@
 #include <string>
 
 #include "dist/timeout_diagnosis.h"
-#include "dtrain/dist/file_store.h"
+#include "dtrain/store/file_store.h"
 
 namespace {
 
 using namespace std::chrono_literals;
-using dtrain::dist::Bytes;
-using dtrain::dist::FileStore;
-using dtrain::dist::Store;
 using dtrain::dist::detail::diagnose_timeout;
 using dtrain::dist::detail::diagnosis_grace;
+using dtrain::store::Bytes;
+using dtrain::store::FileStore;
+using dtrain::store::Store;
 using Clock = std::chrono::steady_clock;
 
 std::shared_ptr<FileStore> fresh_store(const std::string& name) {
@@ -42,9 +42,10 @@ TEST(TimeoutDiagnosis, NamesSilentRanksAndRanksInAnotherCollective) {
   store->set("timeout/1", std::string("7 barrier"));
   store->set("timeout/3", std::string("8 all_reduce(SUM)"));
   const auto start = Clock::now();
-  const std::string text =
+  const auto diagnosis =
       diagnose_timeout(store, "default", 0, {0, 1, 2, 3}, 8, "all_reduce(SUM)", 300ms);
-  EXPECT_EQ(text,
+  EXPECT_EQ(diagnosis.missing, (std::vector<int>{1, 2}));
+  EXPECT_EQ(diagnosis.text,
             "; rank(s) 1, 2 did not reach this all_reduce(SUM) (#8 on group 'default'): rank(s) "
             "2 reported no timeout within 300 ms of this rank's (stopped, hung, dead, or busy "
             "outside this group's collectives); rank 1 timed out in barrier #7 instead; rank(s) 3 "
@@ -58,9 +59,9 @@ TEST(TimeoutDiagnosis, EveryRankReportingTheSameCollectiveEndsEarly) {
   auto store = fresh_store("same");
   store->set("timeout/0", std::string("3 broadcast from rank 0"));
   const auto start = Clock::now();
-  const std::string text =
-      diagnose_timeout(store, "sub", 1, {2, 5}, 3, "broadcast from rank 0", 10s);
-  EXPECT_EQ(text,
+  const auto diagnosis = diagnose_timeout(store, "sub", 1, {2, 5}, 3, "broadcast from rank 0", 10s);
+  EXPECT_TRUE(diagnosis.missing.empty());
+  EXPECT_EQ(diagnosis.text,
             "; every rank of the group reached this broadcast from rank 0 (#3 on group 'sub') "
             "and timed out in it");
   EXPECT_LT(Clock::now() - start, 5s);  // did not wait out the grace
@@ -68,28 +69,12 @@ TEST(TimeoutDiagnosis, EveryRankReportingTheSameCollectiveEndsEarly) {
 
 TEST(TimeoutDiagnosis, GlobalRanksAreNamedInSubGroups) {
   auto store = fresh_store("global");
-  const std::string text = diagnose_timeout(store, "sub", 0, {1, 4}, 1, "barrier", 100ms);
+  const auto diagnosis = diagnose_timeout(store, "sub", 0, {1, 4}, 1, "barrier", 100ms);
+  EXPECT_EQ(diagnosis.missing, (std::vector<int>{4}));  // global ranks, for the failure record
+  const std::string& text = diagnosis.text;
   EXPECT_NE(text.find("rank(s) 1 (global rank 4) did not reach this barrier (#1 on group 'sub')"),
             std::string::npos)
       << text;
-}
-
-// dtrun reads the diagnosis back from a worker's output: the ranks as
-// written, their global ranks and the collective; a clause cut short is none.
-TEST(TimeoutDiagnosis, ReadsBackWhatItWrote) {
-  using dtrain::dist::detail::read_unreached;
-  auto store = fresh_store("read");
-  const std::string text = "[rank 4] error: barrier: Timed out" +
-                           diagnose_timeout(store, "sub", 0, {1, 4, 6}, 1, "barrier", 100ms) +
-                           "\nnext line\n";
-  const auto found = read_unreached(text + text);  // said twice, read once
-  ASSERT_EQ(found.size(), 1u) << text;
-  EXPECT_EQ(found[0].ranks, "1 (global rank 4), 2 (global rank 6)");
-  EXPECT_EQ(found[0].global_ranks, (std::vector<int>{4, 6}));
-  EXPECT_EQ(found[0].collective, "barrier (#1 on group 'sub')");
-  EXPECT_TRUE(read_unreached("x; rank(s) 2 did not reach this all_red").empty());
-  EXPECT_TRUE(
-      read_unreached("x; rank(s) 2 did not reach this barrier (#1\n on group 'g')").empty());
 }
 
 // A store whose every call blocks for long, like one hosted by a stopped process.
@@ -110,7 +95,7 @@ class StalledStore : public Store {
   void stall() {
     std::unique_lock<std::mutex> lock(mutex_);
     cv_.wait_for(lock, 30s);
-    throw dtrain::dist::StoreError("stalled store gave up");
+    throw dtrain::store::StoreError("stalled store gave up");
   }
   std::mutex mutex_;
   std::condition_variable cv_;
@@ -118,10 +103,11 @@ class StalledStore : public Store {
 
 TEST(TimeoutDiagnosis, AStoreThatDoesNotAnswerIsSaidSoInBoundedTime) {
   const auto start = Clock::now();
-  const std::string text = diagnose_timeout(std::make_shared<StalledStore>(), "default", 0,
-                                            {0, 1, 2}, 4, "all_reduce(SUM)", 200ms);
+  const auto diagnosis = diagnose_timeout(std::make_shared<StalledStore>(), "default", 0, {0, 1, 2},
+                                          4, "all_reduce(SUM)", 200ms);
   EXPECT_LT(Clock::now() - start, 3s);
-  EXPECT_EQ(text,
+  EXPECT_TRUE(diagnosis.missing.empty());
+  EXPECT_EQ(diagnosis.text,
             "; could not look for the ranks this all_reduce(SUM) (#4 on group 'default') waited "
             "on: the store did not answer within 700 ms");
 }

@@ -3,7 +3,7 @@
 #include "dtrain/dist/debug_process_group.h"
 
 #include "collective_args.h"
-#include "dtrain/dist/prefix_store.h"
+#include "dtrain/dist/store_names.h"
 #include "dtrain/util/launch_env.h"
 
 namespace dtrain::dist {

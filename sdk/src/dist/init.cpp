@@ -12,21 +12,19 @@
 
 #include "dtrain/config.h"
 #include "dtrain/dist/debug_process_group.h"
-#include "dtrain/dist/file_store.h"
-#include "dtrain/dist/prefix_store.h"
 #include "dtrain/dist/process_group_gloo.h"
 #include "dtrain/dist/process_group_nccl.h"
 #include "dtrain/dist/shared_gpu.h"
-#include "dtrain/dist/tcp_store.h"
-#include "dtrain/dist/torch_tcp_store.h"
+#include "dtrain/dist/store_names.h"
+#include "dtrain/store/host_port.h"
 #include "dtrain/util/build_info.h"
 #include "dtrain/util/launch_env.h"
 #include "dtrain/util/logging.h"
 #include "dtrain/util/scheduler_env.h"
-#include "host_port.h"
 #include "interfaces.h"
 #include "membership.h"
 #include "mpi_backend.h"
+#include "rank_records.h"
 
 namespace dtrain::dist {
 
@@ -171,8 +169,8 @@ void env_master(Rendezvous& rdzv) {
                "PET_MASTER_PORT, or a Slurm job's SLURM_JOB_ID)");
   // Note [IPv6 address syntax] (host_port.h): MASTER_ADDR as torchrun
   // gives it (::1 bare), tcp:// as a URL ([::1] in brackets).
-  rdzv.host = net::parse_host(addr->value, addr->from + " '" + addr->value + "'");
-  rdzv.port = net::parse_port(port->value, port->from);
+  rdzv.host = store::net::parse_host(addr->value, addr->from + " '" + addr->value + "'");
+  rdzv.port = store::net::parse_port(port->value, port->from);
   if (addr->derived || port->derived) {
     rdzv.master_from = "master " + addr->value + ":" + port->value + " from " + addr->from +
                        (port->derived ? " and " + port->from : "");
@@ -210,7 +208,7 @@ Rendezvous resolve_rendezvous(const InitOptions& options) {
   // gives it (::1 bare), tcp:// as a URL ([::1] in brackets).
   auto master_addr = [] {
     const std::string text = std::getenv("MASTER_ADDR");
-    return net::parse_host(text, "MASTER_ADDR '" + text + "'");
+    return store::net::parse_host(text, "MASTER_ADDR '" + text + "'");
   };
   if (method == "env://" && launch.source == "openmpi" && !has_env("MASTER_PORT")) {
     rdzv.kind = Rendezvous::Kind::kMpi;  // Note [The store's address through MPI]
@@ -218,9 +216,9 @@ Rendezvous resolve_rendezvous(const InitOptions& options) {
   } else if (method == "env://") {
     env_master(rdzv);
   } else if (method.rfind("tcp://", 0) == 0) {
-    const net::HostPort address =
-        net::parse_host_port(method.substr(6), std::nullopt, "init_method '" + method + "'",
-                             "tcp://host:port, or tcp://[v6addr]:port for IPv6");
+    const store::net::HostPort address =
+        store::net::parse_host_port(method.substr(6), std::nullopt, "init_method '" + method + "'",
+                                    "tcp://host:port, or tcp://[v6addr]:port for IPv6");
     rdzv.host = address.host;
     rdzv.port = address.port;
   } else if (method.rfind("file://", 0) == 0) {
@@ -341,6 +339,7 @@ ProcessGroupPtr init_process_group(const InitOptions& options) {
   s.groups_created = 0;
   spdlog::info("process group ready: rank {} of {}, backend {}, {}", rdzv.rank, rdzv.world_size,
                backend, util::build_info().identity());
+  detail::start_rank_records(rdzv.rank, rdzv.world_size);
   return s.group;
 }
 

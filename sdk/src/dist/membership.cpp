@@ -14,9 +14,9 @@
 
 #include "dtrain/dist/setting.h"
 #include "dtrain/dist/types.h"
+#include "dtrain/store/socket.h"
 #include "dtrain/util/build_info.h"
 #include "dtrain/util/errors.h"
-#include "socket.h"
 
 namespace dtrain::dist {
 
@@ -34,7 +34,7 @@ std::string process_token() {
   if (owner != getpid()) {
     owner = getpid();
     std::random_device seed;
-    token = net::host_name() + ":" + std::to_string(owner) + ":" + std::to_string(seed());
+    token = store::net::host_name() + ":" + std::to_string(owner) + ":" + std::to_string(seed());
   }
   return token;
 }

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <string>
 
-#include "dtrain/dist/store.h"
+#include "dtrain/dist/store_names.h"
 
 namespace dtrain::dist {
 

@@ -8,8 +8,7 @@
 
 #include "dtrain/dist/init.h"
 #include "dtrain/dist/process_group.h"
-#include "dtrain/dist/store.h"
-#include "dtrain/dist/tcp_store.h"
+#include "dtrain/dist/store_names.h"
 
 namespace dtrain::dist {
 

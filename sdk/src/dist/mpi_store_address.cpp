@@ -30,14 +30,14 @@
 
 #include <spdlog/spdlog.h>
 
-#include "dtrain/dist/tcp_store.h"
+#include "dtrain/dist/store_names.h"
 #include "dtrain/dist/types.h"
+#include "dtrain/store/host_port.h"
+#include "dtrain/store/socket.h"
 #include "dtrain/util/errors.h"
-#include "host_port.h"
 #include "interfaces.h"
 #include "mpi_backend.h"
 #include "mpi_runtime.h"
-#include "socket.h"
 
 namespace dtrain::dist {
 
@@ -75,7 +75,7 @@ void wait_for(MPI_Request& request, std::chrono::steady_clock::time_point deadli
 // every rank runs on that host.
 bool whole_job_on_root_host(Text& root_host, std::chrono::steady_clock::time_point deadline,
                             std::chrono::milliseconds timeout) {
-  const std::string mine = net::host_name();
+  const std::string mine = store::net::host_name();
   root_host = to_text(mine);
   MPI_Request request = MPI_REQUEST_NULL;
   started(MPI_Ibcast(root_host.data(), kTextCount, MPI_CHAR, 0, MPI_COMM_WORLD, &request),
@@ -120,7 +120,7 @@ std::shared_ptr<TcpStore> tcp_store_through_mpi(Rendezvous& rdzv,
     } else if (all_on_root_host) {
       dial = "127.0.0.1";
     } else if (const auto towards = net::address_towards(root_host.data());
-               towards && !net::is_loopback(*towards)) {
+               towards && !store::net::is_loopback(*towards)) {
       dial = root_host.data();  // others reach it; the backends bind `towards` here
     }
     if (dial.empty()) {
@@ -158,7 +158,7 @@ std::shared_ptr<TcpStore> tcp_store_through_mpi(Rendezvous& rdzv,
   rdzv.host = announcement.text.data();
   rdzv.kind = Rendezvous::Kind::kTcp;
   spdlog::debug("init_process_group: the store at {}, shared through MPI",
-                net::host_port(rdzv.host, rdzv.port));
+                store::net::host_port(rdzv.host, rdzv.port));
   if (store) {
     return store;
   }
@@ -166,9 +166,9 @@ std::shared_ptr<TcpStore> tcp_store_through_mpi(Rendezvous& rdzv,
     return std::make_shared<TcpStore>(
         TcpStoreOptions().host(rdzv.host).port(rdzv.port).is_server(false).timeout(timeout));
   } catch (const StoreTimeoutError& e) {
-    throw CollectiveTimeoutError("init_process_group: rank " + std::to_string(rdzv.rank) +
-                                 " could not reach the store at " +
-                                 net::host_port(rdzv.host, rdzv.port) + " (from MPI): " + e.what());
+    throw CollectiveTimeoutError(
+        "init_process_group: rank " + std::to_string(rdzv.rank) + " could not reach the store at " +
+        store::net::host_port(rdzv.host, rdzv.port) + " (from MPI): " + e.what());
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include "collective_args.h"
 #include "dtrain/dist/debug_process_group.h"
+#include "flight_recorder.h"
 #include "transport.h"
 
 namespace dtrain::dist {
@@ -124,15 +125,64 @@ std::vector<at::Tensor> touched(std::vector<at::Tensor> tensors,
 
 // Numbers a collective and launches it. Its tensors are on one device (the
 // NCCL group's communicator lives on one GPU).
-WorkPtr issue(Transport& t, OpContext ctx, std::vector<at::Tensor> tensors,
-              const AtIssue& at_issue) {
+// Note [Flight recorder] (flight_recorder.h): the collective as recorded.
+RecordedCollective recorded(const ProcessGroup& group, const OpContext& ctx,
+                            const std::vector<at::Tensor>& tensors) {
+  RecordedCollective entry;
+  entry.group = group.name();
+  entry.backend = group.backend_name();
+  entry.group_ranks = group.global_ranks();
+  entry.seq = ctx.seq;
+  entry.op = ctx.op;
+  entry.timeout_ms = ctx.timeout.count();
+  for (const auto& tensor : tensors) {
+    entry.input_sizes.push_back(tensor.sizes().vec());
+    entry.input_dtypes.emplace_back(c10::toString(tensor.scalar_type()));
+  }
+  return entry;
+}
+
+// Starts a numbered collective, recorded from its scheduling to its end.
+WorkPtr start_recorded(const ProcessGroup& group, const OpContext& ctx,
+                       const std::vector<at::Tensor>& tensors,
+                       const std::function<WorkPtr(const AtIssue&)>& start,
+                       const AtIssue& at_issue) {
+  FlightRecorder& recorder = flight_recorder();
+  const std::int64_t id = recorder.record(recorded(group, ctx, tensors));
+  const AtIssue traced = [&recorder, id, at_issue]() -> InTurn {
+    return [&recorder, id, in_turn = at_issue()](const OpContext& c) {
+      recorder.started(id);
+      try {
+        in_turn(c);
+      } catch (...) {
+        recorder.finished(id, false);
+        throw;
+      }
+      recorder.finished(id, true);
+    };
+  };
+  try {
+    WorkPtr work = start(traced);
+    recorder.attach(id, work);
+    return work;
+  } catch (...) {
+    recorder.finished(id, false);
+    throw;
+  }
+}
+
+WorkPtr issue(const ProcessGroup& group, Transport& t, OpContext ctx,
+              std::vector<at::Tensor> tensors, const AtIssue& at_issue) {
   for (const auto& tensor : tensors) {
     DTRAIN_CHECK(tensor.device() == tensors.front().device(), ctx.what,
                  ": every tensor must be on ", tensors.front().device().str(), ", got one on ",
                  tensor.device().str());
   }
   return t.numbered(std::move(ctx), [&](const OpContext& numbered) {
-    return t.launch(numbered, std::move(tensors), at_issue);
+    return start_recorded(
+        group, numbered, tensors,
+        [&](const AtIssue& traced) { return t.launch(numbered, std::move(tensors), traced); },
+        at_issue);
   });
 }
 
@@ -276,7 +326,7 @@ WorkPtr ProcessGroup::in_place(at::Tensor& tensor, InPlace kind, ReduceOp op, in
   const Reduction how = reduction(t, op);
   const bool divide = how.divide && rank() == root;
   return issue(
-      t, std::move(ctx), {tensor},
+      *this, t, std::move(ctx), {tensor},
       in_turn_only([&t, tensor, kind, how, root, divide, n = size()](const OpContext& c) mutable {
         on_contiguous(tensor, [&](at::Tensor& data) {
           if (kind == InPlace::kBroadcast) {
@@ -306,7 +356,7 @@ WorkPtr ProcessGroup::all_gather(std::vector<at::Tensor>& outputs, const at::Ten
   check_tensor(*this, t, input, ctx.what);
   check_blocks(t, outputs, input, size(), ctx.what, "outputs");
   check_call([&] { return describe_call("all_gather", {input}); }, options.timeout);
-  return issue(t, std::move(ctx), touched({input}, outputs),
+  return issue(*this, t, std::move(ctx), touched({input}, outputs),
                [&t, outputs, input, n = size()]() -> InTurn {
                  return [&t, outputs, in = input.contiguous(), n](const OpContext& c) mutable {
                    at::Tensor flat = at::empty({in.numel() * n}, in.options());
@@ -338,7 +388,7 @@ WorkPtr ProcessGroup::rooted(Rooted kind, const at::Tensor& tensor,
       check_rooted(*this, t, tensor, list, root, ctx.what, gathers ? "outputs" : "inputs");
   check_call([&] { return describe_call(with_root(name, root), {tensor}); }, options.timeout);
   const std::vector<at::Tensor> blocks = is_root ? list : std::vector<at::Tensor>{};
-  return issue(t, std::move(ctx), touched({tensor}, blocks),
+  return issue(*this, t, std::move(ctx), touched({tensor}, blocks),
                gathers ? gather_steps(t, tensor, blocks, root, size())
                        : scatter_steps(t, tensor, blocks, root));
 }
@@ -352,7 +402,7 @@ WorkPtr ProcessGroup::reduce_scatter(at::Tensor& output, const std::vector<at::T
   check_blocks(t, inputs, output, size(), ctx.what, "inputs");
   check_call([&] { return describe_call(reduced("reduce_scatter", options.op), {output}); },
              options.timeout);
-  return issue(t, std::move(ctx), touched({output}, inputs),
+  return issue(*this, t, std::move(ctx), touched({output}, inputs),
                [&t, output, inputs, how = reduction(t, options.op), n = size()]() -> InTurn {
                  return [&t, output, flat = flat_cat(inputs), how, n](const OpContext& c) mutable {
                    on_contiguous(output, [&](at::Tensor& data) {
@@ -383,22 +433,27 @@ WorkPtr ProcessGroup::all_to_all(std::vector<at::Tensor>& outputs,
     blocks.in.push_back(inputs[r].numel());
     blocks.out.push_back(outputs[r].numel());
   }
-  return issue(
-      t, std::move(ctx), touched(inputs, outputs), [&t, outputs, inputs, blocks]() -> InTurn {
-        return [&t, outputs, in = flat_cat(inputs), blocks](const OpContext& c) mutable {
-          const auto total = std::accumulate(blocks.out.begin(), blocks.out.end(), std::int64_t{0});
-          at::Tensor out = at::empty({total}, in.options());
-          t.all_to_all(in, out, blocks, c);
-          split_into(out, outputs);
-        };
-      });
+  return issue(*this, t, std::move(ctx), touched(inputs, outputs),
+               [&t, outputs, inputs, blocks]() -> InTurn {
+                 return [&t, outputs, in = flat_cat(inputs), blocks](const OpContext& c) mutable {
+                   const auto total =
+                       std::accumulate(blocks.out.begin(), blocks.out.end(), std::int64_t{0});
+                   at::Tensor out = at::empty({total}, in.options());
+                   t.all_to_all(in, out, blocks, c);
+                   split_into(out, outputs);
+                 };
+               });
 }
 
 WorkPtr ProcessGroup::barrier(const CollectiveOptions& options) {
   Transport& t = transport();
   check_call([] { return std::string("barrier"); }, options.timeout);
-  return t.numbered(context("barrier", options.timeout),
-                    [&t](const OpContext& c) { return t.barrier(c); });
+  // The transport issues barrier itself: recorded from its Work alone.
+  return t.numbered(context("barrier", options.timeout), [&](const OpContext& c) {
+    return start_recorded(
+        *this, c, {}, [&](const AtIssue&) { return t.barrier(c); },
+        in_turn_only([](const OpContext&) {}));
+  });
 }
 
 }  // namespace dtrain::dist

@@ -14,7 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "collective_args.h"
-#include "dtrain/dist/prefix_store.h"
+#include "dtrain/dist/store_names.h"
 #include "dtrain/util/crash_trace.h"
 #include "gloo/gloo_api.h"
 #include "gloo/gloo_library.h"

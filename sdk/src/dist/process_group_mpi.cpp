@@ -11,7 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "dtrain/dist/prefix_store.h"
+#include "dtrain/dist/store_names.h"
 #include "dtrain/util/launch_env.h"
 #include "mpi_backend.h"
 #include "mpi_request_work.h"

@@ -29,7 +29,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "dtrain/dist/prefix_store.h"
+#include "dtrain/dist/store_names.h"
 #include "dtrain/util/launch_env.h"
 #include "nccl_utils.h"
 #include "transport.h"

@@ -15,10 +15,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// The words that say which ranks did not reach the collective; dtrun reads
-// them back from the workers' output (read_unreached), so both ends use these.
-constexpr std::string_view kRanksIntro = "; rank(s) ";
-constexpr std::string_view kNotReached = " did not reach this ";
 constexpr std::string_view kGlobalRank = " (global rank ";
 
 // How long the caller waits past the grace for a store call in flight to
@@ -115,12 +111,12 @@ milliseconds diagnosis_grace(milliseconds timeout) {
   return std::clamp(timeout, milliseconds(0), milliseconds(std::chrono::seconds(2)));
 }
 
-std::string diagnose_timeout(const std::shared_ptr<Store>& store, const std::string& group,
-                             int rank, const std::vector<int>& global_ranks, std::int64_t seq,
-                             const std::string& op, milliseconds grace) {
+Diagnosis diagnose_timeout(const std::shared_ptr<Store>& store, const std::string& group, int rank,
+                           const std::vector<int>& global_ranks, std::int64_t seq,
+                           const std::string& op, milliseconds grace) {
   const int size = static_cast<int>(global_ranks.size());
   if (store == nullptr || size <= 1 || rank < 0 || rank >= size) {
-    return "";
+    return {};
   }
   auto findings = std::make_shared<Findings>();
   findings->reports.resize(size);
@@ -131,7 +127,7 @@ std::string diagnose_timeout(const std::shared_ptr<Store>& store, const std::str
   try {
     std::thread(collect, store, rank, size, seq, op, deadline, findings).detach();
   } catch (const std::exception& e) {
-    return "; could not look for the ranks it waited on: " + std::string(e.what());
+    return {"; could not look for the ranks it waited on: " + std::string(e.what()), {}};
   }
 
   std::unique_lock<std::mutex> lock(findings->mutex);
@@ -145,7 +141,7 @@ std::string diagnose_timeout(const std::shared_ptr<Store>& store, const std::str
     store_trouble = "the store failed: " + findings->store_error;
   }
   if (!findings->reported) {
-    return "; could not look for the ranks this " + label + " waited on: " + store_trouble;
+    return {"; could not look for the ranks this " + label + " waited on: " + store_trouble, {}};
   }
 
   std::vector<int> silent;
@@ -164,20 +160,18 @@ std::string diagnose_timeout(const std::shared_ptr<Store>& store, const std::str
                    std::to_string(report.seq) + " instead";
     }
   }
-  std::vector<int> absent = silent;
+  std::vector<int> absent;  // silent, or in another collective
   for (int r = 0; r < size; ++r) {
-    if (r != rank && findings->reports[r].present && findings->reports[r].seq != seq) {
+    if (r != rank && std::find(same.begin(), same.end(), r) == same.end()) {
       absent.push_back(r);
     }
   }
-  std::sort(absent.begin(), absent.end());
 
   std::string text;
   if (absent.empty()) {
     text = "; every rank of the group reached this " + label + " and timed out in it";
   } else {
-    text = std::string(kRanksIntro) + join_ranks(absent, global_ranks) + std::string(kNotReached) +
-           label;
+    text = "; rank(s) " + join_ranks(absent, global_ranks) + " did not reach this " + label;
   }
   if (!silent.empty()) {
     text += ": rank(s) " + join_ranks(silent, global_ranks) + " reported no timeout within " +
@@ -191,43 +185,11 @@ std::string diagnose_timeout(const std::shared_ptr<Store>& store, const std::str
   if (!store_trouble.empty()) {
     text += " (" + store_trouble + ", so some reports may be missing)";
   }
-  return text;
-}
-
-std::vector<UnreachedCollective> read_unreached(const std::string& text) {
-  std::vector<UnreachedCollective> found;
-  for (std::size_t at = text.find(kNotReached); at != std::string::npos;
-       at = text.find(kNotReached, at + kNotReached.size())) {
-    const std::size_t ranks = text.rfind(kRanksIntro, at);
-    const std::size_t line = text.rfind('\n', at);
-    const std::size_t end = text.find("')", at);  // the label's "(#N on group 'G')"
-    if (ranks == std::string::npos || (line != std::string::npos && ranks < line) ||
-        end == std::string::npos || text.find('\n', at) < end) {
-      continue;  // not a diagnosis, or one cut short
-    }
-    UnreachedCollective entry;
-    entry.ranks = text.substr(ranks + kRanksIntro.size(), at - ranks - kRanksIntro.size());
-    entry.collective = text.substr(at + kNotReached.size(), end + 2 - at - kNotReached.size());
-    // "2, 3" in the default group; "1 (global rank 3), 2 (global rank 5)" in another.
-    std::size_t item = 0;
-    while (item < entry.ranks.size()) {
-      const std::size_t comma = std::min(entry.ranks.find(", ", item), entry.ranks.size());
-      const std::string one = entry.ranks.substr(item, comma - item);
-      const std::size_t global = one.find(kGlobalRank);
-      try {
-        entry.global_ranks.push_back(
-            std::stoi(global == std::string::npos ? one : one.substr(global + kGlobalRank.size())));
-      } catch (const std::exception&) {
-        // Not a rank: text that only looks like a diagnosis.
-      }
-      item = comma + 2;
-    }
-    if (!entry.global_ranks.empty() &&
-        std::find(found.begin(), found.end(), entry) == found.end()) {
-      found.push_back(std::move(entry));
-    }
+  Diagnosis diagnosis{std::move(text), {}};
+  for (const int r : absent) {
+    diagnosis.missing.push_back(global_ranks[r]);
   }
-  return found;
+  return diagnosis;
 }
 
 }  // namespace dtrain::dist::detail

@@ -14,7 +14,9 @@
 // reports nothing, and is the one named. The store may be hosted by a
 // stopped process, so every store call runs on its own thread and is
 // abandoned at the deadline; the diagnosis is appended to the transport's
-// error, never in its place.
+// error, never in its place. The ranks it names also go, as numbers, into
+// the rank's failure record (dtrain/store/job_records.h), which is what
+// dtrun reads: the words here are for people.
 #pragma once
 
 #include <chrono>
@@ -23,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "dtrain/dist/store.h"
+#include "dtrain/dist/store_names.h"
 
 namespace dtrain::dist::detail {
 
@@ -31,29 +33,21 @@ namespace dtrain::dist::detail {
 // the collective's timeout, at most 2 s.
 std::chrono::milliseconds diagnosis_grace(std::chrono::milliseconds timeout);
 
+// What a diagnosis found: the text to append to the error, and the global
+// ranks of the group that did not reach the collective.
+struct Diagnosis {
+  std::string text;
+  std::vector<int> missing;
+};
+
 // Reports that group rank `rank` timed out in its collective number `seq`,
 // `op` (e.g. "all_reduce(SUM)") of group `group`, whose members are
 // `global_ranks` (by group rank), reads the others' reports for up to
-// `grace`, and returns the text to append to the error: which ranks did not
-// reach it, and where the others were (group ranks, with the global rank
-// where it differs). Never throws; never takes much longer than `grace` (a
-// store that does not answer is said so).
-std::string diagnose_timeout(const std::shared_ptr<Store>& store, const std::string& group,
-                             int rank, const std::vector<int>& global_ranks, std::int64_t seq,
-                             const std::string& op, std::chrono::milliseconds grace);
-
-// One "rank(s) R did not reach this OP (#N on group 'G')" clause of a
-// diagnosis, read back from text that holds it: dtrun reads the failed
-// workers' output to name the likely cause of a job's failure.
-struct UnreachedCollective {
-  std::string ranks;              // as written: "2, 3", or "1 (global rank 4)"
-  std::vector<int> global_ranks;  // {2, 3}, or {4}
-  std::string collective;         // "barrier (#1 on group 'sub')"
-  bool operator==(const UnreachedCollective&) const = default;
-};
-
-// Every such clause in `text`, in order of appearance, once each; a clause
-// cut short (a line that ends inside it) is skipped.
-std::vector<UnreachedCollective> read_unreached(const std::string& text);
+// `grace`, and says which ranks did not reach it, and where the others were
+// (group ranks, with the global rank where it differs). Never throws; never
+// takes much longer than `grace` (a store that does not answer is said so).
+Diagnosis diagnose_timeout(const std::shared_ptr<Store>& store, const std::string& group, int rank,
+                           const std::vector<int>& global_ranks, std::int64_t seq,
+                           const std::string& op, std::chrono::milliseconds grace);
 
 }  // namespace dtrain::dist::detail

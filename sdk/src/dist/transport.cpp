@@ -2,6 +2,7 @@
 
 #include "dtrain/dist/process_group.h"
 #include "dtrain/util/errors.h"
+#include "rank_records.h"
 #include "timeout_diagnosis.h"
 
 namespace dtrain::dist::detail {
@@ -27,8 +28,23 @@ std::string diagnose_timeout(const std::shared_ptr<Store>& store, const ProcessG
   if (!store || ctx.seq == 0) {
     return "";
   }
-  return diagnose_timeout(store, group.name(), group.rank(), group.global_ranks(), ctx.seq, ctx.op,
-                          diagnosis_grace(ctx.timeout));
+  // Under dtrun, the ranks meet in dtrun's store, which no stopped rank hosts.
+  const auto records = records_store();
+  const std::shared_ptr<Store> meeting =
+      records ? std::make_shared<store::PrefixStore>("diagnosis/" + group.name(), records) : store;
+  Diagnosis diagnosis = diagnose_timeout(meeting, group.name(), group.rank(),
+                                         group.global_ranks(), ctx.seq, ctx.op,
+                                         diagnosis_grace(ctx.timeout));
+  store::FailureRecord record;
+  record.rank = group.global_ranks()[static_cast<std::size_t>(group.rank())];
+  record.group = group.name();
+  record.seq = ctx.seq;
+  record.op = ctx.op;
+  record.missing = diagnosis.missing;
+  record.message = ctx.what + ": timed out after " + std::to_string(ctx.timeout.count()) + " ms" +
+                   diagnosis.text;
+  report_collective_timeout(record);
+  return diagnosis.text;
 }
 
 }  // namespace dtrain::dist::detail

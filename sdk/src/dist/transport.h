@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "dtrain/dist/store.h"
+#include "dtrain/dist/store_names.h"
 #include "dtrain/dist/types.h"
 #include "dtrain/dist/work.h"
 

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "../dist/host_port.h"
-#include "../dist/socket.h"
+#include "dtrain/store/host_port.h"
+#include "dtrain/store/socket.h"
 
 namespace dtrain::launch::address {
 
@@ -19,9 +19,9 @@ std::string route_source(const std::string& host, std::uint16_t port);
 
 // The host name, the loopback test, the free-port picker and the address
 // syntax (Note [IPv6 address syntax]) the store's code uses too.
-using dist::net::free_port;
-using dist::net::host_name;
-using dist::net::host_port;
-using dist::net::is_loopback;
+using store::net::free_port;
+using store::net::host_name;
+using store::net::host_port;
+using store::net::is_loopback;
 
 }  // namespace dtrain::launch::address

@@ -15,16 +15,17 @@
 
 #include "address.h"
 #include "agent_signals.h"
-#include "dtrain/dist/prefix_store.h"
-#include "dtrain/dist/tcp_store.h"
 #include "dtrain/launch/failure.h"
 #include "dtrain/launch/rendezvous.h"
 #include "dtrain/launch/worker_env.h"
 #include "dtrain/launch/worker_output.h"
 #include "dtrain/launch/worker_process.h"
+#include "dtrain/store/prefix_store.h"
+#include "dtrain/store/tcp_store.h"
 #include "dtrain/util/build_info.h"
 #include "dtrain/util/errors.h"
 #include "heartbeats.h"
+#include "round_records.h"
 
 namespace dtrain::launch {
 
@@ -78,12 +79,14 @@ class Agent {
   Outcome supervise(const Membership& m);
   void record_failure(const Membership& m, int local_rank, const util::ExitStatus& status);
   void stop_workers(int sig);
+  // Signals each rank in `signals` (rank -> signal) to dump its flight recorder.
+  void ask_for_dumps(int round, const std::map<int, int>& signals);
   int finish(int round, int members, const Outcome& outcome);
   // The round's failure records: each node's first.
   std::vector<WorkerFailure> round_failures(int round, int members);
   // Before a restart: the ranks the failed workers named as never reaching
   // a collective (the summary's likely causes), which the restart hides.
-  void log_likely_causes(int round, int members);
+  void log_likely_causes(int round);
   void exit_barrier(int round);
   void check_signal() {
     if (signals::first() != 0) {
@@ -98,12 +101,13 @@ class Agent {
   std::string local_addr_;
   std::string log_root_;  // <log dir>/<run id>, or empty for no log files
   bool is_host_ = false;
-  std::unique_ptr<dist::TcpStoreServer> server_;
-  std::shared_ptr<dist::Store> store_;
+  std::unique_ptr<store::TcpStoreServer> server_;
+  std::shared_ptr<store::Store> store_;
   std::unique_ptr<Rendezvous> rdzv_;
   WorkerOutput output_;
   std::vector<std::unique_ptr<WorkerProcess>> workers_;
   std::vector<int> worker_ranks_;
+  int world_size_ = 0;  // the last round's
   bool local_failure_ = false;
   // The last lines of each worker of the last round stopped, by rank: the
   // summary quotes those of a rank the failed ones name as the likely cause.
@@ -121,33 +125,33 @@ void Agent::connect_store() {
   if (wants_host) {
     try {
       // Port 0 (--standalone): any free port, which only this node needs to know.
-      server_ = std::make_unique<dist::TcpStoreServer>(endpoint.port);
+      server_ = std::make_unique<store::TcpStoreServer>(endpoint.port);
       endpoint.port = server_->port();
       is_host_ = true;
-    } catch (const dist::StoreError& e) {
+    } catch (const store::StoreError& e) {
       DTRAIN_CHECK(!static_backend, "node rank 0 hosts the rendezvous store, but ", e.what());
       spdlog::debug("another agent hosts the store on {} ({})",
                     address::host_port(endpoint.host, endpoint.port), e.what());
       busy_port = e.what();
     }
   }
-  auto store = std::make_shared<dist::TcpStore>(dist::TcpStoreOptions()
-                                                    .host(endpoint.host)
-                                                    .port(endpoint.port)
-                                                    .timeout(options_.join_timeout));
+  auto store = std::make_shared<store::TcpStore>(store::TcpStoreOptions()
+                                                     .host(endpoint.host)
+                                                     .port(endpoint.port)
+                                                     .timeout(options_.join_timeout));
   if (!busy_port.empty()) {
     // Usually another agent of this host got the port first; but it may be
     // another program, which would never answer as a store does.
     try {
       store->num_keys();
-    } catch (const dist::StoreError& e) {
+    } catch (const store::StoreError& e) {
       throw Error("the rendezvous endpoint " + address::host_port(endpoint.host, endpoint.port) +
                   " is taken on this host (" + busy_port +
                   ") by something that is not a dtrun rendezvous store (" + e.what() +
                   "); free the port or choose another --rdzv-endpoint");
     }
   }
-  store_ = std::make_shared<dist::PrefixStore>("dtrun/" + options_.run_id, store);
+  store_ = std::make_shared<store::PrefixStore>("dtrun/" + options_.run_id, store);
   spdlog::info("rendezvous store at {} ({}), run id '{}'",
                address::host_port(endpoint.host, endpoint.port),
                is_host_ ? "hosted by this agent" : "client", options_.run_id);
@@ -216,12 +220,16 @@ void Agent::start_workers(const Membership& m) {
   if (options_.bind_devices) {
     facts.bind_devices = options_.devices;
   }
+  facts.records = {options_.endpoint.host, options_.endpoint.port,
+                   records_prefix(options_.run_id, m.round)};
   const Environment base = current_environment();
   std::string round_dir;
   if (!log_root_.empty()) {
     round_dir = log_root_ + "/round_" + std::to_string(m.round);
     create_log_directory(round_dir);
+    facts.flight_recorder_dir = round_dir;
   }
+  world_size_ = m.world_size();
   const bool log_everything =
       !options_.log_dir.empty() && !options_.redirects.any() && !options_.tee.any();
   for (int local = 0; local < options_.nproc_per_node; ++local) {
@@ -295,6 +303,7 @@ Outcome Agent::supervise(const Membership& m) {
   Heartbeats heartbeats(*rdzv_, m.round, m.group_rank, members,
                         heartbeat_period(options_.heartbeat_timeout, options_.monitor_interval),
                         options_.heartbeat_timeout);
+  ProgressWatch progress(m.round, worker_ranks_, options_.heartbeat_timeout);
   bool marked_success = false;
   local_failure_ = false;
   // Output is passed on as it arrives; the checks below run once per
@@ -349,6 +358,7 @@ Outcome Agent::supervise(const Membership& m) {
 
     const auto now = Clock::now();
     if (heartbeats.due(now)) {
+      ask_for_dumps(m.round, progress.check(*rdzv_, now));
       if (const auto silent = heartbeats.beat_and_check(now)) {
         const NodeInfo& node = m.nodes[static_cast<std::size_t>(*silent)];
         const int next = m.restarts + 1;
@@ -368,9 +378,26 @@ Outcome Agent::supervise(const Membership& m) {
   }
 }
 
+void Agent::ask_for_dumps(int round, const std::map<int, int>& signals) {
+  for (std::size_t i = 0; i < workers_.size(); ++i) {
+    if (const auto it = signals.find(worker_ranks_[i]); it != signals.end()) {
+      workers_[i]->signal_group(it->second);
+    }
+  }
+  if (!signals.empty()) {
+    spdlog::warn(
+        "round {}: a rank has waited in one collective for {} s; asked this node's ranks "
+        "to dump their flight recorders",
+        round, options_.heartbeat_timeout.count() / 1000.0);
+  }
+}
+
 void Agent::stop_workers(int sig) {
   for (auto& worker : workers_) {
     worker->signal_group(sig);
+    if (sig != SIGKILL) {
+      worker->signal_group(SIGCONT);  // a stopped worker acts on it only when continued
+    }
   }
   auto all_ended = [&] {
     bool ended = true;
@@ -452,8 +479,8 @@ std::vector<WorkerFailure> Agent::round_failures(int round, int members) {
   return failures;
 }
 
-void Agent::log_likely_causes(int round, int members) {
-  std::istringstream lines(format_likely_causes(round_failures(round, members)));
+void Agent::log_likely_causes(int round) {
+  std::istringstream lines(format_likely_causes(read_round_records(*rdzv_, round, world_size_)));
   std::string line;
   while (std::getline(lines, line)) {
     spdlog::warn("round {}: {}", round, line.substr(line.find_first_not_of(' ')));
@@ -469,11 +496,14 @@ int Agent::finish(int round, int members, const Outcome& outcome) {
     return 0;
   }
   const std::vector<WorkerFailure> failures = round_failures(round, members);
+  // Before the exit barrier, after which the store's host may close it.
+  const JobRecords records = read_round_records(*rdzv_, round, world_size_);
   exit_barrier(round);
   const int restarts = outcome.next_restarts - 1;
   std::string summary;
   if (!failures.empty()) {
-    summary = format_failure_summary(failures, restarts, options_.max_restarts, stopped_tails_);
+    summary =
+        format_failure_summary(failures, restarts, options_.max_restarts, records, stopped_tails_);
   } else {
     summary = "dtrun: job failed after " + std::to_string(restarts) +
               " restart(s) (--max-restarts " + std::to_string(options_.max_restarts) +
@@ -518,7 +548,7 @@ int Agent::run() {
         return finish(m.round, static_cast<int>(m.nodes.size()), outcome);
       }
       if (outcome.kind == Outcome::Kind::kFailed) {
-        log_likely_causes(m.round, static_cast<int>(m.nodes.size()));
+        log_likely_causes(m.round);
       }
     }
   } catch (const Rendezvous::Interrupted&) {
@@ -528,7 +558,7 @@ int Agent::run() {
     spdlog::warn("got signal {}; passing it on to the workers", s.sig);
     stop_workers(s.sig);
     return 128 + s.sig;
-  } catch (const dist::StoreError& e) {
+  } catch (const store::StoreError& e) {
     spdlog::error("lost the rendezvous store at {}: {}",
                   address::host_port(options_.endpoint.host, options_.endpoint.port), e.what());
     stop_workers(SIGTERM);

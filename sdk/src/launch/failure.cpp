@@ -1,10 +1,9 @@
 #include "dtrain/launch/failure.h"
 
 #include <algorithm>
+#include <iomanip>
 #include <sstream>
 #include <vector>
-
-#include "../dist/timeout_diagnosis.h"
 
 namespace dtrain::launch {
 
@@ -52,8 +51,8 @@ std::optional<WorkerFailure> decode_failure(const std::string& text) {
 
 namespace {
 
-using dist::detail::read_unreached;
-using dist::detail::UnreachedCollective;
+using store::FailureRecord;
+using store::ProgressRecord;
 
 // Quotes `text` line by line under a heading of the summary.
 void quote(std::ostringstream& out, const std::string& text) {
@@ -64,62 +63,124 @@ void quote(std::ostringstream& out, const std::string& text) {
   }
 }
 
-// Note [Which rank a timeout waited on] (dist/timeout_diagnosis.h): a worker
-// whose collective timed out names in its error the ranks that did not
-// reach it. The first failure is then a victim, and those ranks are where
-// to look.
+// A collective that timed out on some ranks and that others never reached
+// (the workers' FailureRecords): those others are where to look.
 struct LikelyCause {
-  UnreachedCollective collective;
-  std::vector<int> reporters;  // the failed ranks that named it
+  std::string group;
+  std::int64_t seq = 0;
+  std::string op;
+  std::vector<int> missing;
+  std::vector<int> reporters;  // the ranks whose record named it
 };
 
-// Each collective the failures' outputs name, once, in order of appearance.
-std::vector<LikelyCause> likely_causes(const std::vector<WorkerFailure>& failures) {
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string text;
+  for (const int rank : ranks) {
+    text += (text.empty() ? "" : ", ") + std::to_string(rank);
+  }
+  return text;
+}
+
+std::string collective_text(const std::string& op, std::int64_t seq, const std::string& group) {
+  return op + " (#" + std::to_string(seq) + " on group '" + group + "')";
+}
+
+// Each collective the records name with ranks missing, once, by rank of the
+// first record that named it.
+std::vector<LikelyCause> likely_causes(const JobRecords& records) {
+  std::vector<FailureRecord> failures = records.failures;
+  std::sort(failures.begin(), failures.end(),
+            [](const auto& a, const auto& b) { return a.rank < b.rank; });
   std::vector<LikelyCause> causes;
-  for (const WorkerFailure& failure : failures) {
-    for (UnreachedCollective& collective : read_unreached(failure.log_tail)) {
-      auto it = std::find_if(causes.begin(), causes.end(),
-                             [&](const LikelyCause& c) { return c.collective == collective; });
-      if (it == causes.end()) {
-        it = causes.insert(causes.end(), {std::move(collective), {}});
-      }
-      it->reporters.push_back(failure.rank);
+  for (const FailureRecord& record : failures) {
+    if (record.missing.empty()) {
+      continue;  // every rank reached it: a slow peer, not a missing one
     }
+    std::vector<int> missing = record.missing;
+    std::sort(missing.begin(), missing.end());
+    auto it = std::find_if(causes.begin(), causes.end(), [&](const LikelyCause& c) {
+      return c.group == record.group && c.seq == record.seq && c.op == record.op &&
+             c.missing == missing;
+    });
+    if (it == causes.end()) {
+      it = causes.insert(causes.end(), {record.group, record.seq, record.op, missing, {}});
+    }
+    it->reporters.push_back(record.rank);
   }
   return causes;
 }
 
-std::string format_causes(const std::vector<LikelyCause>& causes) {
+const ProgressRecord* progress_of(const JobRecords& records, int rank) {
+  for (const ProgressRecord& progress : records.progress) {
+    if (progress.rank == rank) {
+      return &progress;
+    }
+  }
+  return nullptr;
+}
+
+std::string format_causes(const std::vector<LikelyCause>& causes, const JobRecords& records) {
   std::ostringstream out;
   for (const LikelyCause& cause : causes) {
-    out << "  likely cause: rank(s) " << cause.collective.ranks << " never reached "
-        << cause.collective.collective << ", in which rank(s) ";
-    for (std::size_t r = 0; r < cause.reporters.size(); ++r) {
-      out << (r ? ", " : "") << cause.reporters[r];
+    out << "  likely cause: rank(s) " << ranks_text(cause.missing) << " never reached "
+        << collective_text(cause.op, cause.seq, cause.group) << ", in which rank(s) "
+        << ranks_text(cause.reporters) << " timed out\n";
+    for (const int rank : cause.missing) {
+      if (const ProgressRecord* last = progress_of(records, rank)) {
+        out << "    rank " << rank << " was last in "
+            << collective_text(last->op, last->seq, last->group) << ", " << last->state
+            << " (its flight recorder)\n";
+      } else {
+        out << "    rank " << rank << " left no flight recorder record\n";
+      }
     }
-    out << " timed out\n";
   }
   return out.str();
 }
 
 }  // namespace
 
-std::string format_likely_causes(const std::vector<WorkerFailure>& failures) {
-  return format_causes(likely_causes(failures));
+std::string format_likely_causes(const JobRecords& records) {
+  return format_causes(likely_causes(records), records);
+}
+
+std::string format_divergence(const JobRecords& records) {
+  if (records.progress.empty()) {
+    return "";
+  }
+  std::vector<ProgressRecord> rows = records.progress;
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+  const std::vector<LikelyCause> causes = likely_causes(records);
+  std::ostringstream out;
+  out << "  where the ranks were (each one's last collective, from its flight recorder):\n"
+      << "    rank  group         seq  collective                state\n";
+  for (const ProgressRecord& row : rows) {
+    out << "    " << std::left << std::setw(6) << row.rank << std::setw(12) << row.group
+        << std::right << std::setw(5) << row.seq << "  " << std::left << std::setw(26) << row.op
+        << row.state;
+    for (const LikelyCause& cause : causes) {
+      if (std::find(cause.missing.begin(), cause.missing.end(), row.rank) != cause.missing.end()) {
+        out << "  <- never reached #" << cause.seq << " on '" << cause.group << "'";
+      }
+    }
+    out << std::right << "\n";
+  }
+  return out.str();
 }
 
 std::string format_failure_summary(std::vector<WorkerFailure> failures, int restarts,
-                                   int max_restarts, const std::map<int, std::string>& tails) {
+                                   int max_restarts, const JobRecords& records,
+                                   const std::map<int, std::string>& tails) {
   std::stable_sort(failures.begin(), failures.end(),
                    [](const auto& a, const auto& b) { return a.time_ms < b.time_ms; });
   const WorkerFailure& failure = failures.front();
-  const std::vector<LikelyCause> causes = likely_causes(failures);
+  const std::vector<LikelyCause> causes = likely_causes(records);
   std::ostringstream out;
   out << "dtrun: job failed after " << restarts << " restart" << (restarts == 1 ? "" : "s")
       << " (--max-restarts " << max_restarts << ")\n"
-      << format_causes(causes) << "  first failure: rank " << failure.rank << " (local rank "
-      << failure.local_rank << " on node " << failure.group_rank << ", host " << failure.host
-      << ") ended with " << failure.status.describe() << "\n";
+      << format_causes(causes, records) << format_divergence(records) << "  first failure: rank "
+      << failure.rank << " (local rank " << failure.local_rank << " on node " << failure.group_rank
+      << ", host " << failure.host << ") ended with " << failure.status.describe() << "\n";
   if (failure.log_tail.empty()) {
     out << "  its output was empty\n";
   } else {
@@ -137,8 +198,7 @@ std::string format_failure_summary(std::vector<WorkerFailure> failures, int rest
   // are not the first failure, quoted above).
   std::vector<int> named;
   for (const LikelyCause& cause : causes) {
-    named.insert(named.end(), cause.collective.global_ranks.begin(),
-                 cause.collective.global_ranks.end());
+    named.insert(named.end(), cause.missing.begin(), cause.missing.end());
   }
   std::sort(named.begin(), named.end());
   named.erase(std::unique(named.begin(), named.end()), named.end());

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <thread>
 
-#include "../dist/host_port.h"
+#include "dtrain/store/host_port.h"
 #include "dtrain/util/errors.h"
 
 namespace dtrain::launch {
@@ -158,13 +158,13 @@ int parse_nproc_per_node(const std::string& text, const std::vector<std::string>
 Endpoint parse_endpoint(const std::string& text, std::uint16_t default_port) {
   DTRAIN_CHECK(!text.empty(), "the rendezvous endpoint is empty; expected host:port");
   // Note [IPv6 address syntax]
-  const auto parsed = dist::net::parse_host_port(text, default_port, "endpoint '" + text + "'",
-                                                 "HOST:PORT, or [IPV6]:PORT as in [::1]:29400");
+  const auto parsed = store::net::parse_host_port(text, default_port, "endpoint '" + text + "'",
+                                                  "HOST:PORT, or [IPV6]:PORT as in [::1]:29400");
   return {parsed.host, parsed.port};
 }
 
 std::string parse_host(const std::string& text, const std::string& flag) {
-  return dist::net::parse_host(text, flag + " '" + text + "'");
+  return store::net::parse_host(text, flag + " '" + text + "'");
 }
 
 Streams StreamsSpec::for_rank(int local_rank) const {

@@ -13,12 +13,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string text_of(const dist::Bytes& bytes) {
+std::string text_of(const store::Bytes& bytes) {
   return std::string(bytes.begin(), bytes.end());
 }
 
-dist::Bytes bytes_of(const std::string& text) {
-  return dist::Bytes(text.begin(), text.end());
+store::Bytes bytes_of(const std::string& text) {
+  return store::Bytes(text.begin(), text.end());
 }
 
 std::vector<std::string> lines_of(const std::string& text, std::size_t count) {
@@ -150,7 +150,7 @@ int Membership::first_rank(int group) const {
   return rank;
 }
 
-Rendezvous::Rendezvous(std::shared_ptr<dist::Store> store, RendezvousSettings settings)
+Rendezvous::Rendezvous(std::shared_ptr<store::Store> store, RendezvousSettings settings)
     : store_(std::move(store)), settings_(settings) {}
 
 std::string Rendezvous::key(int round, const std::string& name) const {
@@ -263,7 +263,7 @@ Membership Rendezvous::membership_of(int round, int members, int ticket) {
   }
   try {
     store_->wait(keys, settings_.join_timeout);
-  } catch (const dist::StoreTimeoutError& e) {
+  } catch (const store::StoreTimeoutError& e) {
     // An agent took a ticket and vanished before writing who it is.
     throw Error("rendezvous round " + std::to_string(round) +
                 ": a node joined but never described itself (" + e.what() + ")");

@@ -33,6 +33,14 @@ Environment worker_environment(const Environment& base, const WorkerPlace& place
   if (place.local_world_size > 1 && env.find("OMP_NUM_THREADS") == env.end()) {
     env["OMP_NUM_THREADS"] = "1";
   }
+  if (!round.records.host.empty()) {
+    env[store::kRecordsHostVariable] = round.records.host;
+    env[store::kRecordsPortVariable] = std::to_string(round.records.port);
+    env[store::kRecordsPrefixVariable] = round.records.prefix;
+  }
+  if (!round.flight_recorder_dir.empty()) {
+    env["DTRAIN_FLIGHT_RECORDER_DIR"] = round.flight_recorder_dir;
+  }
   if (round.share_gpu) {
     env[util::kShareGpuVariable] = "1";
   }

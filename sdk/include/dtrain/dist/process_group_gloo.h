@@ -34,7 +34,7 @@
 #include <string>
 
 #include "dtrain/dist/process_group.h"
-#include "dtrain/dist/store.h"
+#include "dtrain/dist/store_names.h"
 
 namespace dtrain::dist {
 

@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "dtrain/dist/process_group.h"
-#include "dtrain/dist/store.h"
+#include "dtrain/dist/store_names.h"
 
 namespace dtrain::dist {
 

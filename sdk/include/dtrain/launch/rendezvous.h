@@ -28,8 +28,8 @@
 #include <string>
 #include <vector>
 
-#include "dtrain/dist/store.h"
 #include "dtrain/launch/launch_options.h"
+#include "dtrain/store/store.h"
 
 namespace dtrain::launch {
 
@@ -95,7 +95,7 @@ struct RendezvousSettings {
 class Rendezvous {
  public:
   // `store` holds only this job's keys (a PrefixStore on the run id).
-  Rendezvous(std::shared_ptr<dist::Store> store, RendezvousSettings settings);
+  Rendezvous(std::shared_ptr<store::Store> store, RendezvousSettings settings);
 
   // Joins the newest open round (Note [Rounds]) and waits until a round
   // admits this agent, or the job ends. `make_info` is called per attempt
@@ -131,7 +131,7 @@ class Rendezvous {
   // for the static backend, as the holder of `ticket` sees it.
   Membership membership_of(int round, int members, int ticket);
 
-  std::shared_ptr<dist::Store> store_;
+  std::shared_ptr<store::Store> store_;
   RendezvousSettings settings_;
 };
 

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "dtrain/store/job_records.h"
+
 namespace dtrain::launch {
 
 using Environment = std::map<std::string, std::string>;
@@ -37,6 +39,12 @@ struct RoundFacts {
   std::vector<std::string> bind_devices;
   // Sets DTRAIN_SHARE_GPU=1 (LaunchOptions::share_gpu).
   bool share_gpu = false;
+  // Where the workers leave their records (dtrain/store/job_records.h):
+  // the agents' store and the round's prefix; none when host is empty.
+  store::RecordsLocation records;
+  // Where the workers write their flight recorders' dumps
+  // (DTRAIN_FLIGHT_RECORDER_DIR); unset when empty.
+  std::string flight_recorder_dir;
 };
 
 // `base` (normally the launcher's own environment) with the worker's

@@ -15,7 +15,7 @@
 
 #include "dtrain/util/errors.h"
 
-namespace dtrain::dist {
+namespace dtrain::store {
 
 using Bytes = std::vector<std::uint8_t>;
 
@@ -71,4 +71,4 @@ class Store {
   std::chrono::milliseconds timeout_;
 };
 
-}  // namespace dtrain::dist
+}  // namespace dtrain::store

@@ -18,9 +18,9 @@
 #include <mutex>
 #include <string>
 
-#include "dtrain/dist/store.h"
+#include "dtrain/store/store.h"
 
-namespace dtrain::dist {
+namespace dtrain::store {
 
 class TcpStoreServer;
 
@@ -102,4 +102,4 @@ class TcpStore : public Store {
   std::unique_ptr<Connection> connection_;
 };
 
-}  // namespace dtrain::dist
+}  // namespace dtrain::store

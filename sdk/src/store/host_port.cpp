@@ -1,10 +1,10 @@
-#include "host_port.h"
+#include "dtrain/store/host_port.h"
 
 #include <arpa/inet.h>
 
 #include "dtrain/util/errors.h"
 
-namespace dtrain::dist::net {
+namespace dtrain::store::net {
 
 namespace {
 
@@ -123,4 +123,4 @@ std::string parse_host(const std::string& text, const std::string& what) {
   return text;
 }
 
-}  // namespace dtrain::dist::net
+}  // namespace dtrain::store::net

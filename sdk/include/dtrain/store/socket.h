@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace dtrain::dist::net {
+namespace dtrain::store::net {
 
 using Clock = std::chrono::steady_clock;
 
@@ -70,4 +70,4 @@ std::string host_name();
 // and "ip6-loopback".
 bool is_loopback(const std::string& address);
 
-}  // namespace dtrain::dist::net
+}  // namespace dtrain::store::net

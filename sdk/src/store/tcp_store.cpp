@@ -3,12 +3,12 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
-#include "dtrain/dist/tcp_store.h"
-#include "host_port.h"
-#include "socket.h"
+#include "dtrain/store/host_port.h"
+#include "dtrain/store/socket.h"
+#include "dtrain/store/tcp_store.h"
 #include "store_protocol.h"
 
-namespace dtrain::dist {
+namespace dtrain::store {
 
 namespace {
 
@@ -144,4 +144,4 @@ std::int64_t TcpStore::num_keys() {
   return connection_->call(make(Op::kNumKeys), std::chrono::milliseconds(0)).number;
 }
 
-}  // namespace dtrain::dist
+}  // namespace dtrain::store

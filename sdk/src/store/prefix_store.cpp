@@ -1,6 +1,6 @@
-#include "dtrain/dist/prefix_store.h"
+#include "dtrain/store/prefix_store.h"
 
-namespace dtrain::dist {
+namespace dtrain::store {
 
 PrefixStore::PrefixStore(std::string prefix, std::shared_ptr<Store> inner)
     : Store(inner ? inner->timeout() : kDefaultTimeout),
@@ -54,4 +54,4 @@ std::int64_t PrefixStore::num_keys() {
   return inner_->num_keys();
 }
 
-}  // namespace dtrain::dist
+}  // namespace dtrain::store

@@ -1,4 +1,4 @@
-#include "socket.h"
+#include "dtrain/store/socket.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -15,10 +15,10 @@
 #include <random>
 #include <thread>
 
-#include "dtrain/dist/store.h"
-#include "host_port.h"
+#include "dtrain/store/host_port.h"
+#include "dtrain/store/store.h"
 
-namespace dtrain::dist::net {
+namespace dtrain::store::net {
 
 namespace {
 
@@ -366,4 +366,4 @@ bool is_loopback(const std::string& address) {
   return false;
 }
 
-}  // namespace dtrain::dist::net
+}  // namespace dtrain::store::net

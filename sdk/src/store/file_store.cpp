@@ -5,7 +5,7 @@
 //
 // Replaying the log from the start gives the current map. A trailing
 // partial record (a writer died mid-append) is cut off before appending.
-#include "dtrain/dist/file_store.h"
+#include "dtrain/store/file_store.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -17,7 +17,7 @@
 #include <map>
 #include <thread>
 
-namespace dtrain::dist {
+namespace dtrain::store {
 
 namespace {
 
@@ -267,4 +267,4 @@ std::int64_t FileStore::num_keys() {
   return static_cast<std::int64_t>(LockedLog(path_).data().size());
 }
 
-}  // namespace dtrain::dist
+}  // namespace dtrain::store

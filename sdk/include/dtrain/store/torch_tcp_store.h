@@ -20,9 +20,9 @@
 #include <memory>
 #include <string>
 
-#include "dtrain/dist/store.h"
+#include "dtrain/store/store.h"
 
-namespace dtrain::dist {
+namespace dtrain::store {
 
 class TorchTcpStore : public Store {
  public:
@@ -47,4 +47,4 @@ class TorchTcpStore : public Store {
   std::unique_ptr<Connection> connection_;
 };
 
-}  // namespace dtrain::dist
+}  // namespace dtrain::store

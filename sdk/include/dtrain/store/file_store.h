@@ -18,9 +18,9 @@
 #include <cstdint>
 #include <string>
 
-#include "dtrain/dist/store.h"
+#include "dtrain/store/store.h"
 
-namespace dtrain::dist {
+namespace dtrain::store {
 
 class FileStore : public Store {
  public:
@@ -53,4 +53,4 @@ class FileStore : public Store {
   std::int64_t num_users_ = 0;
 };
 
-}  // namespace dtrain::dist
+}  // namespace dtrain::store

@@ -6,9 +6,9 @@
 #include <memory>
 #include <string>
 
-#include "dtrain/dist/store.h"
+#include "dtrain/store/store.h"
 
-namespace dtrain::dist {
+namespace dtrain::store {
 
 class PrefixStore : public Store {
  public:
@@ -37,4 +37,4 @@ class PrefixStore : public Store {
   std::shared_ptr<Store> inner_;
 };
 
-}  // namespace dtrain::dist
+}  // namespace dtrain::store

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace dtrain::dist::protocol {
+namespace dtrain::store::protocol {
 
 using Bytes = std::vector<std::uint8_t>;
 
@@ -70,4 +70,4 @@ ParsedRequest parse_request(std::span<const std::uint8_t> stream);
 // Parses a response body (without its length prefix); nullopt when malformed.
 std::optional<Response> parse_response_body(std::span<const std::uint8_t> body);
 
-}  // namespace dtrain::dist::protocol
+}  // namespace dtrain::store::protocol

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-namespace dtrain::dist::protocol {
+namespace dtrain::store::protocol {
 
 namespace {
 
@@ -233,4 +233,4 @@ std::optional<Response> parse_response_body(std::span<const std::uint8_t> body) 
   return response;
 }
 
-}  // namespace dtrain::dist::protocol
+}  // namespace dtrain::store::protocol

@@ -16,7 +16,7 @@
 // The query type is one byte; keys and byte strings are a u64 length and
 // the bytes; numbers are in the host's byte order (little-endian on every
 // machine dtrain runs on), as PyTorch writes them.
-#include "dtrain/dist/torch_tcp_store.h"
+#include "dtrain/store/torch_tcp_store.h"
 
 #include <mutex>
 #include <random>
@@ -25,10 +25,10 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
-#include "host_port.h"
-#include "socket.h"
+#include "dtrain/store/host_port.h"
+#include "dtrain/store/socket.h"
 
-namespace dtrain::dist {
+namespace dtrain::store {
 
 namespace {
 
@@ -247,4 +247,4 @@ std::int64_t TorchTcpStore::num_keys() {
   });
 }
 
-}  // namespace dtrain::dist
+}  // namespace dtrain::store

@@ -16,7 +16,7 @@
 #include <optional>
 #include <string>
 
-namespace dtrain::dist::net {
+namespace dtrain::store::net {
 
 // True for an IPv6 address literal, with or without a zone ("fe80::1%eth0").
 bool is_ipv6_literal(const std::string& host);
@@ -46,4 +46,4 @@ std::string parse_host(const std::string& text, const std::string& what);
 // The port number in `text`, 1..65535; throws dtrain::Error naming `what`.
 std::uint16_t parse_port(const std::string& text, const std::string& what);
 
-}  // namespace dtrain::dist::net
+}  // namespace dtrain::store::net

@@ -21,11 +21,11 @@
 
 #include <spdlog/spdlog.h>
 
-#include "dtrain/dist/tcp_store.h"
-#include "socket.h"
+#include "dtrain/store/socket.h"
+#include "dtrain/store/tcp_store.h"
 #include "store_protocol.h"
 
-namespace dtrain::dist {
+namespace dtrain::store {
 
 namespace {
 
@@ -359,4 +359,4 @@ int TcpStoreServer::State::poll_timeout_ms() const {
   return static_cast<int>(std::clamp<long long>(ms + 1, 0, 1 << 30));
 }
 
-}  // namespace dtrain::dist
+}  // namespace dtrain::store
