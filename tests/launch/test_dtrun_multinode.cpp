@@ -267,9 +267,15 @@ TEST_F(TwoNodes, ANodeStartedLateIsAdmittedAtTheNextRound) {
 // epoch split between them (or, if the stop fell between epochs, the next
 // epoch), every epoch in the report once.
 TEST_F(TwoNodes, ANodeJoiningMidTrainingCostsNoSteps) {
-  const std::vector<std::string> flags{
-      "--nnodes",       "1:2", "--nproc-per-node", "1",
-      "--max-restarts", "0",   "--rdzv-conf",      "last_call_timeout=1,join_timeout=30"};
+  // The worker stopped to admit node b finishes its step and writes its
+  // checkpoint before it exits; on a loaded machine that may take longer
+  // than dtrun's default 10 s, which would then kill it mid-write. The stop
+  // waits on the worker's exit, so a long grace costs nothing when it is quick.
+  const std::vector<std::string> flags{"--nnodes",         "1:2",
+                                       "--nproc-per-node", "1",
+                                       "--max-restarts",   "0",
+                                       "--stop-timeout",   "120",
+                                       "--rdzv-conf",      "last_call_timeout=1,join_timeout=30"};
   const std::string csv = dir_.file("report.csv");
   std::vector<std::string> train{kTrainPointNet2};
   for (const auto& arg : dtrain::testing::small_synthetic_run(dir_.file("shapes"), csv)) {
