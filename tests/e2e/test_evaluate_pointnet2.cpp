@@ -71,6 +71,43 @@ TEST(EvaluatePointNet2, EvalOnlyReproducesTheLastEpoch) {
   EXPECT_FALSE(fs::exists(csv)) << "an evaluation wrote a training report";
 }
 
+// Two processes train, each rank's batch norm statistics following its own
+// shard; the evaluation after the last epoch uses rank 0's, which the
+// checkpoint keeps, so --eval-only of it (one process or two) reproduces
+// the reported figures to the report's last digit.
+TEST(EvaluatePointNet2, EvalOnlyReproducesATwoProcessRun) {
+  TempDir dir;
+  const std::string checkpoint = dir.file("two.pt");
+  const std::string report = dir.file("two.csv");
+  std::vector<std::string> train{DTRAIN_DTRUN_PATH, "--standalone", "--nproc-per-node", "2",
+                                 DTRAIN_TRAIN_POINTNET2_PATH};
+  for (const auto& flag : dtrain::testing::pointnet2::run_flags(dir)) {
+    train.push_back(flag);
+  }
+  train.insert(train.end(), {"--epochs", "2", "--checkpoint", checkpoint, "--csv", report});
+  const auto trained = dtrain::testing::run_process(train);
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  for (const int processes : {1, 2}) {
+    std::vector<std::string> eval;
+    if (processes > 1) {
+      eval = {DTRAIN_DTRUN_PATH, "--standalone", "--nproc-per-node", "2"};
+    }
+    eval.push_back(DTRAIN_TRAIN_POINTNET2_PATH);
+    for (const auto& flag : dtrain::testing::pointnet2::run_flags(dir)) {
+      eval.push_back(flag);
+    }
+    const std::string csv = dir.file("eval" + std::to_string(processes) + ".csv");
+    eval.insert(eval.end(), {"--eval-only", "--checkpoint", checkpoint, "--csv", csv});
+    const auto result = dtrain::testing::run_process(eval);
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    const std::string summary = beside(csv, "_eval.csv");
+    EXPECT_EQ(cell(summary, 1, "overall_accuracy"), cell(report, 2, "test_accuracy")) << processes;
+    EXPECT_EQ(cell(summary, 1, "mean_class_accuracy"), cell(report, 2, "mean_class_accuracy"))
+        << processes;
+    EXPECT_EQ(cell(summary, 1, "test_loss"), cell(report, 2, "test_loss")) << processes;
+  }
+}
+
 // Rows: true classes, named as the dataset names them; each row sums to
 // its class's test clouds, which the per-class file and the predictions
 // list agree on.

@@ -13,6 +13,7 @@
 #include <torch/optim/sgd.h>
 
 #include "dtrain/amp/autocast.h"
+#include "dtrain/ddp/broadcast.h"
 #include "dtrain/dist/same_settings.h"
 #include "dtrain/train/graceful_stop.h"
 #include "dtrain/train/labels_fingerprint.h"
@@ -186,6 +187,13 @@ EvalStats evaluate_once(torch::nn::Module& module, const amp::AutocastOptions& a
 
 EvalStats TrainerRun::evaluate(const ModelInJob& model,
                                const amp::AutocastOptions& autocast) const {
+  // Each rank's buffers (batch norm's running statistics) followed its own
+  // shard; the checkpoint keeps rank 0's. Every rank takes rank 0's first,
+  // as DDP's broadcast_buffers does before a forward, so the reported
+  // figures are those of the saved model: --eval-only reproduces them.
+  if (job_.distributed()) {
+    ddp::broadcast_tensors(module_.buffers(), /*root=*/0);
+  }
   return evaluate_once(module_, autocast, EvalContext(job_, options_.eval_batch()), model.evaluate);
 }
 
