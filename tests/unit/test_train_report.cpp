@@ -1,7 +1,10 @@
 // dtrain::train: the CSV report and the progress line.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "dtrain/train/csv_writer.h"
@@ -86,6 +89,31 @@ TEST(ProgressBar, ClampsAndHandlesZeroTotal) {
   EXPECT_EQ(dtrain::train::render_progress("x", 12, 10, 0.0, "", 4),
             "x [####] 12/10 0.0s 0.0 it/s");
   EXPECT_EQ(dtrain::train::render_progress("x", 0, 0, 1.0, "", 4), "x [    ] 0/0 1.0s 0.0 it/s");
+}
+
+// A status that costs a device sync to make (the loss of a GPU step) is
+// made only for the lines the bar draws, never on a rank that draws none.
+TEST(ProgressBar, MakesALazyStatusOnlyWhenItDraws) {
+  int made = 0;
+  const std::function<std::string()> status = [&made] {
+    ++made;
+    return std::string("loss 1.0");
+  };
+  dtrain::train::ProgressBar hidden("t", 100, /*enabled=*/false);
+  for (int i = 0; i < 100; ++i) {
+    hidden.advance(1, status);
+  }
+  EXPECT_EQ(made, 0);
+  dtrain::train::ProgressBar shown("t", 100, /*enabled=*/true);
+  for (int i = 0; i < 100; ++i) {
+    shown.advance(1, status);
+  }
+  if (isatty(STDERR_FILENO) != 1) {
+    EXPECT_EQ(made, 9) << "a log line at each tenth of the way, the last at finish";
+  } else {
+    EXPECT_LE(made, 9);
+  }
+  shown.finish();
 }
 
 TEST(ProgressBar, CountsSteps) {

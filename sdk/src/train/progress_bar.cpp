@@ -45,22 +45,40 @@ void ProgressBar::advance(std::int64_t n, std::string_view status) {
   if (!status.empty()) {
     status_ = status;
   }
+  if (due()) {
+    draw(false);
+  }
+}
+
+void ProgressBar::advance(std::int64_t n, const std::function<std::string()>& status) {
+  done_ += n;
+  if (due()) {
+    status_ = status();
+    draw(false);
+  }
+}
+
+bool ProgressBar::due() {
   if (!enabled_) {
-    return;
+    return false;
   }
-  auto now = std::chrono::steady_clock::now();
+  const auto now = std::chrono::steady_clock::now();
   if (interactive_) {
-    if (now - last_draw_ >= std::chrono::milliseconds(100)) {
-      draw(false);
-      last_draw_ = now;
+    if (now - last_draw_ < std::chrono::milliseconds(100)) {
+      return false;
     }
-  } else if (total_ > 0) {
-    const int tenths = static_cast<int>(std::min<std::int64_t>(done_ * 10 / total_, 10));
-    if (tenths > logged_tenths_ && tenths < 10) {
-      logged_tenths_ = tenths;
-      draw(false);
-    }
+    last_draw_ = now;
+    return true;
   }
+  if (total_ <= 0) {
+    return false;
+  }
+  const int tenths = static_cast<int>(std::min<std::int64_t>(done_ * 10 / total_, 10));
+  if (tenths <= logged_tenths_ || tenths >= 10) {
+    return false;
+  }
+  logged_tenths_ = tenths;
+  return true;
 }
 
 void ProgressBar::finish(std::string_view status) {

@@ -58,19 +58,23 @@ class EpochTally {
  public:
   explicit EpochTally(const EpochPosition& start) : position_(start) {}
 
-  void add(double loss, int64_t samples) {
-    loss_since_ += loss * static_cast<double>(samples);
+  // Adds a step's loss where it lies (on a GPU, without waiting for it),
+  // in double, as the sums of the position are kept.
+  void add(const at::Tensor& loss, int64_t samples) {
+    const at::Tensor weighted = loss.to(at::kDouble) * static_cast<double>(samples);
+    loss_since_ = loss_since_.defined() ? loss_since_ + weighted : weighted;
     samples_since_ += samples;
     trained_samples_ += samples;
   }
   // Adds every rank's steps since the last call to the position, now
-  // `steps` into the epoch: a collective.
+  // `steps` into the epoch: a collective, and a read of the losses.
   void fold_in(int64_t steps, const Job& job) {
-    const auto sums = job.sum({loss_since_, static_cast<double>(samples_since_)});
+    const double loss_since = loss_since_.defined() ? loss_since_.item<double>() : 0.0;
+    const auto sums = job.sum({loss_since, static_cast<double>(samples_since_)});
     position_ = {.steps = steps,
                  .loss_sum = position_.loss_sum + sums[0],
                  .samples = position_.samples + static_cast<int64_t>(sums[1])};
-    loss_since_ = 0;
+    loss_since_ = at::Tensor();
     samples_since_ = 0;
   }
   const EpochPosition& position() const { return position_; }
@@ -78,7 +82,7 @@ class EpochTally {
 
  private:
   EpochPosition position_;
-  double loss_since_ = 0;
+  at::Tensor loss_since_;  // this rank's losses times samples since the last fold_in
   int64_t samples_since_ = 0;
   int64_t trained_samples_ = 0;
 };
@@ -106,18 +110,17 @@ class StepLoop {
         tensor = tensor.to(settings_.device, /*non_blocking=*/pinned);
       }
       seed_step_draws(settings_.seed, epoch_, job_.rank, step);
-      const double loss = detail::take_step(*model_.optimizer, model_.loss, *batch, settings_,
-                                            epoch_, step, timed ? &record : nullptr);
+      const at::Tensor loss = detail::take_step(*model_.optimizer, model_.loss, *batch, settings_,
+                                                epoch_, step, timed ? &record : nullptr);
       tally.add(loss, samples);
       ++step;
       if (timed) {
         record.step = step;
-        record.loss = loss;
         record.samples = samples;
         settings_.after_step(record);
         record.data = Clock::now();
       }
-      bar.advance(1, fmt::format("loss {:.4f}", loss));
+      bar.advance(1, [&loss] { return fmt::format("loss {:.4f}", loss.item<double>()); });
       // Positions are saved only while every rank still steps: ranks with
       // fewer steps may already wait in DDP's join.
       if (step >= common_steps) {
@@ -125,7 +128,7 @@ class StepLoop {
       }
       const bool checkpoint_due =
           settings_.checkpoint_steps > 0 && step % settings_.checkpoint_steps == 0;
-      const int stop = settings_.stop_on_signal ? agreed_stop_signal(job_) : 0;
+      const int stop = agreement_due(step, checkpoint_due) ? agreed_stop_signal(job_) : 0;
       if ((checkpoint_due || stop != 0) && settings_.save_mid_epoch) {
         tally.fold_in(step, job_);
         settings_.save_mid_epoch(epoch_, tally.position());
@@ -138,6 +141,20 @@ class StepLoop {
   }
 
  private:
+  // Note [Agreeing on a stop]
+  // A stop asked for by a signal (SIGTERM, a scheduler's warning) must
+  // happen at the same step on every rank, so the ranks agree on it: a
+  // blocking collective, which on a GPU also waits for the step's kernels.
+  // Alone there is nothing to agree on; with others they agree every
+  // kStopAgreementSteps steps and at each mid-epoch checkpoint, so a stop
+  // comes within that many steps of the signal, and the other steps run
+  // on without a wait.
+  static constexpr int64_t kStopAgreementSteps = 4;
+  bool agreement_due(int64_t step, bool checkpoint_due) const {
+    return settings_.stop_on_signal &&
+           (!job_.distributed() || checkpoint_due || step % kStopAgreementSteps == 0);
+  }
+
   const EpochModel& model_;
   const EpochSettings& settings_;
   const Job& job_;

@@ -114,7 +114,8 @@ void add_job_flags(FlagTable& flags, TrainerOptions& o) {
 // --checkpoint, --checkpoint-steps, --keep-epoch-checkpoints, --resume.
 void add_checkpoint_flags(FlagTable& flags, TrainerOptions& o) {
   flags.topic("Checkpoints");
-  // With a checkpoint the ranks agree on stopping after every step.
+  // With a checkpoint the ranks agree on stopping every few steps (Note
+  // [Agreeing on a stop] in train_epoch.cpp).
   flags.add("--checkpoint", o.checkpoint(),
             "Checkpoint file, written by rank 0 after every epoch (atomically)",
             Agreement::partly([&o] { return o.checkpoint().empty() ? "not given" : "given"; },

@@ -21,8 +21,8 @@ std::string loss_text(double loss) {
 
 }  // namespace
 
-double take_step(torch::optim::Optimizer& optimizer, const LossFn& loss_of, const Batch& batch,
-                 const EpochSettings& settings, int epoch, int64_t step, StepRecord* times) {
+at::Tensor take_step(torch::optim::Optimizer& optimizer, const LossFn& loss_of, const Batch& batch,
+                     const EpochSettings& settings, int epoch, int64_t step, StepRecord* times) {
   auto now = [times](StepRecord::Time StepRecord::*phase) {
     if (times != nullptr) {
       times->*phase = std::chrono::steady_clock::now();
@@ -52,8 +52,13 @@ double take_step(torch::optim::Optimizer& optimizer, const LossFn& loss_of, cons
                  "): training diverged, and the step was not taken; try a lower --lr");
     optimizer.step();
   }
-  const double value = loss.item<double>();
-  now(&StepRecord::end);
+  // The loss stays where it is: reading it waits for the step's last
+  // kernel, which a timed step does (its end is then the step's end).
+  at::Tensor value = loss.detach();
+  if (times != nullptr) {
+    times->loss = value.item<double>();
+    now(&StepRecord::end);
+  }
   return value;
 }
 

@@ -16,12 +16,14 @@
 
 namespace dtrain::train::detail {
 
-// Returns the batch's loss; sets the times of the forward, backward,
-// optimizer and end in `times` when given. Throws dtrain::Error naming the
-// epoch and step (`step` from 0) when the gradients hold NaN or infinite
-// values.
-double take_step(torch::optim::Optimizer& optimizer, const LossFn& loss, const Batch& batch,
-                 const EpochSettings& settings, int epoch, int64_t step,
-                 StepRecord* times = nullptr);
+// Returns the batch's loss, detached, where the step computed it (on a GPU,
+// reading it waits for the step); with `times`, also its value and the
+// times of the forward, backward, optimizer and end. Throws dtrain::Error
+// naming the epoch and step (`step` from 0) when the gradients hold NaN or
+// infinite values: the one read of the device a step makes (fp32; fp16
+// steps go through the loss scaler, which reads whether they overflowed).
+at::Tensor take_step(torch::optim::Optimizer& optimizer, const LossFn& loss, const Batch& batch,
+                     const EpochSettings& settings, int epoch, int64_t step,
+                     StepRecord* times = nullptr);
 
 }  // namespace dtrain::train::detail

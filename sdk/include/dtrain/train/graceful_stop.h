@@ -11,7 +11,7 @@
 //   }
 //
 // In a job, ranks must agree on the step to stop after (the signal reaches
-// them at different times): all-reduce the flag between steps.
+// them at different times): all-reduce the flag every few steps.
 #pragma once
 
 namespace dtrain::train {

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -25,12 +26,17 @@ class ProgressBar {
 
   // Counts n more steps done; status is shown after the bar (e.g. the loss).
   void advance(std::int64_t n = 1, std::string_view status = {});
+  // The same, with the status made only when the bar draws: a loss still
+  // on the GPU is read (a host sync) a few times a second, not every step.
+  void advance(std::int64_t n, const std::function<std::string()>& status);
   // Draws the final state and ends the line. Called by the destructor if needed.
   void finish(std::string_view status = {});
 
   std::int64_t done() const { return done_; }
 
  private:
+  // Whether advance() draws now (and notes that it does).
+  bool due();
   void draw(bool final);
 
   std::string label_;

@@ -74,9 +74,10 @@ struct EpochSettings {
   // none), save_mid_epoch is called on every rank.
   int64_t checkpoint_steps = 0;
   std::function<void(int epoch, const EpochPosition& position)> save_mid_epoch;
-  // After every step, the ranks agree whether a stop was asked for
-  // (agreed_stop_signal); if so the epoch's position is saved and it ends
-  // there. Set when there is somewhere to save to.
+  // The ranks agree whether a stop was asked for (agreed_stop_signal)
+  // every few steps and at each mid-epoch checkpoint (Note [Agreeing on a
+  // stop] in train_epoch.cpp); if so the epoch's position is saved and it
+  // ends there. Set when there is somewhere to save to.
   bool stop_on_signal = false;
   // Called after every step (empty: steps are not timed).
   std::function<void(const StepRecord& step)> after_step;
