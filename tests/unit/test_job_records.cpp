@@ -40,7 +40,7 @@ TEST(JobRecords, EncodeAndDecodeBothWays) {
   EXPECT_EQ(dtrain::store::decode_failure_record(encode(failure)), failure);
   const FailureRecord nobody{0, "default", 1, "barrier", {}, ""};
   EXPECT_EQ(dtrain::store::decode_failure_record(encode(nobody)), nobody);
-  const ProgressRecord progress{2, "default", 12, "broadcast from rank 0", "started", 40, 42};
+  const ProgressRecord progress{2, "default", 12, "broadcast from rank 0", "started", 40, 42, 777};
   EXPECT_EQ(dtrain::store::decode_progress_record(encode(progress)), progress);
   EXPECT_FALSE(dtrain::store::decode_failure_record("garbage").has_value());
   EXPECT_FALSE(dtrain::store::decode_progress_record(encode(failure)).has_value());
@@ -122,7 +122,8 @@ TEST(JobRecords, AStalledCollectiveAsksForDumpsOnce) {
   dtrain::store::PrefixStore worker(dtrain::launch::records_prefix("job", 0), file);
   auto publish = [&](int rank, std::int64_t seq, const std::string& state, int signal) {
     worker.set(dtrain::store::progress_record_key(rank),
-               encode(ProgressRecord{rank, "default", seq, "all_reduce(SUM)", state, seq, signal}));
+               encode(ProgressRecord{rank, "default", seq, "all_reduce(SUM)", state, seq, signal,
+                                     100 + rank}));
   };
   dtrain::launch::ProgressWatch watch(0, {0, 1, 2}, 10s);
   const auto t0 = dtrain::launch::ProgressWatch::Clock::now();
@@ -132,7 +133,8 @@ TEST(JobRecords, AStalledCollectiveAsksForDumpsOnce) {
   EXPECT_TRUE(watch.check(rdzv, t0).empty());
   EXPECT_TRUE(watch.check(rdzv, t0 + 9s).empty());
   const auto asked = watch.check(rdzv, t0 + 10s);
-  EXPECT_EQ(asked, (std::map<int, int>{{0, 40}, {1, 40}}));
+  using Ask = dtrain::launch::ProgressWatch::DumpAsk;
+  EXPECT_EQ(asked, (std::map<int, Ask>{{0, {40, 100}}, {1, {40, 101}}}));
   EXPECT_TRUE(watch.check(rdzv, t0 + 30s).empty()) << "asked twice for one stall";
   publish(0, 8, "completed", 40);  // moved on: a later stall is a new one
   EXPECT_TRUE(watch.check(rdzv, t0 + 31s).empty());

@@ -1,6 +1,7 @@
 #include "rank_records.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -82,6 +83,7 @@ std::string progress_text(int rank, int signal) {
   record.state = last->state;
   record.recorded = recorder.recorded();
   record.dump_signal = signal;
+  record.pid = ::getpid();
   return store::encode(record);
 }
 

@@ -80,7 +80,7 @@ class Agent {
   void record_failure(const Membership& m, int local_rank, const util::ExitStatus& status);
   void stop_workers(int sig);
   // Signals each rank in `signals` (rank -> signal) to dump its flight recorder.
-  void ask_for_dumps(int round, const std::map<int, int>& signals);
+  void ask_for_dumps(int round, const std::map<int, ProgressWatch::DumpAsk>& asks);
   int finish(int round, int members, const Outcome& outcome);
   // The round's failure records: each node's first.
   std::vector<WorkerFailure> round_failures(int round, int members);
@@ -378,13 +378,17 @@ Outcome Agent::supervise(const Membership& m) {
   }
 }
 
-void Agent::ask_for_dumps(int round, const std::map<int, int>& signals) {
+void Agent::ask_for_dumps(int round, const std::map<int, ProgressWatch::DumpAsk>& asks) {
   for (std::size_t i = 0; i < workers_.size(); ++i) {
-    if (const auto it = signals.find(worker_ranks_[i]); it != signals.end()) {
-      workers_[i]->signal_group(it->second);
+    // The process that recorded alone, and only within this worker's group:
+    // others have no handler, and the signal's default action ends a process.
+    const auto it = asks.find(worker_ranks_[i]);
+    if (it != asks.end() && workers_[i]->running() &&
+        ::getpgid(static_cast<pid_t>(it->second.pid)) == workers_[i]->pid()) {
+      ::kill(static_cast<pid_t>(it->second.pid), it->second.signal);
     }
   }
-  if (!signals.empty()) {
+  if (!asks.empty()) {
     spdlog::warn(
         "round {}: a rank has waited in one collective for {} s; asked this node's ranks "
         "to dump their flight recorders",

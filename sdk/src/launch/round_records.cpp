@@ -37,7 +37,8 @@ JobRecords read_round_records(Rendezvous& rdzv, int round, int world_size) {
 ProgressWatch::ProgressWatch(int round, std::vector<int> ranks, std::chrono::milliseconds stall)
     : round_(round), ranks_(std::move(ranks)), stall_(stall) {}
 
-std::map<int, int> ProgressWatch::check(Rendezvous& rdzv, Clock::time_point now) {
+std::map<int, ProgressWatch::DumpAsk> ProgressWatch::check(Rendezvous& rdzv,
+                                                           Clock::time_point now) {
   bool any_moved = false;
   for (const int rank : ranks_) {
     const auto text = rdzv.read(round_, record_name(store::progress_record_key(rank)));
@@ -49,7 +50,10 @@ std::map<int, int> ProgressWatch::check(Rendezvous& rdzv, Clock::time_point now)
       const auto record = store::decode_progress_record(*text);
       // Scheduled or started: it waits on the transport, or on its peers.
       const bool waiting = record && (record->state == "scheduled" || record->state == "started");
-      seen = {*text, now, record ? record->dump_signal : 0, waiting};
+      seen = {*text, now, {}, waiting};
+      if (record) {
+        seen.ask = {record->dump_signal, record->pid};
+      }
       any_moved = true;
     }
   }
@@ -59,14 +63,14 @@ std::map<int, int> ProgressWatch::check(Rendezvous& rdzv, Clock::time_point now)
   const bool stalled = std::any_of(seen_.begin(), seen_.end(), [&](const auto& entry) {
     return entry.second.in_collective && now - entry.second.since >= stall_;
   });
-  std::map<int, int> to_signal;
+  std::map<int, DumpAsk> to_signal;
   if (!stalled || asked_) {
     return to_signal;
   }
   asked_ = true;
   for (const auto& [rank, s] : seen_) {
-    if (s.dump_signal > 0) {
-      to_signal[rank] = s.dump_signal;
+    if (s.ask.signal > 0 && s.ask.pid > 0) {
+      to_signal[rank] = s.ask;
     }
   }
   return to_signal;

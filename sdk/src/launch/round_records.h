@@ -31,14 +31,21 @@ class ProgressWatch {
   using Clock = std::chrono::steady_clock;
   ProgressWatch(int round, std::vector<int> ranks, std::chrono::milliseconds stall);
 
-  // The ranks to signal now, each with its dump signal (empty most times).
-  std::map<int, int> check(Rendezvous& rdzv, Clock::time_point now);
+  // Whom to signal for a rank's dump: the process that recorded (a worker
+  // may be a wrapper that started it) and its signal.
+  struct DumpAsk {
+    int signal = 0;
+    std::int64_t pid = 0;
+    bool operator==(const DumpAsk&) const = default;
+  };
+  // The ranks to ask now (empty most times).
+  std::map<int, DumpAsk> check(Rendezvous& rdzv, Clock::time_point now);
 
  private:
   struct Seen {
     std::string record;
     Clock::time_point since;
-    int dump_signal = 0;
+    DumpAsk ask;
     bool in_collective = false;
   };
   int round_;

@@ -103,7 +103,7 @@ std::string encode(const ProgressRecord& record) {
   out << kProgressTag << "\nrank " << record.rank << "\ngroup " << one_line(record.group)
       << "\nseq " << record.seq << "\nop " << one_line(record.op) << "\nstate "
       << one_line(record.state) << "\nrecorded " << record.recorded << "\ndump_signal "
-      << record.dump_signal << "\n";
+      << record.dump_signal << "\npid " << record.pid << "\n";
   return out.str();
 }
 
@@ -130,7 +130,7 @@ std::optional<ProgressRecord> decode_progress_record(const std::string& encoded)
   ProgressRecord record;
   if (!fields || !number(*fields, "rank", record.rank) || !number(*fields, "seq", record.seq) ||
       !number(*fields, "recorded", record.recorded) ||
-      !number(*fields, "dump_signal", record.dump_signal)) {
+      !number(*fields, "dump_signal", record.dump_signal) || !number(*fields, "pid", record.pid)) {
     return std::nullopt;
   }
   record.group = text(*fields, "group");

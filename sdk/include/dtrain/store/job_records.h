@@ -42,6 +42,7 @@ struct ProgressRecord {
   std::string state;          // "scheduled", "started", "completed" or "failed"
   std::int64_t recorded = 0;  // collectives recorded so far (every group)
   int dump_signal = 0;        // asks the rank to dump its recorder; 0: none
+  std::int64_t pid = 0;       // the process to send it to, on the rank's node
   bool operator==(const ProgressRecord&) const = default;
 };
 
