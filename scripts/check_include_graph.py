@@ -6,7 +6,7 @@ A module is a folder of the SDK (sdk/include/dtrain/<m> with sdk/src/<m>:
 amp, data, ddp, dist, launch, store, train, util), a top-level library (kernels,
 kernels/experimental, models, datasets) or an app's folder (apps/<name>).
 Module A depends on module B when a file of A includes a file of B: by its
-public path ("dtrain/dist/store.h") or by a relative one ("../dist/x.h",
+public path ("dtrain/store/store.h") or by a relative one ("../dist/x.h",
 "membership.h"). Modules in a cycle could not be built, tested or
 understood one without the other; docs/design/architecture.md gives the intended
 direction (apps -> models, datasets -> sdk; kernels -> LibTorch). Beyond

@@ -1,5 +1,5 @@
 // Addresses as users write them and as dtrain prints them (Note [IPv6
-// address syntax], dist/host_port.h), the loopback test, and which local
+// address syntax], dtrain/store/host_port.h), the loopback test, and which local
 // address the launcher and Gloo pick for an IPv6 master.
 #include <gtest/gtest.h>
 
