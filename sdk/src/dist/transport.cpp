@@ -32,9 +32,8 @@ std::string diagnose_timeout(const std::shared_ptr<Store>& store, const ProcessG
   const auto records = records_store();
   const std::shared_ptr<Store> meeting =
       records ? std::make_shared<store::PrefixStore>("diagnosis/" + group.name(), records) : store;
-  Diagnosis diagnosis = diagnose_timeout(meeting, group.name(), group.rank(),
-                                         group.global_ranks(), ctx.seq, ctx.op,
-                                         diagnosis_grace(ctx.timeout));
+  Diagnosis diagnosis = diagnose_timeout(meeting, group.name(), group.rank(), group.global_ranks(),
+                                         ctx.seq, ctx.op, diagnosis_grace(ctx.timeout));
   store::FailureRecord record;
   record.rank = group.global_ranks()[static_cast<std::size_t>(group.rank())];
   record.group = group.name();
