@@ -103,11 +103,17 @@ void drop_ddp_prefix(StateDict& tensors, const StateDict& module_tensors, const 
   spdlog::info("{}: names read without the 'module.' of a DDP-wrapped model", path);
 }
 
-LoadStateDictReport compare(const StateDict& file, const StateDict& module) {
-  std::map<std::string, const at::Tensor*> in_file;
-  for (const auto& [name, tensor] : file) {
-    in_file.emplace(name, &tensor);
+// Name -> tensor, to look names up.
+using ByName = std::map<std::string, const at::Tensor*>;
+ByName by_name(const StateDict& tensors) {
+  ByName index;
+  for (const auto& [name, tensor] : tensors) {
+    index.emplace(name, &tensor);
   }
+  return index;
+}
+
+LoadStateDictReport compare(const StateDict& file, const ByName& in_file, const StateDict& module) {
   LoadStateDictReport report;
   for (const auto& [name, tensor] : module) {
     const auto found = in_file.find(name);
@@ -117,10 +123,7 @@ LoadStateDictReport compare(const StateDict& file, const StateDict& module) {
       report.mismatched.push_back(name);
     }
   }
-  std::map<std::string, bool> in_module;
-  for (const auto& item : module) {
-    in_module.emplace(item.first, true);
-  }
+  const ByName in_module = by_name(module);
   for (const auto& item : file) {
     if (!in_module.contains(item.first)) {
       report.unexpected.push_back(item.first);
@@ -192,13 +195,10 @@ LoadStateDictReport load_state_dict(torch::nn::Module& module, const std::string
   StateDict file = read_state_dict(path, ReadStateDictOptions().entry(options.entry()));
   const StateDict targets = state_dict(module);
   drop_ddp_prefix(file, targets, path);
-  const LoadStateDictReport report = compare(file, targets);
+  const ByName sources = by_name(file);
+  const LoadStateDictReport report = compare(file, sources, targets);
   DTRAIN_CHECK_AS(IOError, !options.strict() || report.complete(), "state dict '", path,
                   "' does not fit the model: ", first_problem(report, file, targets));
-  std::map<std::string, const at::Tensor*> sources;
-  for (const auto& [name, tensor] : file) {
-    sources.emplace(name, &tensor);
-  }
   at::NoGradGuard no_grad;
   for (const auto& [name, target] : targets) {
     const auto found = sources.find(name);
