@@ -128,7 +128,8 @@ class StepLoop {
       }
       const bool checkpoint_due =
           settings_.checkpoint_steps > 0 && step % settings_.checkpoint_steps == 0;
-      const int stop = agreement_due(step, checkpoint_due) ? agreed_stop_signal(job_) : 0;
+      const int stop =
+          agreement_due(step, checkpoint_due, common_steps) ? agreed_stop_signal(job_) : 0;
       if ((checkpoint_due || stop != 0) && settings_.save_mid_epoch) {
         tally.fold_in(step, job_);
         settings_.save_mid_epoch(epoch_, tally.position());
@@ -146,13 +147,15 @@ class StepLoop {
   // happen at the same step on every rank, so the ranks agree on it: a
   // blocking collective, which on a GPU also waits for the step's kernels.
   // Alone there is nothing to agree on; with others they agree every
-  // kStopAgreementSteps steps and at each mid-epoch checkpoint, so a stop
-  // comes within that many steps of the signal, and the other steps run
-  // on without a wait.
+  // kStopAgreementSteps steps, at each mid-epoch checkpoint and after the
+  // last step before the epoch's end (so a signal in an epoch's last steps
+  // still stops inside it), so a stop comes within that many steps of the
+  // signal, and the other steps run on without a wait.
   static constexpr int64_t kStopAgreementSteps = 4;
-  bool agreement_due(int64_t step, bool checkpoint_due) const {
+  bool agreement_due(int64_t step, bool checkpoint_due, int64_t common_steps) const {
     return settings_.stop_on_signal &&
-           (!job_.distributed() || checkpoint_due || step % kStopAgreementSteps == 0);
+           (!job_.distributed() || checkpoint_due || step % kStopAgreementSteps == 0 ||
+            step + 1 == common_steps);
   }
 
   const EpochModel& model_;
