@@ -67,6 +67,18 @@ else()
     "will say it is unavailable")
 endif()
 
+# yaml-cpp (Debian's libyaml-cpp-dev) reads and writes run configs, the
+# YAML a run writes beside its report and --config reads back
+# (dtrain/train/run_config.h); a build without it (the GPU machine's image)
+# refuses --config and writes none, saying why.
+find_package(yaml-cpp QUIET)
+set(DTRAIN_WITH_YAML_CPP ${yaml-cpp_FOUND})
+if(DTRAIN_WITH_YAML_CPP)
+  message(STATUS "dtrain: yaml-cpp ${yaml-cpp_VERSION}: run configs (--config)")
+else()
+  message(STATUS "dtrain: no yaml-cpp (libyaml-cpp-dev): --config will say it is unavailable")
+endif()
+
 # NCCL for the nccl backend, from the CUDA toolkit. At run time the process
 # uses whichever libnccl.so.2 loads first -- often the torch wheel's own
 # (docs/libtorch.md, "One libnccl.so.2 per process").

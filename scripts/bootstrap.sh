@@ -30,6 +30,7 @@ declare -A DEB_MARKERS=(
   [libgmock-dev]=/usr/include/gmock/gmock.h
   [libbenchmark-dev]=/usr/include/benchmark/benchmark.h
   [libcli11-dev]=/usr/include/CLI/CLI.hpp
+  [libyaml-cpp-dev]=/usr/include/yaml-cpp/yaml.h
   [libopenmpi-dev]=/usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h
   [openmpi-bin]=/usr/bin/mpirun
   [libgloo-dev]=/usr/include/gloo/config.h

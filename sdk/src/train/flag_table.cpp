@@ -37,6 +37,7 @@ void FlagTable::topic(const std::string& name) {
 void FlagTable::record(CLI::Option* option, Agreement agreement,
                        std::function<std::string()> value) {
   entries_.push_back({.name = "--" + option->get_lnames().front(),
+                      .option = option,
                       .agreement = std::move(agreement),
                       .value = std::move(value)});
 }
@@ -56,6 +57,16 @@ std::vector<dist::Setting> FlagTable::same_settings() const {
       settings.push_back({entry.name, entry.value()});
     } else if (entry.agreement.kind_ == Agreement::Kind::kPartly) {
       settings.push_back({entry.name, entry.agreement.compared_()});
+    }
+  }
+  return settings;
+}
+
+std::vector<dist::Setting> FlagTable::config_settings() const {
+  std::vector<dist::Setting> settings;
+  for (const Entry& entry : entries_) {
+    if (entry.option->get_configurable()) {
+      settings.push_back({entry.name, entry.value()});
     }
   }
   return settings;

@@ -11,6 +11,7 @@
 #include "dtrain/train/checkpoint.h"
 #include "dtrain/train/epoch_report.h"
 #include "dtrain/train/precision.h"
+#include "dtrain/train/run_config.h"
 #include "dtrain/train/state_dict.h"
 #include "dtrain/util/errors.h"
 #include "trainer_run.h"
@@ -32,6 +33,10 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)), device_
 Trainer::Trainer(TrainerOptions options, const FlagTable& flags) : Trainer(std::move(options)) {
   same_settings_ = flags.same_settings();
   advice_ = flags.advice();
+  // The run's flags beside its report, which --config replays (run_config.h).
+  if (env_.rank.value_or(0) == 0) {
+    write_run_config(flags, options_.csv());
+  }
 }
 
 namespace {

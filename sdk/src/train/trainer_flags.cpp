@@ -3,6 +3,7 @@
 #include <string>
 
 #include "dtrain/dist/init.h"
+#include "dtrain/train/run_config.h"
 #include "dtrain/util/cli_checks.h"
 #include "dtrain/util/cli_help.h"
 #include "dtrain/util/errors.h"
@@ -221,11 +222,15 @@ void add_trainer_flags(FlagTable& flags, TrainerOptions& options) {
     }
     check_against_the_job(options);
   });
+  // --config replays a run from the settings it wrote beside its report.
+  // How this process joined its job is not among them: a replay under
+  // another launcher, or at another size, must not inherit it.
+  add_config_flag(flags, {"--init-method", "--world-size", "--rank"});
 }
 
 void add_trainer_help(FlagTable& flags, std::vector<std::string> more) {
   for (const char* name : {"--epochs", "--batch-size", "--lr", "--device", "--amp", "--checkpoint",
-                           "--resume", "--csv"}) {
+                           "--resume", "--csv", "--config"}) {
     more.emplace_back(name);
   }
   util::add_topic_help(flags.app(), std::move(more));

@@ -145,10 +145,16 @@ class FlagTable {
   // process with the same flags (only --threads and --csv may differ)"
   // and what advise() added.
   std::string advice() const;
+  // Every flag and its value now, in the order added, but those CLI11 reads
+  // from no config file (CLI::Option::configurable(false)): what a run
+  // config holds (run_config.h). A switch is named by its first long name,
+  // which must be the one that sets it ("--augment,!--no-augment").
+  std::vector<dist::Setting> config_settings() const;
 
  private:
   struct Entry {
     std::string name;  // the flag's first long name ("--augment")
+    const CLI::Option* option;
     Agreement agreement;
     std::function<std::string()> value;
   };
