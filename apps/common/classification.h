@@ -33,11 +33,14 @@ train::EvalStats evaluate_classifier(const Forward& forward, const LabeledTensor
                                      const train::EvalContext& context);
 
 // The training step of a classifier: batches {inputs, labels} and their
-// mean cross-entropy.
+// mean cross-entropy, against targets smoothed by `label_smoothing` (0:
+// the labels alone; torch's CrossEntropyLoss(label_smoothing=...)).
 template <typename ModuleHolder>
-train::Step<ModuleHolder> classification_step() {
-  return [](train::JobModel<ModuleHolder>& model, const train::Batch& batch) {
-    return torch::nn::functional::cross_entropy(model.train(batch[0]), batch[1]);
+train::Step<ModuleHolder> classification_step(double label_smoothing = 0) {
+  const auto loss =
+      torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(label_smoothing);
+  return [loss](train::JobModel<ModuleHolder>& model, const train::Batch& batch) {
+    return torch::nn::functional::cross_entropy(model.train(batch[0]), batch[1], loss);
   };
 }
 

@@ -16,7 +16,8 @@ using train::Agreement;
 
 const util::EnumWords<LrScheduleKind>& lr_schedule_words() {
   static const util::EnumWords<LrScheduleKind> words{{"step", LrScheduleKind::kStep},
-                                                     {"cosine", LrScheduleKind::kCosine}};
+                                                     {"cosine", LrScheduleKind::kCosine},
+                                                     {"constant", LrScheduleKind::kConstant}};
   return words;
 }
 
@@ -53,14 +54,17 @@ void add_recipe_flags(train::FlagTable& flags, PointNet2RecipeOptions& options) 
   train::add_trainer_flags(flags, options.trainer);
   add_data_limit_flags(flags, options.limits, "clouds");
   flags.topic("Training");
-  flags.add("--weight-decay", options.weight_decay, "Adam weight decay", Agreement::same())
-      ->check(util::non_negative())
-      ->capture_default_str();
   flags.add_choice("--lr-schedule", options.lr_schedule, lr_schedule_words(),
                    "step: the rate times --lr-decay every --lr-step epochs (PointNet++'s, for "
                    "runs of hundreds of epochs); cosine: from the rate down along half a cosine "
-                   "over --epochs (short runs end settled)",
+                   "over --epochs, step by step (short runs end settled); constant",
                    Agreement::same());
+  flags
+      .add("--label-smoothing", options.label_smoothing,
+           "Spread this much of each training target over all classes (PointNeXt: 0.2)",
+           Agreement::same())
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   flags
       .add("--lr-decay", options.lr_decay,
            "Factor applied to the learning rate every --lr-step epochs (--lr-schedule step)",
@@ -88,17 +92,23 @@ void add_recipe_flags(train::FlagTable& flags, PointNet2RecipeOptions& options) 
 
 train::TrainerOptions trainer_options(const PointNet2RecipeOptions& options) {
   train::TrainerOptions trainer = options.trainer;
-  trainer.lr_schedule(options.lr_schedule == LrScheduleKind::kCosine
-                          ? train::LrSchedule::cosine(trainer.epochs())
-                          : train::LrSchedule::step(options.lr_decay, options.lr_step));
+  switch (options.lr_schedule) {
+    case LrScheduleKind::kCosine:
+      trainer.lr_schedule(train::LrSchedule::cosine(trainer.epochs()));
+      break;
+    case LrScheduleKind::kStep:
+      trainer.lr_schedule(train::LrSchedule::step(options.lr_decay, options.lr_step));
+      break;
+    case LrScheduleKind::kConstant:
+      trainer.lr_schedule(train::LrSchedule::constant());
+      break;
+  }
   return trainer;
 }
 
-std::unique_ptr<torch::optim::Adam> adam(const PointNet2RecipeOptions& options,
-                                         const std::vector<at::Tensor>& parameters) {
-  return std::make_unique<torch::optim::Adam>(
-      parameters,
-      torch::optim::AdamOptions(options.trainer.lr()).weight_decay(options.weight_decay));
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const PointNet2RecipeOptions& options,
+                                                        const torch::nn::Module& model) {
+  return train::make_optimizer(model, options.trainer.lr(), options.trainer.optimizer());
 }
 
 ds::SyntheticShapesOptions synthetic_options(const PointNet2RecipeOptions& options) {

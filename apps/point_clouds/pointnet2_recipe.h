@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include <torch/optim/adam.h>
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
 
 #include "data_limits.h"
 #include "dtrain/datasets/synthetic_shapes.h"
@@ -25,8 +26,9 @@ namespace dtrain::apps {
 // published dataset in --data-dir (each app names its own).
 enum class CloudData { kSynthetic, kPublished };
 // --lr-schedule: PointNet++'s step, or a cosine over the run.
-enum class LrScheduleKind { kStep, kCosine };
-const util::EnumWords<LrScheduleKind>& lr_schedule_words();  // "step", "cosine"
+enum class LrScheduleKind { kStep, kCosine, kConstant };
+// "step", "cosine", "constant".
+const util::EnumWords<LrScheduleKind>& lr_schedule_words();
 
 struct PointNet2RecipeOptions {
   train::TrainerOptions trainer = train::TrainerOptions()
@@ -35,7 +37,8 @@ struct PointNet2RecipeOptions {
                                       .lr(1e-3)
                                       .noun("clouds")
                                       .eval_batch(64)
-                                      .needs_two_per_process(true);
+                                      .needs_two_per_process(true)
+                                      .optimizer(train::OptimizerOptions().weight_decay(1e-4));
   DataLimits limits;
   CloudData data = CloudData::kSynthetic;
   std::string data_dir;  // empty: the dataset's default directory
@@ -44,11 +47,13 @@ struct PointNet2RecipeOptions {
   int64_t synthetic_test_per_class = 25;
   int64_t num_points = 1024;  // points of each cloud fed to the model
   std::string model = "ssg";
-  double weight_decay = 1e-4;
   LrScheduleKind lr_schedule = LrScheduleKind::kStep;
   double lr_decay = 0.7;  // the rate is multiplied by this every lr_step epochs
   int lr_step = 20;
   bool augment = true;  // random scale, shift and jitter, and a new point order
+  // Cross-entropy against targets of 1 - s on the label and s / classes
+  // spread over all (PointNeXt trains with 0.2); 0: plain cross-entropy.
+  double label_smoothing = 0;
 };
 
 // --dataset with the words `data_words` (synthetic and the app's published
@@ -57,16 +62,17 @@ struct PointNet2RecipeOptions {
 void add_data_flags(train::FlagTable& flags, PointNet2RecipeOptions& options,
                     const util::EnumWords<CloudData>& data_words, const std::string& dataset_help,
                     const std::string& data_dir_help);
-// The Trainer's flags, the data limits, then --weight-decay,
-// --lr-schedule, --lr-decay, --lr-step and --augment; and PointNet++'s
-// batch norm's need of 2 clouds a step.
+// The Trainer's flags, the data limits, then --lr-schedule, --lr-decay,
+// --lr-step, --label-smoothing and --augment; and PointNet++'s batch
+// norm's need of 2 clouds a step.
 void add_recipe_flags(train::FlagTable& flags, PointNet2RecipeOptions& options);
 
 // The Trainer's options with the recipe's learning-rate schedule.
 train::TrainerOptions trainer_options(const PointNet2RecipeOptions& options);
-// Adam over `parameters` with --weight-decay (the Trainer sets its rate).
-std::unique_ptr<torch::optim::Adam> adam(const PointNet2RecipeOptions& options,
-                                         const std::vector<at::Tensor>& parameters);
+// The optimizer of --optimizer over `model`'s parameters: Adam with weight
+// decay 1e-4 unless the flags say otherwise (the Trainer sets its rate).
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const PointNet2RecipeOptions& options,
+                                                        const torch::nn::Module& model);
 
 // The synthetic shapes these options ask for; clouds hold at least 1,024
 // points, so --num-points below that takes a prefix of the same clouds.

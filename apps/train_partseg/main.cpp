@@ -60,7 +60,7 @@ int train(const PartSegTrainOptions& options, const dtrain::train::FlagTable& fl
   PointNet2PartSeg model(dtrain::models::pointnet2_part_seg_preset(
       options.model, data.num_parts, static_cast<int64_t>(data.train.category_names.size())));
   model->to(trainer.device());
-  const auto optimizer = adam(options, model->parameters());
+  const auto optimizer = make_optimizer(options, *model);
   const PartDataset train_set(
       data.train, make_augment(options),
       fmt::format("{} from {}: {} categories, {} parts, {} training and {} test clouds of {} "
@@ -69,8 +69,10 @@ int train(const PartSegTrainOptions& options, const dtrain::train::FlagTable& fl
                   data.num_parts, data.train.size(), data.test.size(), options.num_points));
   return trainer.fit(
       model, *optimizer, train_set,
-      [](Model& net, const dtrain::train::Batch& batch) {
-        return torch::nn::functional::cross_entropy(net.train(batch[0], batch[2]), batch[1]);
+      [smoothing = options.label_smoothing](Model& net, const dtrain::train::Batch& batch) {
+        return torch::nn::functional::cross_entropy(
+            net.train(batch[0], batch[2]), batch[1],
+            torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(smoothing));
       },
       [&data](Model& net, const dtrain::train::EvalContext& context) {
         const SegmentationForward forward = [&net](const at::Tensor& points,

@@ -133,7 +133,7 @@ int train(const PointNet2TrainOptions& options, const dtrain::train::FlagTable& 
   if (options.eval_only) {
     return evaluate_checkpoint(trainer, model, options, data);
   }
-  const auto adam = dtrain::apps::adam(options, model->parameters());
+  const auto optimizer = dtrain::apps::make_optimizer(options, *model);
   dtrain::train::TensorDataset train_set({data.train.inputs, data.train.labels},
                                          make_augment(options));
   train_set.summary(
@@ -141,7 +141,8 @@ int train(const PointNet2TrainOptions& options, const dtrain::train::FlagTable& 
                   dtrain::apps::dataset_words().word(options.data), data.root,
                   data.class_names.size(), data.train.size(), data.test.size(), options.num_points,
                   options.normals ? " with normals" : ""));
-  return trainer.fit(model, *adam, train_set, dtrain::apps::classification_step<PointNet2Cls>(),
+  return trainer.fit(model, *optimizer, train_set,
+                     dtrain::apps::classification_step<PointNet2Cls>(options.label_smoothing),
                      cloud_evaluation(options, data));
 }
 

@@ -16,11 +16,11 @@
 // flip).
 #include <ATen/ATen.h>
 #include <fmt/format.h>
-#include <torch/optim/sgd.h>
 
 #include "classification.h"
 #include "dtrain/data/image_augment.h"
 #include "dtrain/models/toy_cnn.h"
+#include "dtrain/train/optimizers.h"
 #include "dtrain/train/trainer.h"
 #include "dtrain/train/trainer_flags.h"
 #include "dtrain/util/cli_app.h"
@@ -61,15 +61,15 @@ int train(const TrainOptions& options, const dtrain::train::FlagTable& flags) {
                    .in_channels(data.channels)
                    .num_classes(static_cast<int64_t>(data.class_names.size())));
   model->to(trainer.device());
-  // SGD with momentum, at the (scaled) rate of --lr in every epoch.
-  torch::optim::SGD sgd(model->parameters(),
-                        torch::optim::SGDOptions(options.trainer.lr()).momentum(options.momentum));
+  // SGD with momentum 0.9 unless the flags say otherwise (--optimizer, --momentum).
+  const auto optimizer =
+      dtrain::train::make_optimizer(*model, options.trainer.lr(), options.trainer.optimizer());
   dtrain::train::TensorDataset train_set({data.train.inputs, data.train.labels},
                                          make_augment(options));
   train_set.summary(fmt::format(
       "{} from {}: {} training, {} test images{}", data.name, data.root, data.train.size(),
       data.test.size(), options.augment ? " (training images randomly cropped and flipped)" : ""));
-  return trainer.fit(model, sgd, train_set, classification_step<ToyCnn>(),
+  return trainer.fit(model, *optimizer, train_set, classification_step<ToyCnn>(),
                      classification_evaluation<ToyCnn>(data.test));
 }
 

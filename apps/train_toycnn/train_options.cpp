@@ -23,10 +23,6 @@ void add_train_flags(train::FlagTable& flags, TrainOptions& options) {
   flags.advise("give each a --data-dir holding the same dataset");
   train::add_trainer_flags(flags, options.trainer);
   add_data_limit_flags(flags, options.limits, "images");
-  flags.topic("Training");
-  flags.add("--momentum", options.momentum, "SGD momentum", Agreement::same())
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
   flags.topic("Data");
   flags.add_switch(
       "--augment", options.augment,

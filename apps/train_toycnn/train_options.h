@@ -15,16 +15,17 @@ namespace dtrain::apps {
 enum class ImageSet { kFashionMnist, kCifar10 };
 
 struct TrainOptions {
-  train::TrainerOptions trainer = train::TrainerOptions()
-                                      .csv("out/train_toycnn.csv")
-                                      .noun("images")
-                                      .model_name("toy CNN")
-                                      .eval_batch(1000)
-                                      .needs_two_per_process(false);  // no batch norm
+  train::TrainerOptions trainer =
+      train::TrainerOptions()
+          .csv("out/train_toycnn.csv")
+          .noun("images")
+          .model_name("toy CNN")
+          .eval_batch(1000)
+          .needs_two_per_process(false)  // no batch norm
+          .optimizer(train::OptimizerOptions().kind(train::OptimizerKind::kSgd).momentum(0.9));
   DataLimits limits;
   ImageSet dataset = ImageSet::kFashionMnist;
   std::string data_dir;  // empty: the dataset's default directory
-  double momentum = 0.9;
   // Random crop (4 pixels of black padding) and horizontal flip of every
   // training image, the standard CIFAR recipe.
   bool augment = false;

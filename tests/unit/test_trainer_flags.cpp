@@ -174,12 +174,41 @@ TEST(TrainerFlags, ParseIntoTypedOptions) {
   for (const auto& setting : flags.same_settings()) {
     compared.push_back(setting.name + "=" + setting.value);
   }
-  EXPECT_EQ(compared, (std::vector<std::string>{
-                          "--epochs=20", "--batch-size=64", "--lr=0.01", "--lr-scaling=none",
-                          "--seed=0", "--trace=given", "--amp=bf16", "--device=cpu",
-                          "--backend=gloo", "--checkpoint=given", "--checkpoint-steps=0",
-                          "--init-weights=given", "--init-weights-entry=model",
-                          "--init-weights-partial=true", "--rank-weights=auto"}));
+  EXPECT_EQ(compared, (std::vector<std::string>{"--epochs=20",
+                                                "--batch-size=64",
+                                                "--lr=0.01",
+                                                "--lr-scaling=none",
+                                                "--seed=0",
+                                                "--trace=given",
+                                                "--amp=bf16",
+                                                "--device=cpu",
+                                                "--backend=gloo",
+                                                "--checkpoint=given",
+                                                "--checkpoint-steps=0",
+                                                "--init-weights=given",
+                                                "--init-weights-entry=model",
+                                                "--init-weights-partial=true",
+                                                "--rank-weights=auto",
+                                                "--optimizer=adam",
+                                                "--weight-decay=0",
+                                                "--momentum=0",
+                                                "--nesterov=false",
+                                                "--decay-norms-biases=true",
+                                                "--warmup-steps=0",
+                                                "--warmup-start-factor=0.1",
+                                                "--accumulate=1",
+                                                "--clip-grad-norm=0",
+                                                "--find-unused-parameters=false",
+                                                "--static-graph=false",
+                                                "--bucket-cap-mb=25",
+                                                "--first-bucket-mb=1",
+                                                "--gradient-as-bucket-view=false",
+                                                "--broadcast-buffers=true",
+                                                "--comm-hook=none",
+                                                "--best-by=test_accuracy",
+                                                "--best-mode=max",
+                                                "--early-stop-patience=0",
+                                                "--early-stop-min-delta=0"}));
   EXPECT_EQ(flags.advice(),
             "Start every process with the same flags (only --threads, --loader-workers, --csv, "
             "--tensorboard, --trace's path, --trace-steps, --dist-timeout, --checkpoint's path, "

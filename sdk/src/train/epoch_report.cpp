@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "dtrain/train/best_epochs.h"
 #include "dtrain/util/errors.h"
 #include "dtrain/util/memory.h"
 
@@ -105,18 +106,14 @@ void EpochReport::read_earlier_rows(const std::string& path,
 }
 
 double EpochReport::best_value(const EvalStats& eval) const {
-  const auto& names = options_.extra_columns;
-  const auto it = std::find(names.begin(), names.end(), options_.best_by);
-  if (it == names.end()) {
-    return eval.accuracy;
-  }
-  const auto index = static_cast<std::size_t>(it - names.begin());
-  return index < eval.extra.size() ? eval.extra[index] : 0.0;
+  return metric_value(eval, options_.best_by, options_.extra_columns);
 }
 
 void EpochReport::consider(int epoch, const EvalStats& eval) {
-  // The highest value wins; a tie keeps the earlier epoch.
-  if (!best_ || best_value(eval) > best_value(best_->eval)) {
+  // The best value wins; a tie keeps the earlier epoch.
+  const bool better = best_ && (options_.best_lower ? best_value(eval) < best_value(best_->eval)
+                                                    : best_value(eval) > best_value(best_->eval));
+  if (!best_ || better) {
     best_ = Best{epoch, eval};
   }
 }
@@ -169,13 +166,13 @@ std::optional<int> EpochReport::best_epoch() const {
   return best_ ? std::optional<int>(best_->epoch) : std::nullopt;
 }
 
-void EpochReport::finish(const EvalStats& eval, double seconds, int world) {
+void EpochReport::finish(const EvalStats& eval, int epochs, double seconds, int world) {
   if (!csv_) {
     return;
   }
   spdlog::info(
       "done: test accuracy {:.2f}% after {} epochs in {:.1f}s on {} process(es); report in {}",
-      100 * eval.accuracy, options_.epochs, seconds, world, csv_->path());
+      100 * eval.accuracy, epochs, seconds, world, csv_->path());
   if (best_) {
     spdlog::info("best epoch by {}: {}, with {}", options_.best_by, best_->epoch,
                  eval_words(best_->eval, options_.extra_columns));

@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <algorithm>
 #include <filesystem>
+#include <limits>
 
 #include "dtrain/dist/init.h"
 #include "dtrain/train/slurm_requeue.h"
@@ -21,6 +23,8 @@ constexpr const char* kPositionKey = "epoch/position";  // loss sum, samples
 // epoch was itself split from such a rest.
 constexpr const char* kRestKey = "epoch/rest";
 constexpr const char* kSplitOfRestKey = "epoch/split_of_rest";
+// Each evaluated epoch and its --best-by value (BestEpochs::as_tensor).
+constexpr const char* kBestEpochsKey = "epochs/best_by";
 
 // A flag saved as a one-element tensor.
 bool flag(const std::map<std::string, at::Tensor>& values, const char* key) {
@@ -44,6 +48,28 @@ std::string epoch_checkpoint_path(const std::string& path, int64_t epoch) {
       .string();
 }
 
+// Where --keep-best keeps an epoch's checkpoint: out/ckpt.best.epoch7.pt.
+std::string best_checkpoint_path(const std::string& path, int64_t epoch) {
+  const std::filesystem::path file(path);
+  return (file.parent_path() / (file.stem().string() + ".best.epoch" + std::to_string(epoch) +
+                                file.extension().string()))
+      .string();
+}
+
+// `path`'s contents, once on disk, also under `kept`: a hard link, or a
+// copy (to a temporary name, then renamed) where there are none.
+void keep_as(const std::string& path, const std::string& kept) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  fs::remove(kept, error);  // from an earlier run: this state replaces it
+  fs::create_hard_link(path, kept, error);
+  if (error) {
+    const std::string partial = kept + ".tmp";
+    fs::copy_file(path, partial, fs::copy_options::overwrite_existing);
+    fs::rename(partial, kept);
+  }
+}
+
 }  // namespace
 
 RunCheckpoints::RunCheckpoints(const TrainerOptions& options, int rank, torch::nn::Module& module,
@@ -51,6 +77,12 @@ RunCheckpoints::RunCheckpoints(const TrainerOptions& options, int rank, torch::n
     : path_(options.checkpoint()),
       keep_epochs_(options.keep_epoch_checkpoints()),
       notes_(options.checkpoint_notes()),
+      keep_best_(options.keep_best()),
+      best_by_(options.best_by()),
+      report_columns_(options.report_columns()),
+      patience_(options.early_stop_patience()),
+      min_delta_(options.early_stop_min_delta()),
+      best_(options.best_lower()),
       module_(&module),
       optimizer_(&optimizer),
       scaler_(scaler) {
@@ -75,6 +107,11 @@ RunCheckpoints::RunCheckpoints(const TrainerOptions& options, int rank, torch::n
     }
     throw Error(std::string(e.what()) + "; " + why + "--checkpoint implies --resume: give " +
                 "this job a --checkpoint path of its own, or delete " + path_);
+  }
+  if (loaded_) {
+    if (const auto record = loaded_->extra.find(kBestEpochsKey); record != loaded_->extra.end()) {
+      best_.load(record->second);
+    }
   }
   if (!loaded_) {
     spdlog::info("{}no checkpoint at {} yet: starting at epoch 1", why, path_);
@@ -168,10 +205,45 @@ void RunCheckpoints::save(int64_t epochs_done, const EpochPosition& position,
     progress.extra[kSplitOfRestKey] =
         at::tensor({static_cast<int64_t>(sharding.splits_rest(epoch))}, at::kLong);
   }
+  if (!best_.empty()) {
+    progress.extra[kBestEpochsKey] = best_.as_tensor();
+  }
   keep_pending_epoch();  // before the file moves on
+  keep_best_copies();
   writer_.save(path_, *module_, *optimizer_, progress, scaler_);
   if (keep_epochs_ && position.steps == 0 && epochs_done > 0) {
     pending_epoch_ = epochs_done;
+  }
+  if (keep_best_ > 0 && position.steps == 0 && epochs_done > 0) {
+    pending_best_ = epochs_done;
+  }
+}
+
+void RunCheckpoints::record_epoch(int epoch, const EvalStats& eval) {
+  best_.add(epoch, metric_value(eval, best_by_, report_columns_));
+}
+
+bool RunCheckpoints::early_stop_due() const {
+  return patience_ > 0 && best_.epochs_since_improvement(min_delta_) >= patience_;
+}
+
+void RunCheckpoints::keep_best_copies() {
+  if (!pending_best_) {
+    return;
+  }
+  writer_.wait();
+  const int64_t written = *pending_best_;
+  pending_best_.reset();
+  // Every recorded epoch, best first: the first keep_best_ keep a copy,
+  // and the copies of the rest (from this run or the one it resumed) go.
+  const std::vector<int> ranked = best_.best(std::numeric_limits<int>::max());
+  const auto kept = std::min(ranked.size(), static_cast<std::size_t>(keep_best_));
+  if (std::find(ranked.begin(), ranked.begin() + kept, written) != ranked.begin() + kept) {
+    keep_as(path_, best_checkpoint_path(path_, written));
+  }
+  for (std::size_t i = kept; i < ranked.size(); ++i) {
+    std::error_code error;
+    std::filesystem::remove(best_checkpoint_path(path_, ranked[i]), error);
   }
 }
 
@@ -182,20 +254,13 @@ void RunCheckpoints::keep_pending_epoch() {
   writer_.wait();
   const std::string kept = epoch_checkpoint_path(path_, *pending_epoch_);
   pending_epoch_.reset();
-  namespace fs = std::filesystem;
-  std::error_code error;
-  fs::remove(kept, error);  // from an earlier run: this epoch's state replaces it
-  fs::create_hard_link(path_, kept, error);
-  if (error) {
-    const std::string partial = kept + ".tmp";
-    fs::copy_file(path_, partial, fs::copy_options::overwrite_existing);
-    fs::rename(partial, kept);
-  }
+  keep_as(path_, kept);
 }
 
 void RunCheckpoints::finish() {
   writer_.wait();
   keep_pending_epoch();
+  keep_best_copies();
 }
 
 int RunCheckpoints::stopped(int sig, int64_t epochs_done, int64_t steps_done, const Job& job) {

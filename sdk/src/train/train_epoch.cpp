@@ -87,17 +87,42 @@ class EpochTally {
   int64_t trained_samples_ = 0;
 };
 
+// How an epoch's batches fall into optimizer steps: `accumulate` batches a
+// step (fewer in the epoch's last), each of batch_size samples but the
+// epoch's last, which holds what is left.
+struct StepGroups {
+  int64_t batches = 0;
+  int64_t batch_size = 0;
+  int64_t samples = 0;  // of this rank's epoch
+  int accumulate = 1;
+
+  detail::MicroBatch micro_batch(int64_t batch, int64_t samples_in_batch) const {
+    const int64_t first = batch - batch % accumulate;
+    const int64_t last = std::min(first + accumulate, batches) - 1;
+    const int64_t group_samples =
+        (last == batches - 1 ? samples : (last + 1) * batch_size) - first * batch_size;
+    return {.first = batch == first,
+            .last = batch == last,
+            .weight = accumulate == 1 ? 1.0
+                                      : static_cast<double>(samples_in_batch) /
+                                            static_cast<double>(group_samples)};
+  }
+};
+
 // The steps of one epoch on this rank, and what is due after each: a
 // mid-epoch checkpoint, a stop the ranks agreed on.
 class StepLoop {
  public:
-  StepLoop(const EpochModel& model, const EpochSettings& settings, const Job& job, int epoch)
-      : model_(model), settings_(settings), job_(job), epoch_(epoch) {}
+  StepLoop(const EpochModel& model, const EpochSettings& settings, const Job& job, int epoch,
+           StepGroups groups)
+      : model_(model), settings_(settings), job_(job), epoch_(epoch), groups_(groups) {}
 
   // Steps from `step` on until the batches end or a stop is agreed; then
-  // the stop's signal (0: none) and the steps taken by then.
+  // the stop's signal (0: none) and the steps taken by then. Counts the
+  // optimizer steps the loss scaler skipped into `skipped`.
   std::pair<int, int64_t> run(data::PrefetchLoader<Batch>& batches, ProgressBar& bar,
-                              EpochTally& tally, int64_t step, int64_t common_steps) const {
+                              EpochTally& tally, int64_t step, int64_t common_steps,
+                              int64_t& skipped) const {
     const bool pinned = settings_.device.is_cuda();
     const bool timed = static_cast<bool>(settings_.after_step);
     StepRecord record{.epoch = epoch_};
@@ -109,9 +134,15 @@ class StepLoop {
       for (at::Tensor& tensor : *batch) {
         tensor = tensor.to(settings_.device, /*non_blocking=*/pinned);
       }
+      const detail::MicroBatch micro = groups_.micro_batch(step, samples);
+      if (micro.first && settings_.set_lr) {
+        settings_.set_lr(epoch_, step / groups_.accumulate);
+      }
       seed_step_draws(settings_.seed, epoch_, job_.rank, step);
-      const at::Tensor loss = detail::take_step(*model_.optimizer, model_.loss, *batch, settings_,
-                                                epoch_, step, timed ? &record : nullptr);
+      const detail::BatchResult result = detail::take_step(model_, *batch, settings_, epoch_, step,
+                                                           micro, timed ? &record : nullptr);
+      skipped += result.skipped ? 1 : 0;
+      const at::Tensor& loss = result.loss;
       tally.add(loss, samples);
       ++step;
       if (timed) {
@@ -121,9 +152,10 @@ class StepLoop {
         record.data = Clock::now();
       }
       bar.advance(1, [&loss] { return fmt::format("loss {:.4f}", loss.item<double>()); });
-      // Positions are saved only while every rank still steps: ranks with
-      // fewer steps may already wait in DDP's join.
-      if (step >= common_steps) {
+      // Positions are saved only while every rank still steps (ranks with
+      // fewer steps may already wait in DDP's join), and between optimizer
+      // steps (a step's summed gradients are not saved).
+      if (step >= common_steps || !micro.last) {
         continue;
       }
       const bool checkpoint_due =
@@ -147,21 +179,25 @@ class StepLoop {
   // happen at the same step on every rank, so the ranks agree on it: a
   // blocking collective, which on a GPU also waits for the step's kernels.
   // Alone there is nothing to agree on; with others they agree every
-  // kStopAgreementSteps steps, at each mid-epoch checkpoint and after the
-  // last step before the epoch's end (so a signal in an epoch's last steps
-  // still stops inside it), so a stop comes within that many steps of the
-  // signal, and the other steps run on without a wait.
+  // kStopAgreementSteps optimizer steps, at each mid-epoch checkpoint and
+  // after the last optimizer step but one of the epoch (so a signal in an
+  // epoch's last steps still stops inside it), so a stop comes within that
+  // many steps of the signal, and the other steps run on without a wait.
   static constexpr int64_t kStopAgreementSteps = 4;
+  // `step`: the batches done, at the end of an optimizer step.
   bool agreement_due(int64_t step, bool checkpoint_due, int64_t common_steps) const {
+    const int64_t k = groups_.accumulate;
+    const int64_t optimizer_steps = (step + k - 1) / k;
     return settings_.stop_on_signal &&
-           (!job_.distributed() || checkpoint_due || step % kStopAgreementSteps == 0 ||
-            step + 1 == common_steps);
+           (!job_.distributed() || checkpoint_due || optimizer_steps % kStopAgreementSteps == 0 ||
+            step + k >= common_steps);
   }
 
   const EpochModel& model_;
   const EpochSettings& settings_;
   const Job& job_;
   int epoch_;
+  StepGroups groups_;
 };
 
 }  // namespace
@@ -179,6 +215,11 @@ EpochLoop::EpochLoop(EpochModel model, const Dataset& data, EpochSettings settin
     : model_(std::move(model)), data_(&data), settings_(std::move(settings)), job_(&job) {
   DTRAIN_CHECK(model_.module != nullptr && model_.optimizer != nullptr && model_.loss,
                "EpochLoop: the model needs a module, an optimizer and a loss");
+  DTRAIN_CHECK(settings_.accumulate >= 1, "EpochLoop: accumulate must be at least 1, got ",
+               settings_.accumulate);
+  DTRAIN_CHECK(settings_.accumulate == 1 || !job.distributed() || model_.no_sync,
+               "EpochLoop: accumulating gradients in a distributed job needs the model's no_sync "
+               "(each batch would be all-reduced)");
 }
 
 EpochStats EpochLoop::train(const Sharding& sharding, int epoch, const EpochPosition& start) const {
@@ -206,11 +247,16 @@ EpochStats EpochLoop::train(const Sharding& sharding, int epoch, const EpochPosi
                                                  settings_.epochs, start.steps + 1),
                   shard.steps - start.steps, /*enabled=*/job_->rank == 0);
   EpochTally tally(start);
-  const StepLoop loop(model_, settings_, *job_, epoch);
+  const StepLoop loop(model_, settings_, *job_, epoch,
+                      StepGroups{.batches = shard.steps,
+                                 .batch_size = shard.batch_size,
+                                 .samples = static_cast<int64_t>(shard.indices.size()),
+                                 .accumulate = settings_.accumulate});
   std::pair<int, int64_t> stop;  // the signal, the steps taken
+  int64_t skipped = 0;
   double loop_seconds = 0;
   auto steps = [&] {
-    stop = loop.run(*batches, bar, tally, start.steps, common_steps);
+    stop = loop.run(*batches, bar, tally, start.steps, common_steps, skipped);
     loop_seconds = seconds_since(start_time);
   };
   if (joined) {
@@ -237,6 +283,7 @@ EpochStats EpochLoop::train(const Sharding& sharding, int epoch, const EpochPosi
           .rank_samples_per_s_min = *std::min_element(rates.begin(), rates.end()),
           .rank_samples_per_s_max = *std::max_element(rates.begin(), rates.end()),
           .peak_device_mb = util::peak_device_mb(settings_.device),
+          .skipped_steps = skipped,
           .stop_signal = 0,
           .stopped_after = 0};
 }

@@ -10,6 +10,7 @@
 #include "dtrain/dist/same_settings.h"
 #include "dtrain/train/checkpoint.h"
 #include "dtrain/train/epoch_report.h"
+#include "dtrain/train/flag_table.h"
 #include "dtrain/train/precision.h"
 #include "dtrain/train/run_config.h"
 #include "dtrain/train/state_dict.h"

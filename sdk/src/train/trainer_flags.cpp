@@ -8,6 +8,7 @@
 #include "dtrain/util/cli_help.h"
 #include "dtrain/util/errors.h"
 #include "dtrain/util/launch_env.h"
+#include "recipe_flags.h"
 
 namespace dtrain::train {
 
@@ -216,6 +217,9 @@ void add_trainer_flags(FlagTable& flags, TrainerOptions& options) {
   add_checkpoint_flags(flags, options);
   add_weights_flags(flags, options);
   add_rank_weights_flag(flags, options);
+  detail::add_recipe_flags(flags, options);
+  detail::add_ddp_flags(flags, options);
+  detail::add_checkpoint_policy_flags(flags, options);
   flags.check([&options] {
     if (const auto problem = option_problem(options)) {
       throw CLI::ValidationError(problem->flag, problem->message);

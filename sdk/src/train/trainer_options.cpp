@@ -4,6 +4,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace dtrain::train {
 
@@ -46,11 +47,51 @@ std::optional<OptionProblem> range_problem(const TrainerOptions& o) {
   const std::vector<std::pair<const char*, double>> non_negative = {
       {"--threads", o.threads()},
       {"--loader-workers", o.loader_workers()},
-      {"--checkpoint-steps", static_cast<double>(o.checkpoint_steps())}};
+      {"--checkpoint-steps", static_cast<double>(o.checkpoint_steps())},
+      {"--clip-grad-norm", o.clip_grad_norm()},
+      {"--warmup-steps", static_cast<double>(o.warmup_steps())},
+      {"--weight-decay", o.optimizer().weight_decay()},
+      {"--momentum", o.optimizer().momentum()},
+      {"--keep-best", o.keep_best()},
+      {"--early-stop-patience", o.early_stop_patience()},
+      {"--early-stop-min-delta", o.early_stop_min_delta()}};
   for (const auto& [flag, value] : non_negative) {
     if (!(value >= 0)) {
       return OptionProblem{flag, fmt::format("must be >= 0, got {}", value)};
     }
+  }
+  if (o.accumulate() < 1) {
+    return OptionProblem{"--accumulate", fmt::format("must be positive, got {}", o.accumulate())};
+  }
+  if (!(o.warmup_start_factor() >= 0 && o.warmup_start_factor() <= 1)) {
+    return OptionProblem{"--warmup-start-factor",
+                         fmt::format("must be in [0, 1], got {}", o.warmup_start_factor())};
+  }
+  return std::nullopt;
+}
+
+// The recipe's options that do not go together: accumulation with weighted
+// shards or checkpoints between a step's batches, Nesterov without
+// momentum, best checkpoints without a checkpoint.
+std::optional<OptionProblem> recipe_problem(const TrainerOptions& o) {
+  if (o.accumulate() > 1 && o.rank_weights().kind != RankWeights::Kind::kEqual) {
+    return OptionProblem{"--accumulate " + std::to_string(o.accumulate()),
+                         "needs --rank-weights equal: weighted shards average each step's "
+                         "gradient by its samples, which accumulation would miscount"};
+  }
+  if (o.checkpoint_steps() % o.accumulate() != 0) {
+    return OptionProblem{"--checkpoint-steps " + std::to_string(o.checkpoint_steps()),
+                         fmt::format("must be a multiple of --accumulate {}: a checkpoint is "
+                                     "written between optimizer steps",
+                                     o.accumulate())};
+  }
+  const OptimizerOptions& optimizer = o.optimizer();
+  if (optimizer.nesterov() &&
+      (optimizer.kind() != OptimizerKind::kSgd || !(optimizer.momentum() > 0))) {
+    return OptionProblem{"--nesterov", "needs --optimizer sgd and a --momentum above 0"};
+  }
+  if (o.keep_best() > 0 && o.checkpoint().empty()) {
+    return OptionProblem{"--keep-best", "needs --checkpoint, the file the best are copies of"};
   }
   return std::nullopt;
 }
@@ -59,6 +100,9 @@ std::optional<OptionProblem> range_problem(const TrainerOptions& o) {
 
 std::optional<OptionProblem> option_problem(const TrainerOptions& o) {
   if (auto problem = range_problem(o)) {
+    return problem;
+  }
+  if (auto problem = recipe_problem(o)) {
     return problem;
   }
   if (o.precision() == Precision::kFp16 && o.device() != Device::kCuda) {
@@ -88,11 +132,13 @@ std::optional<OptionProblem> option_problem(const TrainerOptions& o) {
                          "needs --checkpoint, the file to write"};
   }
   const auto& columns = o.report_columns();
-  if (o.best_by() != "test_accuracy" &&
+  if (o.best_by() != "test_accuracy" && o.best_by() != "test_loss" &&
       std::find(columns.begin(), columns.end(), o.best_by()) == columns.end()) {
-    return OptionProblem{
-        "TrainerOptions::best_by",
-        "must be test_accuracy or one of report_columns, got '" + o.best_by() + "'"};
+    return OptionProblem{"--best-by",
+                         "must be test_accuracy, test_loss or one of the report's "
+                         "own columns (" +
+                             fmt::format("{}", fmt::join(columns, ", ")) + "), got '" +
+                             o.best_by() + "'"};
   }
   const JoinOptions& join = o.join();
   if ((join.world_size() > 0) != (join.rank() >= 0)) {

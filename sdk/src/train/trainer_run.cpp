@@ -70,6 +70,7 @@ TrainerRun::TrainerRun(const TrainerOptions& options, const util::LaunchEnv& env
                                  .append = checkpoints_.epochs_done() > 0,
                                  .extra_columns = options.report_columns(),
                                  .best_by = options.best_by(),
+                                 .best_lower = options.best_lower(),
                                  .after_row = options.after_report_row()}),
       tensorboard_(options.tensorboard(), /*writes=*/env.rank.value_or(0) == 0),
       trace_(options.trace(), options.trace_steps(), env.rank.value_or(0)) {
@@ -98,12 +99,17 @@ void TrainerRun::start(const std::vector<dist::Setting>& same_settings, const st
 }
 
 bool TrainerRun::nothing_left() const {
-  return first_epoch_ > options_.epochs();
+  return first_epoch_ > options_.epochs() || checkpoints_.early_stop_due();
 }
 
 int TrainerRun::leave() {
-  spdlog::info("{} already holds {} epochs and --epochs is {}: nothing left to train",
-               options_.checkpoint(), checkpoints_.epochs_done(), options_.epochs());
+  if (checkpoints_.early_stop_due()) {
+    spdlog::info("{} holds a run stopped early after epoch {}: nothing left to train",
+                 options_.checkpoint(), checkpoints_.epochs_done());
+  } else {
+    spdlog::info("{} already holds {} epochs and --epochs is {}: nothing left to train",
+                 options_.checkpoint(), checkpoints_.epochs_done(), options_.epochs());
+  }
   finish_job(job_);
   return 0;
 }
@@ -118,17 +124,29 @@ void TrainerRun::split() {
       " or fewer processes)");
   resumed_at_ = checkpoints_.start(*sharding_, job_);
   const int64_t global_batch = options_.batch_size() * job_.world;
-  tensorboard_.set_steps_per_epoch((train_.size() + global_batch - 1) / global_batch);
+  const int64_t batches = (train_.size() + global_batch - 1) / global_batch;
+  tensorboard_.set_steps_per_epoch(batches);
+  optimizer_steps_per_epoch_ = (batches + options_.accumulate() - 1) / options_.accumulate();
 }
 
 void TrainerRun::log_start() const {
   const double rate = scaled_lr(options_.lr(), options_.lr_scaling(), job_.world);
   const std::string& schedule = options_.lr_schedule().description();
-  spdlog::info("{} ({} parameters); precision: {}; {}; {} at learning rate {} ({}){}",
+  spdlog::info("{} ({} parameters); precision: {}; {}; {} at learning rate {} ({}){}{}",
                options_.model_name().empty() ? module_.name() : options_.model_name(),
                parameter_count(module_), precision_description(options_.precision(), device_),
                sharding_->summary(), optimizer_name(optimizer_), rate,
-               scaling_description(options_.lr_scaling()), schedule.empty() ? "" : ", " + schedule);
+               scaling_description(options_.lr_scaling()), schedule.empty() ? "" : ", " + schedule,
+               options_.warmup_steps() > 0
+                   ? fmt::format(", warmed up over {} steps", options_.warmup_steps())
+                   : "");
+  if (options_.accumulate() > 1 || options_.clip_grad_norm() > 0) {
+    spdlog::info("each optimizer step sums {} batch(es) of {}{}", options_.accumulate(),
+                 options_.batch_size(),
+                 options_.clip_grad_norm() > 0
+                     ? fmt::format(", gradients clipped to norm {}", options_.clip_grad_norm())
+                     : "");
+  }
 }
 
 EpochSettings TrainerRun::epoch_settings() {
@@ -137,6 +155,9 @@ EpochSettings TrainerRun::epoch_settings() {
           .device = device_,
           .autocast = autocast_options(options_.precision(), device_),
           .scaler = scaler_.get(),
+          .accumulate = options_.accumulate(),
+          .clip_grad_norm = options_.clip_grad_norm(),
+          .set_lr = [this](int epoch, int64_t optimizer_step) { set_lr(epoch, optimizer_step); },
           .seed = options_.seed(),
           .loader_workers = options_.loader_workers(),
           .checkpoint_steps = checkpoints ? options_.checkpoint_steps() : 0,
@@ -168,11 +189,37 @@ void TrainerRun::write_trace(const ModelInJob& model) {
   }
 }
 
-void TrainerRun::set_lr(int epoch) {
+void TrainerRun::set_lr(int epoch, int64_t optimizer_step) {
+  const LrPoint point{
+      .epoch = epoch, .step = optimizer_step, .steps_per_epoch = optimizer_steps_per_epoch_};
   const double rate =
-      options_.lr_schedule().at(scaled_lr(options_.lr(), options_.lr_scaling(), job_.world), epoch);
+      options_.lr_schedule().at(scaled_lr(options_.lr(), options_.lr_scaling(), job_.world),
+                                point) *
+      warmup_factor(point.run_step(), options_.warmup_steps(), options_.warmup_start_factor());
   for (auto& group : optimizer_.param_groups()) {
     group.options().set_lr(rate);
+  }
+}
+
+void TrainerRun::log_skipped_steps(int epoch, const EpochStats& stats) const {
+  if (stats.skipped_steps > 0 && job_.rank == 0) {
+    spdlog::warn(
+        "epoch {}: the loss scaler skipped {} optimizer step(s) whose gradients overflowed", epoch,
+        stats.skipped_steps);
+  }
+}
+
+void TrainerRun::log_early_stop(int epoch) const {
+  if (job_.rank == 0) {
+    const std::vector<int> best = checkpoints_.best_epochs().best(1);
+    spdlog::info(
+        "stopping early after epoch {}: {} has not improved{} for {} epoch(s), since "
+        "epoch {}",
+        epoch, options_.best_by(),
+        options_.early_stop_min_delta() > 0
+            ? fmt::format(" by more than {}", options_.early_stop_min_delta())
+            : "",
+        options_.early_stop_patience(), best.empty() ? 0 : best.front());
   }
 }
 
@@ -200,29 +247,38 @@ EvalStats TrainerRun::evaluate(const ModelInJob& model,
 int TrainerRun::train_epochs(const ModelInJob& model) {
   log_start();
   const EpochSettings settings = epoch_settings();
-  const EpochLoop loop(
-      {.module = &module_, .optimizer = &optimizer_, .loss = model.loss, .join = model.join},
-      train_, settings, job_);
+  const EpochLoop loop({.module = &module_,
+                        .optimizer = &optimizer_,
+                        .loss = model.loss,
+                        .join = model.join,
+                        .no_sync = model.no_sync},
+                       train_, settings, job_);
   const auto job_start = std::chrono::steady_clock::now();
   EvalStats eval;
-  for (int epoch = first_epoch_; epoch <= options_.epochs(); ++epoch) {
-    set_lr(epoch);
+  int last_epoch = options_.epochs();
+  for (int epoch = first_epoch_; epoch <= last_epoch; ++epoch) {
     const EpochStats stats =
         loop.train(*sharding_, epoch, epoch == first_epoch_ ? resumed_at_ : EpochPosition{});
     write_trace(model);  // before comm(), which clears DDP's timeline
     if (stats.stop_signal != 0) {
       return checkpoints_.stopped(stats.stop_signal, epoch - 1, stats.stopped_after, job_);
     }
+    log_skipped_steps(epoch, stats);
     const CommStats comm = model.comm();
     eval = evaluate(model, settings.autocast);
     // The row before the checkpoint: a crash between the two repeats the
     // epoch on resume (its row then appears twice) rather than losing it.
     tensorboard_.add_epoch(epoch, report_.record(epoch, stats, eval, comm));
-    if (epoch < options_.epochs()) {  // (auto: the next epoch's split, kept in the checkpoint)
+    checkpoints_.record_epoch(epoch, eval);
+    if (checkpoints_.early_stop_due() && epoch < last_epoch) {
+      log_early_stop(epoch);
+      last_epoch = epoch;
+    }
+    if (epoch < last_epoch) {  // (auto: the next epoch's split, kept in the checkpoint)
       sharding_->measure(stats, comm, job_);
     }
     checkpoints_.save(epoch, EpochPosition{}, *sharding_, job_);
-    if (settings.stop_on_signal && epoch < options_.epochs()) {
+    if (settings.stop_on_signal && epoch < last_epoch) {
       if (const int sig = agreed_stop_signal(job_)) {
         return checkpoints_.stopped(sig, epoch, 0, job_);
       }
@@ -230,7 +286,8 @@ int TrainerRun::train_epochs(const ModelInJob& model) {
   }
   checkpoints_.finish();
   report_.finish(
-      eval, std::chrono::duration<double>(std::chrono::steady_clock::now() - job_start).count(),
+      eval, last_epoch,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - job_start).count(),
       job_.world);
   finish_job(job_);
   return 0;

@@ -65,7 +65,10 @@ class TrainerRun {
   void after_step(const StepRecord& step);
   // Rewrites the trace with the epoch's steps (a collective with --trace).
   void write_trace(const ModelInJob& model);
-  void set_lr(int epoch);
+  // Before each optimizer step: the schedule's rate at it, warmed up.
+  void set_lr(int epoch, int64_t optimizer_step);
+  void log_skipped_steps(int epoch, const EpochStats& stats) const;
+  void log_early_stop(int epoch) const;
   EvalStats evaluate(const ModelInJob& model, const amp::AutocastOptions& autocast) const;
 
   const TrainerOptions& options_;
@@ -84,6 +87,7 @@ class TrainerRun {
   int first_epoch_ = 1;
   std::optional<Sharding> sharding_;
   EpochPosition resumed_at_;
+  int64_t optimizer_steps_per_epoch_ = 1;  // of the equal split, the same on every rank
 };
 
 }  // namespace dtrain::train::detail

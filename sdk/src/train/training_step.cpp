@@ -8,6 +8,7 @@
 
 #include "dtrain/amp/autocast.h"
 #include "dtrain/train/finite_gradients.h"
+#include "dtrain/train/gradient_clipping.h"
 #include "dtrain/util/errors.h"
 
 namespace dtrain::train::detail {
@@ -19,39 +20,65 @@ std::string loss_text(double loss) {
   return std::isnan(loss) ? "NaN" : fmt::format("{:g}", loss);
 }
 
+// The optimizer's step once the step's gradients are summed: through the
+// scaler (which may skip it), or checked finite; clipped first when asked.
+// Returns whether the scaler skipped it.
+bool step_optimizer(torch::optim::Optimizer& optimizer, const at::Tensor& loss,
+                    const EpochSettings& settings, int epoch, int64_t step) {
+  const bool clips = settings.clip_grad_norm > 0;
+  if (settings.scaler != nullptr) {
+    if (clips) {
+      settings.scaler->unscale_(optimizer);  // clip the true gradients
+      clip_gradient_norm(optimizer, settings.clip_grad_norm);
+    }
+    const bool stepped = settings.scaler->step(optimizer);
+    settings.scaler->update();
+    return !stepped;
+  }
+  // Non-finite gradients would make every parameter NaN (a scaler, above,
+  // skips such steps instead).
+  DTRAIN_CHECK(gradients_are_finite(optimizer), "epoch ", epoch, ", step ", step + 1,
+               ": the gradients hold NaN or infinite values (this process's loss: ",
+               loss_text(loss.item<double>()),
+               "): training diverged, and the step was not taken; try a lower --lr");
+  if (clips) {
+    clip_gradient_norm(optimizer, settings.clip_grad_norm);
+  }
+  optimizer.step();
+  return false;
+}
+
 }  // namespace
 
-at::Tensor take_step(torch::optim::Optimizer& optimizer, const LossFn& loss_of, const Batch& batch,
-                     const EpochSettings& settings, int epoch, int64_t step, StepRecord* times) {
+BatchResult take_step(const EpochModel& model, const Batch& batch, const EpochSettings& settings,
+                      int epoch, int64_t step, const MicroBatch& micro, StepRecord* times) {
+  torch::optim::Optimizer& optimizer = *model.optimizer;
   auto now = [times](StepRecord::Time StepRecord::*phase) {
     if (times != nullptr) {
       times->*phase = std::chrono::steady_clock::now();
     }
   };
-  optimizer.zero_grad();
-  now(&StepRecord::forward);
+  if (micro.first) {
+    optimizer.zero_grad();
+  }
   at::Tensor loss;
-  {
-    amp::AutocastGuard autocast(settings.autocast);
-    loss = loss_of(batch);
-  }
-  now(&StepRecord::backward);
-  if (settings.scaler != nullptr) {
-    settings.scaler->scale(loss).backward();
-    now(&StepRecord::optimizer);
-    settings.scaler->step(optimizer);
-    settings.scaler->update();
+  auto forward_backward = [&] {
+    now(&StepRecord::forward);
+    {
+      amp::AutocastGuard autocast(settings.autocast);
+      loss = model.loss(batch);
+    }
+    now(&StepRecord::backward);
+    const at::Tensor weighted = micro.weight == 1 ? loss : loss * micro.weight;
+    (settings.scaler != nullptr ? settings.scaler->scale(weighted) : weighted).backward();
+  };
+  if (!micro.last && model.no_sync) {
+    model.no_sync(forward_backward);  // DDP all-reduces the step's last batch only
   } else {
-    loss.backward();
-    now(&StepRecord::optimizer);
-    // Non-finite gradients would make every parameter NaN (a scaler,
-    // above, skips such steps instead).
-    DTRAIN_CHECK(gradients_are_finite(optimizer), "epoch ", epoch, ", step ", step + 1,
-                 ": the gradients hold NaN or infinite values (this process's loss: ",
-                 loss_text(loss.item<double>()),
-                 "): training diverged, and the step was not taken; try a lower --lr");
-    optimizer.step();
+    forward_backward();
   }
+  now(&StepRecord::optimizer);
+  const bool skipped = micro.last && step_optimizer(optimizer, loss, settings, epoch, step);
   // The loss stays where it is: reading it waits for the step's last
   // kernel, which a timed step does (its end is then the step's end).
   at::Tensor value = loss.detach();
@@ -59,7 +86,7 @@ at::Tensor take_step(torch::optim::Optimizer& optimizer, const LossFn& loss_of, 
     times->loss = value.item<double>();
     now(&StepRecord::end);
   }
-  return value;
+  return {.loss = value, .skipped = skipped};
 }
 
 }  // namespace dtrain::train::detail

@@ -37,9 +37,10 @@ struct EpochReportOptions {
   bool append = false;  // add rows to an existing report (a resumed run)
   // Name EvalStats::extra's values, in order.
   std::vector<std::string> extra_columns = {};
-  // The column whose highest value makes the best epoch: test_accuracy or
-  // one of extra_columns.
+  // The column whose highest value (lowest, with best_lower) makes the
+  // best epoch: test_accuracy, test_loss or one of extra_columns.
   std::string best_by = "test_accuracy";
+  bool best_lower = false;
   // Called after each row is written, with the report's path.
   std::function<void(const std::string& csv)> after_row = {};
 };
@@ -54,11 +55,11 @@ class EpochReport {
   // Writes the epoch's row (rank 0) and returns it, on every rank.
   ReportRow record(int epoch, const EpochStats& train, const EvalStats& eval,
                    const CommStats& comm);
-  // The closing lines: final accuracy, wall time, process count, report
-  // path; then the best epoch and its numbers.
-  void finish(const EvalStats& eval, double seconds, int world);
+  // The closing lines: final accuracy after `epochs`, wall time, process
+  // count, report path; then the best epoch and its numbers.
+  void finish(const EvalStats& eval, int epochs, double seconds, int world);
 
-  // The epoch with the highest best_by so far (ties: the earlier), among
+  // The epoch with the best best_by so far (ties: the earlier), among
   // this run's rows and, appending, the report's earlier ones; none on
   // ranks that do not write or before any row.
   std::optional<int> best_epoch() const;

@@ -32,6 +32,9 @@ struct EpochStats {
   // epoch's training, in MiB (torch.cuda.max_memory_allocated after
   // reset_peak_memory_stats at its start); 0 on the CPU.
   double peak_device_mb = 0;
+  // Optimizer steps the fp16 loss scaler skipped: their gradients held
+  // inf or NaN (the scale then backed off).
+  int64_t skipped_steps = 0;
   // Not 0: a stop was asked for by this signal, and the epoch ended after
   // `stopped_after` steps, saved by EpochSettings::save_mid_epoch; the
   // other numbers are then not the epoch's.

@@ -29,13 +29,14 @@ namespace dtrain::train {
 template <typename ModuleHolder>
 class JobModel {
  public:
+  // DDP takes `options` (TrainerOptions::ddp), recording its timeline;
   // `sample_count`: ranks train batches of different sizes (--rank-weights),
   // so DDP weights each rank's gradient by its samples to get the global
   // batch's gradient.
-  JobModel(ModuleHolder model, const Job& job, bool sample_count = false)
+  JobModel(ModuleHolder model, const Job& job, bool sample_count = false,
+           ddp::DdpOptions options = {})
       : model_(std::move(model)) {
     if (job.distributed()) {
-      ddp::DdpOptions options;
       options.record_timeline = true;
       if (sample_count) {
         options.averaging = ddp::GradientAveraging::kSampleCount;
@@ -66,6 +67,20 @@ class JobModel {
   // alone). For train_epoch.
   Join join() {
     return [this](const std::function<void()>& steps) { ddp_ ? ddp_->join(steps) : steps(); };
+  }
+
+  // Runs a forward and backward whose gradients DDP keeps local, summed
+  // into the next synchronised backward's (gradient accumulation; directly
+  // alone). For train_epoch.
+  NoSync no_sync() {
+    return [this](const std::function<void()>& forward_backward) {
+      if (ddp_) {
+        auto guard = ddp_->no_sync();
+        forward_backward();
+      } else {
+        forward_backward();
+      }
+    };
   }
 
   // The communication of the steps since the last call (zeros alone).

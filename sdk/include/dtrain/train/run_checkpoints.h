@@ -21,6 +21,7 @@
 #include <torch/optim/optimizer.h>
 
 #include "dtrain/amp/grad_scaler.h"
+#include "dtrain/train/best_epochs.h"
 #include "dtrain/train/checkpoint.h"
 #include "dtrain/train/epoch_stats.h"
 #include "dtrain/train/job.h"
@@ -61,6 +62,16 @@ class RunCheckpoints {
   // write is thrown by the next save or by finish().
   void save(int64_t epochs_done, const EpochPosition& position, const Sharding& sharding,
             const Job& job);
+  // Records an epoch's evaluation by --best-by, before its checkpoint is
+  // saved (which then keeps the record); with --keep-best that checkpoint
+  // is also kept as <name>.best.epoch<N><ext> while the epoch ranks among
+  // the best, and the copies of epochs that fall out are removed.
+  void record_epoch(int epoch, const EvalStats& eval);
+  // Whether --best-by has not improved for --early-stop-patience epochs
+  // (the same on every rank: each evaluated the whole test set).
+  bool early_stop_due() const;
+  const BestEpochs& best_epochs() const { return best_; }
+
   // Until the last checkpoint is on disk (before the process ends), and
   // kept under its epoch's name when it should be.
   void finish();
@@ -75,11 +86,20 @@ class RunCheckpoints {
   // With --keep-epoch-checkpoints, the checkpoint at path_ (once on disk)
   // also goes under its epoch's name: Note [Each epoch's checkpoint kept].
   void keep_pending_epoch();
+  // --keep-best: the best epochs' copies, once the checkpoint is on disk.
+  void keep_best_copies();
 
   std::string path_;  // empty: no checkpoints
   bool keep_epochs_ = false;
   CheckpointNotes notes_;                 // saved in every checkpoint
   std::optional<int64_t> pending_epoch_;  // written at path_, not yet kept
+  int keep_best_ = 0;
+  std::string best_by_;
+  std::vector<std::string> report_columns_;
+  int patience_ = 0;
+  double min_delta_ = 0;
+  BestEpochs best_;
+  std::optional<int64_t> pending_best_;  // an epoch end written at path_, to rank
   torch::nn::Module* module_;
   torch::optim::Optimizer* optimizer_;
   amp::GradScaler* scaler_;

@@ -33,6 +33,10 @@ using LossFn = std::function<at::Tensor(const Batch& batch)>;
 
 // Runs an epoch's steps inside DDP's join (JobModel::join).
 using Join = std::function<void(const std::function<void()>& steps)>;
+// Runs a micro-batch's forward and backward without DDP's all-reduce, its
+// gradients summed locally into the next synchronised backward's
+// (JobModel::no_sync; gradient accumulation).
+using NoSync = std::function<void(const std::function<void()>& forward_backward)>;
 
 // What an epoch trains: `module` (switched to training mode) with its
 // optimizer, and how a batch's loss is computed. `join` may be empty when
@@ -42,6 +46,8 @@ struct EpochModel {
   torch::optim::Optimizer* optimizer = nullptr;
   LossFn loss;
   Join join = {};
+  // Needed with EpochSettings::accumulate above 1 in a distributed job.
+  NoSync no_sync = {};
 };
 
 // One training step as it ran on this rank, for EpochSettings::after_step.
@@ -64,14 +70,24 @@ struct EpochSettings {
   amp::AutocastOptions autocast{c10::kCPU};
   // Scales the loss and steps the optimizer when set (fp16); not owned.
   amp::GradScaler* scaler = nullptr;
+  // Batches whose gradients are summed into each optimizer step, each loss
+  // weighted by its share of the step's samples (TrainerOptions::accumulate).
+  int accumulate = 1;
+  // Clips the gradients to this global norm before each optimizer step,
+  // after the scaler's unscale (0: not clipped).
+  double clip_grad_norm = 0;
+  // Sets the learning rate before each optimizer step, given the epoch and
+  // the optimizer steps already taken in it (empty: left as it is).
+  std::function<void(int epoch, int64_t optimizer_step)> set_lr;
   // With the epoch, the rank and the batch or step, seeds each batch's
   // augmentation and each step's dropout (step_seeds.h).
   uint64_t seed = 0;
   // Threads making training batches ahead of the steps (0: each batch is
   // made in the step, on the training thread).
   int loader_workers = 1;
-  // Mid-epoch checkpoints: after every this many steps of an epoch (0:
-  // none), save_mid_epoch is called on every rank.
+  // Mid-epoch checkpoints: after every this many steps (batches) of an
+  // epoch (0: none; a multiple of accumulate), save_mid_epoch is called on
+  // every rank.
   int64_t checkpoint_steps = 0;
   std::function<void(int epoch, const EpochPosition& position)> save_mid_epoch;
   // The ranks agree whether a stop was asked for (agreed_stop_signal)

@@ -49,7 +49,6 @@
 #include "dtrain/train/comm_stats.h"
 #include "dtrain/train/dataset.h"
 #include "dtrain/train/evaluation.h"
-#include "dtrain/train/flag_table.h"
 #include "dtrain/train/job.h"
 #include "dtrain/train/job_model.h"
 #include "dtrain/train/train_epoch.h"
@@ -57,6 +56,8 @@
 #include "dtrain/util/launch_env.h"
 
 namespace dtrain::train {
+
+class FlagTable;  // flag_table.h: the opt-in command line (trainer_flags.h)
 
 // A training step: the mean loss of a batch already on the job's device
 // (the Trainer runs it under autocast, takes its backward and steps).
@@ -84,6 +85,7 @@ struct ModelInJob {
   LossFn loss;
   std::function<EvalStats(const EvalContext&)> evaluate;
   Join join;
+  NoSync no_sync;
   std::function<CommStats()> comm;
   // DDP's record of the epoch's steps so far (none alone), for --trace.
   std::function<std::vector<ddp::StepEvents>()> timeline;
@@ -118,12 +120,13 @@ class Trainer {
           std::type_identity_t<Evaluate<ModuleHolder>> evaluate) {
     std::optional<JobModel<ModuleHolder>> in_job;
     return run(*model, optimizer, train, [&](const Job& job, bool sample_count) {
-      in_job.emplace(model, job, sample_count);
+      in_job.emplace(model, job, sample_count, options_.ddp());
       return ModelInJob{
           .loss = [&in_job, step](const Batch& batch) { return step(*in_job, batch); },
           .evaluate = [&in_job,
                        evaluate](const EvalContext& context) { return evaluate(*in_job, context); },
           .join = in_job->join(),
+          .no_sync = in_job->no_sync(),
           .comm = [&in_job] { return in_job->take_comm_stats(); },
           .timeline = [&in_job] { return in_job->timeline_steps(); }};
     });

@@ -19,7 +19,9 @@
 
 #include <torch/arg.h>
 
+#include "dtrain/ddp/options.h"
 #include "dtrain/train/lr_schedule.h"
+#include "dtrain/train/optimizers.h"
 #include "dtrain/train/rank_weights.h"
 #include "dtrain/util/enum_words.h"
 
@@ -65,6 +67,22 @@ struct TrainerOptions {
   TORCH_ARG(double, lr) = 0.01;
   TORCH_ARG(LrScaling, lr_scaling) = LrScaling::kLinear;
   TORCH_ARG(LrSchedule, lr_schedule) = LrSchedule::constant();
+  // A linear warmup over the run's first warmup_steps optimizer steps, from
+  // warmup_start_factor times the schedule's rate (lr_schedule.h).
+  TORCH_ARG(int64_t, warmup_steps) = 0;
+  TORCH_ARG(double, warmup_start_factor) = 0.1;
+  // What make_optimizer builds (optimizers.h); fit() trains with the
+  // optimizer it is given.
+  TORCH_ARG(OptimizerOptions, optimizer) = {};
+  // Micro-batches of batch_size whose gradients are summed before each
+  // optimizer step (DDP all-reduces only the last), each loss weighted by
+  // its share of the step's samples: the step of one batch that many times
+  // larger, a short last batch included.
+  TORCH_ARG(int, accumulate) = 1;
+  // Clips the gradients to this global L2 norm before each optimizer step,
+  // after the fp16 loss scaler's unscale (0: no clipping), as
+  // torch.nn.utils.clip_grad_norm_ does.
+  TORCH_ARG(double, clip_grad_norm) = 0;
   TORCH_ARG(Precision, precision) = Precision::kFp32;
   TORCH_ARG(Device, device) = Device::kCpu;
   // With several processes: the process group's backend, how long a
@@ -72,6 +90,10 @@ struct TrainerOptions {
   TORCH_ARG(Backend, backend) = Backend::kAuto;
   TORCH_ARG(int, dist_timeout_s) = 300;
   TORCH_ARG(JoinOptions, join) = {};
+  // DistributedDataParallel's own options (ddp/options.h): unused
+  // parameters, a static graph, bucket sizes, a comm hook. The Trainer sets
+  // record_timeline, and sample-count averaging under --rank-weights.
+  TORCH_ARG(ddp::DdpOptions, ddp) = {};
   // Seeds the sampler's shuffle, each batch's augmentation and each step's
   // dropout (with the epoch, the rank and the batch or step).
   TORCH_ARG(uint64_t, seed) = 0;
@@ -124,9 +146,18 @@ struct TrainerOptions {
   // The report's columns after the common ones: the names of
   // EvalStats::extra, in order ("instance_miou").
   TORCH_ARG(std::vector<std::string>, report_columns) = {};
-  // The column whose highest value names the best epoch at the end of a
-  // run: test_accuracy or one of report_columns.
+  // The column whose highest value (lowest, with best_lower) names the
+  // best epoch: test_accuracy, test_loss or one of report_columns.
   TORCH_ARG(std::string, best_by) = "test_accuracy";
+  TORCH_ARG(bool, best_lower) = false;
+  // Keep the checkpoints of the best keep_best epochs by best_by, as
+  // <name>.best<N><ext> beside the checkpoint (0: none); the last is
+  // always the checkpoint itself.
+  TORCH_ARG(int, keep_best) = 0;
+  // Stop when best_by has not improved (by more than early_stop_min_delta)
+  // for early_stop_patience epochs (0: never).
+  TORCH_ARG(int, early_stop_patience) = 0;
+  TORCH_ARG(double, early_stop_min_delta) = 0;
   // Called on rank 0 after each row of the report is written, with the
   // report's path (the apps draw their curves from it).
   TORCH_ARG(std::function<void(const std::string& csv)>, after_report_row) = {};
