@@ -127,6 +127,8 @@ void write_run_config(const FlagTable& flags, const std::string& csv) {
   if (csv.empty()) {
     return;
   }
+  // Where the report cannot go, neither can its config: the report is named.
+  detail::check_writable(csv, "CSV report");
   const std::string path = run_config_path(csv);
   if (const std::string missing = detail::yaml_missing(); !missing.empty()) {
     spdlog::warn("no run config written to {}: {}", path, missing);

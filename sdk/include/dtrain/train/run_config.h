@@ -38,7 +38,8 @@ std::string run_config_path(const std::string& csv);
 std::string run_config_yaml(const FlagTable& flags);
 
 // Writes run_config_yaml(flags) to run_config_path(csv), atomically;
-// nothing when `csv` is empty. Throws dtrain::IOError naming the path.
+// nothing when `csv` is empty. Throws dtrain::IOError naming the report
+// where it cannot be written (detail::check_writable), else the config.
 void write_run_config(const FlagTable& flags, const std::string& csv);
 
 }  // namespace dtrain::train
