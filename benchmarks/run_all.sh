@@ -63,6 +63,7 @@ runs=(
   "pointnet2_partseg_train|run_pointnet2_train.sh --model partseg --rounds 3"
   "batch_norm_relu|run_batch_norm_relu.sh"
   "checkpoint|run_checkpoint.sh"
+  "checkpoint_steps|run_checkpoint_steps.sh"
   "scaling|run_scaling.sh"
 )
 timings=()

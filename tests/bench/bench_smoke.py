@@ -173,6 +173,10 @@ CHECKPOINT = [comparisons("checkpoint_cpu.csv",
                            ("ssg-lite", "dtrain background", "torch no_flush")], ["file_mb"],
                           {"dtrain_file_mb": POSITIVE, "peer_file_mb": POSITIVE}, {"rounds": "1"})]
 
+CHECKPOINT_STEPS = [comparisons("checkpoint_steps_cpu.csv",
+                                [("main job ssg-lite 2 processes", "with --checkpoint", "without")],
+                                same={"rounds": "1"})]
+
 SHAPES = ["(8,64,512,32)", "(8,128,512,32)", "(8,128,128,64)", "(8,256,128,64)", "(8,1024,1,128)",
           "(16,32,128,16)", "(16,64,32,32)"]
 BNRELU = [comparisons("batch_norm_relu_cpu.csv",
@@ -202,6 +206,8 @@ RUNNERS = {
     "ddp": ("run_ddp.sh", DDP, ["ddp_cpu.png"]),
     "pointnet2_train": ("run_pointnet2_train.sh", TRAIN, ["pointnet2_train_cpu.png"]),
     "checkpoint": ("run_checkpoint.sh", CHECKPOINT, ["checkpoint_cpu.png"]),
+    "checkpoint_steps": ("run_checkpoint_steps.sh", CHECKPOINT_STEPS,
+                         ["checkpoint_steps_cpu.png"]),
     "batch_norm_relu": ("run_batch_norm_relu.sh", BNRELU, ["batch_norm_relu_cpu.png"]),
     "scaling": ("run_scaling.sh", SCALING, ["scaling_model.png"]),
 }

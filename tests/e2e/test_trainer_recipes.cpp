@@ -184,4 +184,26 @@ TEST(TrainerRecipeSteps, EarlyStoppingStopsAtTheExpectedEpoch) {
   EXPECT_EQ(epochs_run({"--early-stop-patience", "2", "--early-stop-min-delta", "0.2"}), 3u);
 }
 
+// The repository's PointNeXt recipe is a config train_pointnet2 reads: a
+// short run from it writes the recipe back in its own config.
+TEST(TrainerRecipeSteps, ThePointNeXtConfigTrainsPointNet2) {
+  TempDir dir;
+  const ProcessResult result =
+      run_process({DTRAIN_TRAIN_POINTNET2_PATH, "--config", DTRAIN_POINTNEXT_CONFIG, "--model",
+                   "ssg-lite", "--num-points", "512", "--epochs", "1", "--batch-size", "4",
+                   "--synthetic-classes", "2", "--synthetic-train-per-class", "8",
+                   "--synthetic-test-per-class", "2", "--csv", dir.file("r.csv")});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::ifstream written(dir.file("r.config.yaml"));
+  std::set<std::string> lines;
+  for (std::string line; std::getline(written, line);) {
+    lines.insert(line);
+  }
+  for (const char* line :
+       {"optimizer: adamw", "weight-decay: 0.05", "decay-norms-biases: false", "clip-grad-norm: 1",
+        "label-smoothing: 0.2", "lr-schedule: cosine", "epochs: 1", "model: ssg-lite"}) {
+    EXPECT_EQ(lines.count(line), 1u) << line;
+  }
+}
+
 }  // namespace dtrain::recipe_tests

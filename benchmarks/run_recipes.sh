@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# What PointNeXt's training recipe (configs/train_pointnet2/pointnext.yaml:
+# AdamW with weight decay 0.05 off norms and biases, clipping at norm 1,
+# label smoothing 0.2) gives on the synthetic shapes against the main
+# job's own (Adam with weight decay 1e-4), everything else alike: the main
+# job of scripts/run.sh (train_pointnet2 under dtrun, two processes,
+# ssg-lite on 512 points, batches of 16 a process, a cosine over the run),
+# once per seed and recipe.
+#
+#   bash benchmarks/run_recipes.sh [--seeds 0-4] [--epochs 10]
+#       [--out benchmarks/results/recipes_cpu.csv]
+#
+# One row per run: the commit and machine, recipe, seed, epochs, and the
+# last epoch's test accuracy and test loss. About 8 minutes on 2 cores.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"
+
+seeds="0-4" epochs=10
+out="$DTRAIN_REPO/benchmarks/results/recipes_cpu.csv"
+while (($#)); do
+  case "$1" in
+    --seeds) seeds="$2"; shift 2 ;;
+    --epochs) epochs="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    *) echo "run_recipes.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+[[ $seeds =~ ^([0-9]+)-([0-9]+)$ ]] || { echo "--seeds must be FIRST-LAST, got '$seeds'" >&2; exit 2; }
+first="${BASH_REMATCH[1]}" last="${BASH_REMATCH[2]}"
+
+dtrain_build train_pointnet2 dtrun
+# As every results CSV (benchmarks/report/stats.py).
+commit="${DTRAIN_BENCH_COMMIT:-$(git -C "$DTRAIN_REPO" rev-parse HEAD)$(git -C "$DTRAIN_REPO" \
+  diff --quiet HEAD -- . ':(exclude)benchmarks/results' || echo -dirty)}"
+machine="${DTRAIN_BENCH_MACHINE:-$(lscpu | sed -n 's/^Model name: *//p' | head -n 1 | tr ',' ' ') x $(nproc)}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$(dirname "$out")"
+main_job=(--model ssg-lite --num-points 512 --batch-size 16 --lr-schedule cosine --epochs "$epochs")
+declare -A recipe_flags=(
+  [main job]=""
+  [pointnext]="--config $DTRAIN_REPO/configs/train_pointnet2/pointnext.yaml"
+)
+echo "commit,machine,recipe,seed,epochs,test_accuracy,test_loss" >"$out"
+for ((seed = first; seed <= last; seed++)); do
+  for recipe in "main job" pointnext; do
+    csv="$work/run.csv"
+    rm -f "$csv"
+    read -r -a extra <<<"${recipe_flags[$recipe]}"
+    # The config first: the main job's flags after it win (model, points, batch, epochs).
+    "$DTRAIN_BUILD_DIR/apps/dtrun/dtrun" --standalone --nproc-per-node 2 \
+      "$DTRAIN_BUILD_DIR/apps/train_pointnet2/train_pointnet2" ${extra[@]+"${extra[@]}"} \
+      "${main_job[@]}" --seed "$seed" --csv "$csv" >"$work/log" 2>&1 ||
+      { cat "$work/log" >&2; exit 1; }
+    row="$("$DTRAIN_VENV/bin/python" -c 'import csv, sys
+r = list(csv.DictReader(open(sys.argv[1])))[-1]
+print(r["test_accuracy"] + "," + r["test_loss"])' "$csv")"
+    echo "$commit,$machine,$recipe,$seed,$epochs,$row" >>"$out"
+    dtrain_log "$recipe, seed $seed: test accuracy ${row%%,*}"
+  done
+done
+dtrain_log "wrote $out"
