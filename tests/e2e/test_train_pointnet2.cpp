@@ -170,13 +170,14 @@ TEST(TrainPointNet2, TwoProcessesUnderDtrunShareTheData) {
   EXPECT_GE(hidden, 0.0);
   EXPECT_LE(hidden, 1.0);
   // Both ranks raced to write the dataset; one directory won, nothing else
-  // is left but the report and its picture (none without matplotlib).
+  // is left but the report, its run config and its picture (none without
+  // matplotlib).
   std::set<std::string> entries;
   for (const auto& entry : fs::directory_iterator(dir.path())) {
     entries.insert(entry.path().filename().string());
   }
   entries.erase("report.png");
-  EXPECT_EQ(entries, (std::set<std::string>{"report.csv", "shapes"}));
+  EXPECT_EQ(entries, (std::set<std::string>{"report.csv", "report.config.yaml", "shapes"}));
 }
 
 // The report of small_synthetic_run over 2 epochs by two processes under
