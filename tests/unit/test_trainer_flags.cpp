@@ -42,6 +42,15 @@ std::string trainer_flags_error(std::vector<std::string> args) {
   return "";
 }
 
+// "--epochs=20", ...: the settings the processes compare, as parsed.
+std::vector<std::string> compared_settings(const FlagTable& flags) {
+  std::vector<std::string> compared;
+  for (const auto& setting : flags.same_settings()) {
+    compared.push_back(setting.name + "=" + setting.value);
+  }
+  return compared;
+}
+
 TEST(FlagTable, ComparedSettingsAndAdviceComeFromTheTable) {
   CLI::App app;
   FlagTable flags(app);
@@ -170,45 +179,54 @@ TEST(TrainerFlags, ParseIntoTypedOptions) {
   EXPECT_EQ(options.init_weights_entry(), "model");
   EXPECT_TRUE(options.init_weights_partial());
   EXPECT_EQ(options.export_weights(), "out/weights.pt");
-  std::vector<std::string> compared;
-  for (const auto& setting : flags.same_settings()) {
-    compared.push_back(setting.name + "=" + setting.value);
-  }
-  EXPECT_EQ(compared, (std::vector<std::string>{"--epochs=20",
-                                                "--batch-size=64",
-                                                "--lr=0.01",
-                                                "--lr-scaling=none",
-                                                "--seed=0",
-                                                "--trace=given",
-                                                "--amp=bf16",
-                                                "--device=cpu",
-                                                "--backend=gloo",
-                                                "--checkpoint=given",
-                                                "--checkpoint-steps=0",
-                                                "--init-weights=given",
-                                                "--init-weights-entry=model",
-                                                "--init-weights-partial=true",
-                                                "--rank-weights=auto",
-                                                "--optimizer=adam",
-                                                "--weight-decay=0",
-                                                "--momentum=0",
-                                                "--nesterov=false",
-                                                "--decay-norms-biases=true",
-                                                "--warmup-steps=0",
-                                                "--warmup-start-factor=0.1",
-                                                "--accumulate=1",
-                                                "--clip-grad-norm=0",
-                                                "--find-unused-parameters=false",
-                                                "--static-graph=false",
-                                                "--bucket-cap-mb=25",
-                                                "--first-bucket-mb=1",
-                                                "--gradient-as-bucket-view=false",
-                                                "--broadcast-buffers=true",
-                                                "--comm-hook=none",
-                                                "--best-by=test_accuracy",
-                                                "--best-mode=max",
-                                                "--early-stop-patience=0",
-                                                "--early-stop-min-delta=0"}));
+  EXPECT_EQ(compared_settings(flags).front(), "--epochs=20");
+}
+
+// Every flag that must agree across processes, as parsed above, and the
+// advice naming those that may differ.
+TEST(TrainerFlags, ComparedSettingsNameEveryFlagThatMustAgree) {
+  CLI::App app;
+  TrainerOptions options = TrainerOptions().epochs(20).noun("clouds");
+  FlagTable flags(app);
+  dtrain::train::add_trainer_flags(flags, options);
+  parse_flags(app, {"--amp", "bf16", "--backend", "gloo", "--lr-scaling", "none", "--rank-weights",
+                    "auto", "--checkpoint", "run.pt", "--trace", "out/trace.json", "--init-weights",
+                    "from_python.pt", "--init-weights-entry", "model", "--init-weights-partial"});
+  EXPECT_EQ(compared_settings(flags), (std::vector<std::string>{"--epochs=20",
+                                                                "--batch-size=64",
+                                                                "--lr=0.01",
+                                                                "--lr-scaling=none",
+                                                                "--seed=0",
+                                                                "--trace=given",
+                                                                "--amp=bf16",
+                                                                "--device=cpu",
+                                                                "--backend=gloo",
+                                                                "--checkpoint=given",
+                                                                "--checkpoint-steps=0",
+                                                                "--init-weights=given",
+                                                                "--init-weights-entry=model",
+                                                                "--init-weights-partial=true",
+                                                                "--rank-weights=auto",
+                                                                "--optimizer=adam",
+                                                                "--weight-decay=0",
+                                                                "--momentum=0",
+                                                                "--nesterov=false",
+                                                                "--decay-norms-biases=true",
+                                                                "--warmup-steps=0",
+                                                                "--warmup-start-factor=0.1",
+                                                                "--accumulate=1",
+                                                                "--clip-grad-norm=0",
+                                                                "--find-unused-parameters=false",
+                                                                "--static-graph=false",
+                                                                "--bucket-cap-mb=25",
+                                                                "--first-bucket-mb=1",
+                                                                "--gradient-as-bucket-view=false",
+                                                                "--broadcast-buffers=true",
+                                                                "--comm-hook=none",
+                                                                "--best-by=test_accuracy",
+                                                                "--best-mode=max",
+                                                                "--early-stop-patience=0",
+                                                                "--early-stop-min-delta=0"}));
   EXPECT_EQ(flags.advice(),
             "Start every process with the same flags (only --threads, --loader-workers, --csv, "
             "--tensorboard, --trace's path, --trace-steps, --dist-timeout, --checkpoint's path, "
