@@ -1,0 +1,168 @@
+// A backend's ordered worker (sdk/src/dist/work_queue.h): tasks run one at
+// a time in issue order, and, in a queue made with Waiters::kRun, a thread
+// that waits on a Work whose task is next runs it itself (Note [The waiter
+// runs its task]); a task nobody waits on still runs on the worker.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dist/work_queue.h"
+#include "dtrain/dist/types.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+namespace dist = dtrain::dist;
+using dist::detail::WorkQueue;
+using Waiters = WorkQueue::Waiters;
+
+// What the tasks saw: the order they ran in and the thread each ran on.
+struct Runs {
+  std::mutex mutex;
+  std::vector<std::string> order;
+  std::vector<std::thread::id> threads;
+  void add(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mutex);
+    order.push_back(name);
+    threads.push_back(std::this_thread::get_id());
+  }
+};
+
+// A task that blocks until released, so that later ones queue behind it.
+struct Gate {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool open = false;
+  void release() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      open = true;
+    }
+    cv.notify_all();
+  }
+  void pass() {
+    std::unique_lock<std::mutex> lock(mutex);
+    cv.wait(lock, [this] { return open; });
+  }
+};
+
+// Polls `work` without waiting on it (waiting would run it here); generous,
+// as the worker may be slow to get a core on a loaded machine.
+bool completes(const dist::WorkPtr& work) {
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!work->is_completed()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+TEST(WorkQueue, AWaiterRunsTheTaskThatIsNextOnItsOwnThread) {
+  WorkQueue queue(Waiters::kRun);
+  queue.start();
+  Runs runs;
+  for (int i = 0; i < 20; ++i) {
+    auto work = queue.enqueue("op " + std::to_string(i),
+                              [&runs, i] { runs.add("op " + std::to_string(i)); });
+    work->wait();
+  }
+  // The worker may win the race for a task now and then; the waiter for most.
+  int here = 0;
+  for (const auto& id : runs.threads) {
+    here += id == std::this_thread::get_id() ? 1 : 0;
+  }
+  EXPECT_EQ(runs.order.size(), 20u);
+  EXPECT_GT(here, 0) << "no task ran on the thread that waited for it";
+  queue.stop();
+}
+
+TEST(WorkQueue, AWaiterNeverRunsATaskOutOfTurn) {
+  WorkQueue queue(Waiters::kRun);
+  queue.start();
+  Runs runs;
+  Gate gate;
+  auto first = queue.enqueue("first", [&] {
+    gate.pass();
+    runs.add("first");
+  });
+  auto second = queue.enqueue("second", [&] { runs.add("second"); });
+  auto third = queue.enqueue("third", [&] { runs.add("third"); });
+  std::thread opener([&] {
+    std::this_thread::sleep_for(50ms);
+    gate.release();
+  });
+  third->wait();  // cannot run "third" before the other two
+  opener.join();
+  second->wait();
+  first->wait();
+  EXPECT_EQ(runs.order, (std::vector<std::string>{"first", "second", "third"}));
+  queue.stop();
+}
+
+TEST(WorkQueue, ATaskNobodyWaitsOnRunsOnTheWorker) {
+  WorkQueue queue(Waiters::kRun);
+  queue.start();
+  Runs runs;
+  auto work = queue.enqueue("background", [&] { runs.add("background"); });
+  ASSERT_TRUE(completes(work)) << "the worker never picked up a task nobody woke it for";
+  ASSERT_EQ(runs.threads.size(), 1u);
+  EXPECT_NE(runs.threads[0], std::this_thread::get_id());
+  queue.stop();
+}
+
+// A timeout given to wait() must hold however long the task runs, so that
+// wait leaves the task to the worker.
+TEST(WorkQueue, AWaitWithItsOwnTimeoutLeavesTheTaskToTheWorker) {
+  for (const Waiters waiters : {Waiters::kRun, Waiters::kWait}) {
+    WorkQueue queue(waiters);
+    queue.start();
+    Runs runs;
+    auto work = queue.enqueue("op", [&] { runs.add("op"); });
+    work->wait(30s);
+    ASSERT_EQ(runs.threads.size(), 1u);
+    EXPECT_NE(runs.threads[0], std::this_thread::get_id());
+    queue.stop();
+  }
+}
+
+// Note [Worker errors], whichever thread ran the task.
+TEST(WorkQueue, AFailedTaskFailsItsWorkOnTheWaiterAsOnTheWorker) {
+  for (const Waiters waiters : {Waiters::kRun, Waiters::kWait}) {
+    WorkQueue queue(waiters);
+    queue.start();
+    auto failing = queue.enqueue("all_reduce(SUM) on group 'g'", [] {
+      throw std::runtime_error("Timed out waiting 5ms for recv");
+    });
+    try {
+      failing->wait();
+      ADD_FAILURE() << "the failed task's wait returned";
+    } catch (const dist::CollectiveTimeoutError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "all_reduce(SUM) on group 'g': Timed out waiting 5ms for recv");
+    }
+    queue.stop();
+  }
+}
+
+TEST(WorkQueue, StopRunsWhatIsQueuedFirst) {
+  Runs runs;
+  {
+    WorkQueue queue(Waiters::kRun);
+    for (int i = 0; i < 3; ++i) {
+      queue.enqueue("op", [&runs, i] { runs.add(std::to_string(i)); });
+    }
+    queue.start();
+    queue.stop();
+  }
+  EXPECT_EQ(runs.order, (std::vector<std::string>{"0", "1", "2"}));
+}
+
+}  // namespace
