@@ -9,10 +9,13 @@
 
 #include <ATen/ATen.h>
 
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "collective_conformance.h"
@@ -164,6 +167,58 @@ TEST(MpiTimeouts, ARankThatSkipsACollectiveIsNamed) {
     group->all_reduce(t)->wait();  // lets the others' abandoned #2 complete
   }
   dist::barrier();
+}
+
+// A collective nobody waits on runs on the group's worker rather than on a
+// waiter's thread (Note [The waiter runs its task], work_queue.h); it times
+// out there the same way, naming who never came.
+TEST(MpiTimeouts, ACollectiveLeftToTheWorkerNamesWhoNeverCame) {
+  auto doomed = dist::new_group(all_ranks());
+  at::Tensor t = at::ones({3});
+  if (g_rank == 0) {
+    std::string others;
+    for (int r = 1; r < g_world; ++r) {
+      others += (r > 1 ? ", " : "") + std::to_string(r);
+    }
+    auto work = doomed->all_reduce(t, {.timeout = 300ms});
+    const auto deadline = std::chrono::steady_clock::now() + 15s;
+    while (!work->is_completed() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_TRUE(work->is_completed()) << "the worker never finished the timed-out all_reduce";
+    expect_error<dist::CollectiveTimeoutError>(
+        [&] { work->wait(); },
+        "all_reduce(SUM) on group '" + doomed->name() + "' (mpi), rank 0 of " +
+            std::to_string(g_world) +
+            ": not finished after 300 ms (a rank did not join, or joined a different "
+            "collective); rank(s) " +
+            others + " did not reach this all_reduce(SUM) (#1 on group '" + doomed->name() +
+            "'): rank(s) " + others + " reported no timeout within 300 ms");
+  }
+  dist::barrier();
+  if (g_rank != 0) {
+    doomed->all_reduce(t)->wait();  // lets rank 0's abandoned one complete
+  }
+  dist::barrier();
+}
+
+// libnbc's two schedules (Note [libnbc's all-reduce schedule],
+// mpi_schedule.cpp), below and above the eager size, with MPI's ops and
+// dtrain's own for 2-byte floats, on counts that do not split evenly.
+TEST(MpiAllReduce, EveryScheduleReducesExactly) {
+  for (const std::int64_t count : {1001, 16 * 1024 + 1, 100003}) {
+    for (const auto dtype : {at::kFloat, at::kHalf, at::kLong}) {
+      const at::Tensor pattern = at::arange(count, at::kLong).remainder(7);
+      at::Tensor sum = (pattern + g_rank).to(dtype);
+      at::Tensor max = (pattern + g_rank).to(dtype);
+      dist::all_reduce(sum);
+      dist::all_reduce(max, dist::ReduceOp::kMax);
+      const at::Tensor want_sum = (pattern * g_world + g_world * (g_world - 1) / 2).to(dtype);
+      const at::Tensor want_max = (pattern + g_world - 1).to(dtype);
+      EXPECT_TRUE(at::equal(sum, want_sum)) << count << " " << dtype << ": SUM";
+      EXPECT_TRUE(at::equal(max, want_max)) << count << " " << dtype << ": MAX";
+    }
+  }
 }
 
 // ---- The job -----------------------------------------------------------

@@ -12,6 +12,7 @@
 
 #include "collective_args.h"
 #include "dtrain/util/errors.h"
+#include "mpi_schedule.h"
 
 namespace dtrain::dist::mpi {
 
@@ -60,6 +61,7 @@ void finalize_at_exit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) {
+    close_iallreduce_schedule();
     for (MPI_Op& op : g_half_ops) {
       if (op != MPI_OP_NULL) {
         MPI_Op_free(&op);
@@ -115,6 +117,7 @@ void ensure_mpi() {
     MPI_Op_create(&half_op<1>, 1, &g_half_ops[1]);
     MPI_Op_create(&half_op<2>, 1, &g_half_ops[2]);
     MPI_Op_create(&half_op<3>, 1, &g_half_ops[3]);
+    open_iallreduce_schedule();
   });
 }
 
@@ -166,7 +169,7 @@ int mpi_count(int64_t count, const std::string& what) {
 }
 
 bool poll(MPI_Request& request, Clock::time_point deadline, const std::string& what,
-          MPI_Status* status) {
+          MPI_Status* status, Pace pace) {
   const Clock::time_point start = Clock::now();
   for (int sleeps = 0;;) {
     {
@@ -186,6 +189,9 @@ bool poll(MPI_Request& request, Clock::time_point deadline, const std::string& w
     }
     if (Clock::now() >= deadline) {
       return false;
+    }
+    if (pace == Pace::kSpin) {
+      continue;
     }
     // Non-blocking collectives progress only inside MPI_Test, so each sleep
     // stalls the whole schedule: yield (low latency) for the first 5 ms,

@@ -1,6 +1,8 @@
 // ProcessGroupMPI: the MPI transport under the ProcessGroup front end
-// (transport.h): each collective runs on the group's worker thread, posted
-// as an MPI non-blocking collective and polled against the op's deadline.
+// (transport.h): each collective is posted as an MPI non-blocking
+// collective and polled against the op's deadline, in its turn, by the
+// thread that waits for it or else the group's worker (Note [The waiter
+// runs its task], work_queue.h).
 #include "dtrain/dist/process_group_mpi.h"
 
 #include <ATen/ATen.h>
@@ -16,6 +18,7 @@
 #include "mpi_backend.h"
 #include "mpi_request_work.h"
 #include "mpi_runtime.h"
+#include "mpi_schedule.h"
 #include "transport.h"
 #include "work_queue.h"
 
@@ -73,7 +76,7 @@ struct ProcessGroupMPI::Impl : Transport {
   int tag_limit = 32767;  // MPI_TAG_UB, read when the group starts
   // The first collective that timed out; the group is unusable once set.
   std::string broken_by;
-  WorkQueue queue;
+  WorkQueue queue{WorkQueue::Waiters::kRun};
 
   // MPI reads const buffers through void*; gather's output and scatter's
   // input exist on the root only. Counts were checked at the call (check_size).
@@ -117,7 +120,8 @@ struct ProcessGroupMPI::Impl : Transport {
   void run(const OpContext& ctx, std::vector<at::Tensor> buffers, Start start, Args... args) {
     MPI_Request request = post(ctx.what, "posting the collective",
                                [&](MPI_Request* r) { return start(args..., comm, r); });
-    if (!poll(request, Clock::now() + ctx.timeout, ctx.what)) {
+    const Pace pace = queue.on_worker() ? Pace::kBackOff : Pace::kSpin;
+    if (!poll(request, Clock::now() + ctx.timeout, ctx.what, MPI_STATUS_IGNORE, pace)) {
       const std::string message = ctx.what + ": not finished after " +
                                   std::to_string(ctx.timeout.count()) +
                                   " ms (a rank did not join, or joined a different collective)" +
@@ -135,8 +139,14 @@ struct ProcessGroupMPI::Impl : Transport {
     run(ctx, {data}, MPI_Ibcast, data.mutable_data_ptr(), count(data), type(data), root);
   }
   void all_reduce(at::Tensor& data, ReduceOp op, const OpContext& ctx) override {
-    run(ctx, {data}, MPI_Iallreduce, MPI_IN_PLACE, data.mutable_data_ptr(), count(data), type(data),
+    run(ctx, {data}, iallreduce, data.nbytes(), data.mutable_data_ptr(), count(data), type(data),
         to_mpi(op, data.scalar_type()));
+  }
+  // In place, on libnbc's schedule for its size (Note [libnbc's all-reduce schedule]).
+  static int iallreduce(std::size_t bytes, void* data, int count, MPI_Datatype type, MPI_Op op,
+                        MPI_Comm comm, MPI_Request* request) {
+    choose_iallreduce_schedule(static_cast<std::int64_t>(bytes));
+    return MPI_Iallreduce(MPI_IN_PLACE, data, count, type, op, comm, request);
   }
   // The root reduces in place; the others only send theirs.
   void reduce(at::Tensor& data, ReduceOp op, int root, const OpContext& ctx) override {

@@ -14,9 +14,12 @@
 // lock (see Note [One MPI call at a time] in src/dist/mpi_runtime.h), so a
 // program that calls MPI itself must not do so concurrently with dtrain.
 //
-// Collectives run on one worker thread per group, in issue order, as MPI's
+// Collectives run one at a time per group, in issue order, as MPI's
 // non-blocking collectives (MPI_Iallreduce, ...) polled against the op's
-// timeout; send and recv are MPI_Isend/MPI_Irecv whose Works complete
+// timeout: on the thread that waits for one (tested without pause, as
+// MPI's blocking calls spin), or, when nobody waits yet, on the group's
+// worker thread (tested with back-off, leaving the cores to the program);
+// send and recv are MPI_Isend/MPI_Irecv whose Works complete
 // independently, waited in any order (they progress while some MPI call
 // runs in the process, as usual in MPI). A timeout raises
 // CollectiveTimeoutError naming the op, the group and the rank; a group
@@ -26,6 +29,12 @@
 // cancel a collective, so after a timed-out collective the group is broken:
 // later collectives on it fail at once. With MpiOptions::abort_on_timeout
 // the whole job is aborted (MPI_Abort) instead.
+//
+// Under OpenMPI, dtrain sets libnbc's MPI_Iallreduce algorithm (a control
+// variable of the whole process) before each all-reduce, by its size (Note
+// [libnbc's all-reduce schedule] in src/dist/mpi_schedule.cpp), unless the
+// job set OMPI_MCA_coll_libnbc_iallreduce_algorithm itself; a program's own
+// MPI_Iallreduce follows whichever dtrain set last.
 //
 // Dtypes: float32, float64, float16, bfloat16 (reduced by dtrain's own
 // MPI_Op), int32, int64, uint8. Tensors of more than 2^31-1 elements are

@@ -1,0 +1,84 @@
+// Note [libnbc's all-reduce schedule]
+// OpenMPI runs non-blocking collectives with libnbc, which, left to choose
+// (its control variable coll_libnbc_iallreduce_algorithm at 0, "ignore"),
+// reduces an in-place MPI_Iallreduce, and any on fewer than 4 ranks, along
+// a binomial tree: up to rank 0, then back down, two transfers one after
+// the other where MPI_Allreduce's schedules take one; that is what made
+// dtrain's all-reduce of 2 ranks slower than MPI_Allreduce from 64 KiB up
+// (benchmarks/results/allreduce_mpi.csv before this choice). So dtrain
+// picks libnbc's schedule per call, through MPI's tool interface:
+// recursive doubling (one exchange of the whole message per round) for a
+// message that goes in one eager send, and above that Rabenseifner's
+// reduce-scatter then all-gather of halves, the schedule MPI_Allreduce
+// itself takes for large messages. On 2 ranks over TCP loopback recursive
+// doubling beat MPI_Allreduce below the eager limit and lost above it,
+// where Rabenseifner matched it. A job that chose an algorithm itself
+// (OMPI_MCA_coll_libnbc_iallreduce_algorithm) keeps it; an MPI without that
+// control variable keeps its own choice.
+#include "mpi_schedule.h"
+
+#include "mpi_runtime.h"
+
+#include <spdlog/spdlog.h>
+
+namespace dtrain::dist::mpi {
+
+namespace {
+
+// libnbc's enumerators for the algorithm.
+constexpr int kRabenseifner = 3;
+constexpr int kRecursiveDoubling = 4;
+// OpenMPI's TCP transport sends up to 64 KiB eagerly (btl_tcp_eager_limit);
+// a larger message waits for the receiver's go-ahead, a round trip that
+// recursive doubling pays for the whole message and Rabenseifner's halves
+// avoid.
+constexpr std::int64_t kEagerBytes = 64 * 1024;
+
+bool g_open = false;  // MPI_T initialised by us
+MPI_T_cvar_handle g_handle = nullptr;
+int g_current = 0;  // what the variable holds now
+
+}  // namespace
+
+void open_iallreduce_schedule() {
+  int provided = 0;
+  if (MPI_T_init_thread(MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
+    return;
+  }
+  g_open = true;
+  int index = -1;
+  int count = 0;
+  if (MPI_T_cvar_get_index("coll_libnbc_iallreduce_algorithm", &index) != MPI_SUCCESS ||
+      MPI_T_cvar_handle_alloc(index, nullptr, &g_handle, &count) != MPI_SUCCESS) {
+    g_handle = nullptr;
+    return;
+  }
+  if (count != 1 || MPI_T_cvar_read(g_handle, &g_current) != MPI_SUCCESS || g_current != 0) {
+    spdlog::debug("mpi: libnbc's MPI_Iallreduce keeps the job's algorithm {}", g_current);
+    MPI_T_cvar_handle_free(&g_handle);
+    g_handle = nullptr;
+  }
+}
+
+void choose_iallreduce_schedule(std::int64_t bytes) {
+  if (g_handle == nullptr) {
+    return;
+  }
+  const int wanted = bytes < kEagerBytes ? kRecursiveDoubling : kRabenseifner;
+  if (wanted != g_current && MPI_T_cvar_write(g_handle, &wanted) == MPI_SUCCESS) {
+    g_current = wanted;
+  }
+}
+
+void close_iallreduce_schedule() {
+  if (g_handle != nullptr) {
+    MPI_T_cvar_handle_free(&g_handle);
+    g_handle = nullptr;
+  }
+  if (g_open) {
+    MPI_T_finalize();
+    g_open = false;
+  }
+}
+
+}  // namespace dtrain::dist::mpi

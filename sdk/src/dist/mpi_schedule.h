@@ -1,0 +1,18 @@
+// Which schedule OpenMPI's libnbc follows for dtrain's MPI_Iallreduce, set
+// per message size through MPI's tool interface (Note [libnbc's all-reduce
+// schedule]). Every function is called with mpi_mutex() held.
+#pragma once
+
+#include <cstdint>
+
+namespace dtrain::dist::mpi {
+
+// Once MPI is initialised: finds libnbc's control variable; does nothing
+// more where MPI has none, or where the job chose an algorithm itself.
+void open_iallreduce_schedule();
+// Before posting an MPI_Iallreduce of `bytes` bytes.
+void choose_iallreduce_schedule(std::int64_t bytes);
+// Before MPI_Finalize.
+void close_iallreduce_schedule();
+
+}  // namespace dtrain::dist::mpi
