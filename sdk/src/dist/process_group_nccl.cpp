@@ -1,34 +1,47 @@
 // ProcessGroupNCCL: the NCCL transport under the ProcessGroup front end
-// (transport.h): creates the group's communicator on first use, launches
-// each operation on the communicator's stream after the caller's stream,
-// and lets a watchdog thread finish (or time out) the Work.
+// (transport.h), on LibTorch's own c10d::ProcessGroupNCCL.
+//
+// Note [NCCL through LibTorch's process group]
+// The bytes move through c10d::ProcessGroupNCCL, the NCCL process group
+// the whole PyTorch world runs, from the torch wheel dtrain builds on (with
+// the NCCL headers of the same release, so its class layout matches). It
+// brings what a hand-written transport would have to get right: a
+// communicator per pair for point-to-point (a ring where every rank posts
+// its receive before its send cannot deadlock on one stream), grouped
+// launches for gather, scatter and all_to_all, and streams per device.
+// dtrain keeps what its contract says: the front end's checks, staging and
+// names; a Work whose wait() orders the caller's stream; and timeouts.
+// c10d's own error handling is off (TORCH_NCCL_ASYNC_ERROR_HANDLING=0 unless
+// the user set it), so no process is torn down behind the caller's back:
+// dtrain's watchdog (work_watchdog.h) fails a collective past its deadline
+// with the operation and the ranks that never reached it, then aborts the
+// group's communicators.
 //
 // Note [NCCL stream ordering]
-// An operation must see what the caller queued on its current stream
-// before the call, and the caller must not touch the tensors before the
-// operation is done. So: record `ready` on the caller's stream and make the
-// NCCL stream wait for it (GPU-side, the host goes on); run the NCCL calls
-// and any copies they need on the NCCL stream; record the Work's end event
-// there. Work::wait() makes the caller's stream wait for the end event. The
-// caching allocator is told (recordStream) that the tensors are in use on
-// the NCCL stream, so freeing them early cannot hand their memory to
-// someone else while NCCL still writes it.
+// c10d runs each operation on its NCCL stream after the caller's current
+// stream. A collective's result is needed at once by the front end's
+// post-processing (copies back, the division of AVG), so the table below
+// makes the caller's stream wait for it (GPU-side: the host goes on), and
+// the Work records its end event there. Point-to-point operations are not
+// waited on at issue -- a rank's send must not queue behind its own
+// receive -- but in the Work's wait().
 #include "dtrain/dist/process_group_nccl.h"
 
 #include <ATen/ATen.h>
-#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 
 #include <atomic>
-#include <cstring>
+#include <cstdlib>
 #include <functional>
 #include <mutex>
 #include <optional>
 
 #include <spdlog/spdlog.h>
 
+#include "c10d_store.h"
 #include "dtrain/dist/store_names.h"
 #include "dtrain/util/launch_env.h"
 #include "nccl_utils.h"
@@ -37,45 +50,53 @@
 
 namespace dtrain::dist {
 
-// The transport interface (transport.h) and what the backends share.
 using namespace detail;
 
 namespace {
 
-// A communicator and its stream; shared by the group and its Works.
-struct Communicator {
-  ncclComm_t comm = nullptr;
-  int device = 0;
-  c10::cuda::CUDAStream stream;
-  cudaEvent_t ready = nullptr;  // recorded on the caller's stream before each op
-  std::atomic<bool> aborted{false};
-  std::mutex reason_mutex;
-  std::string abort_reason;
+using C10dWork = c10::intrusive_ptr<c10d::Work>;
 
-  Communicator(int device_index, c10::cuda::CUDAStream s) : device(device_index), stream(s) {}
-};
+c10d::ReduceOp c10d_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return c10d::ReduceOp::SUM;
+    case ReduceOp::kProduct:
+      return c10d::ReduceOp::PRODUCT;
+    case ReduceOp::kMin:
+      return c10d::ReduceOp::MIN;
+    case ReduceOp::kMax:
+      return c10d::ReduceOp::MAX;
+    case ReduceOp::kAvg:
+      return c10d::ReduceOp::AVG;
+  }
+  throw Error("unknown reduce op");
+}
 
+// The c10d operations of one dtrain operation, and its end event on the
+// caller's stream once those it waited for at issue are done.
 class NcclWork : public WatchedWork {
  public:
-  NcclWork(OpContext ctx, std::shared_ptr<Communicator> comm, int rank, bool blocking,
-           std::vector<at::Tensor> tensors)
+  NcclWork(OpContext ctx, int device, bool blocking, std::vector<at::Tensor> tensors,
+           std::vector<C10dWork> issued)
       : WatchedWork(std::move(ctx)),
-        comm_(std::move(comm)),
-        rank_(rank),
+        device_(device),
         blocking_(blocking),
-        tensors_(std::move(tensors)) {
-    DTRAIN_CUDA_CHECK(cudaEventCreateWithFlags(&end_, cudaEventDisableTiming), rank_, description_);
-  }
+        tensors_(std::move(tensors)),
+        issued_(std::move(issued)) {}
 
   ~NcclWork() override {
     if (end_ != nullptr) {
-      c10::cuda::CUDAGuard guard(comm_->device);
+      c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device_));
       cudaEventDestroy(end_);
     }
   }
 
-  void record_end() {
-    DTRAIN_CUDA_CHECK(cudaEventRecord(end_, comm_->stream.stream()), rank_, description_);
+  // Collectives: the caller's stream already waits for them (Note [NCCL
+  // stream ordering]); the end event marks that point on it.
+  void record_end(int rank) {
+    const auto stream = c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device_));
+    DTRAIN_CUDA_CHECK(cudaEventCreateWithFlags(&end_, cudaEventDisableTiming), rank, description_);
+    DTRAIN_CUDA_CHECK(cudaEventRecord(end_, stream.stream()), rank, description_);
   }
 
   void wait(std::chrono::milliseconds timeout = std::chrono::milliseconds::zero()) override {
@@ -86,15 +107,32 @@ class NcclWork : public WatchedWork {
     if (const auto error = exception()) {
       std::rethrow_exception(error);
     }
-    // Note [NCCL stream ordering]: the caller's stream waits, the host does not.
-    c10::cuda::CUDAGuard guard(comm_->device);
-    DTRAIN_CUDA_CHECK(
-        cudaStreamWaitEvent(c10::cuda::getCurrentCUDAStream(comm_->device).stream(), end_, 0),
-        rank_, description_);
+    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device_));
+    for (const C10dWork& work : issued_) {
+      work->wait();  // the caller's stream waits; the host does not
+    }
+    if (end_ != nullptr) {
+      DTRAIN_CUDA_CHECK(
+          cudaStreamWaitEvent(
+              c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device_)).stream(),
+              end_, 0),
+          -1, description_);
+    }
   }
 
-  // Its end event: done, still running, or a failed stream.
   Progress poll(std::string& why) override {
+    for (const C10dWork& work : issued_) {
+      if (const std::exception_ptr error = work->exception()) {
+        why = "NCCL failed: " + message_of(error);
+        return Progress::kFailed;
+      }
+      if (!work->isCompleted()) {
+        return Progress::kRunning;
+      }
+    }
+    if (end_ == nullptr) {
+      return Progress::kDone;
+    }
     const cudaError_t state = cudaEventQuery(end_);
     if (state == cudaSuccess || state == cudaErrorNotReady) {
       return state == cudaSuccess ? Progress::kDone : Progress::kRunning;
@@ -103,14 +141,27 @@ class NcclWork : public WatchedWork {
           cudaGetErrorString(state) + ")";
     return Progress::kFailed;
   }
-  void release() override { tensors_.clear(); }
+  void release() override {
+    tensors_.clear();
+    issued_.clear();
+  }
 
  private:
-  std::shared_ptr<Communicator> comm_;
-  int rank_;
-  cudaEvent_t end_ = nullptr;
+  static std::string message_of(const std::exception_ptr& error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      return e.what();
+    } catch (...) {
+      return "an unknown error";
+    }
+  }
+
+  int device_;
   bool blocking_;
   std::vector<at::Tensor> tensors_;  // alive until the GPU is done with them
+  std::vector<C10dWork> issued_;
+  cudaEvent_t end_ = nullptr;
 };
 
 }  // namespace
@@ -141,254 +192,204 @@ struct ProcessGroupNCCL::Impl : Transport, WatchdogHooks {
                    .timeout = options.timeout}),
         self(self),
         options(options),
-        watchdog(*this, "NCCL communicator", options.poll_interval) {}
+        watchdog(*this, "NCCL process group", options.poll_interval) {}
 
   ProcessGroupNCCL& self;
   NcclOptions options;
   std::shared_ptr<Store> store;
+  c10::intrusive_ptr<c10d::ProcessGroupNCCL> engine;
 
-  // The communicator; launches hold launch_mutex (an ncclComm_t is not thread-safe).
+  // Launches hold launch_mutex: one device per group, and the c10d works of
+  // the launch in progress.
   std::mutex launch_mutex;
-  std::shared_ptr<Communicator> comm;
+  std::optional<int> device;
+  std::vector<C10dWork> issued;
+  std::atomic<bool> aborted{false};
+  std::mutex reason_mutex;
+  std::string abort_reason;
 
-  // Declared last: it stops first, while the communicator is still there.
+  // Declared last: it stops first, while the engine is still there.
   Watchdog watchdog;
 
-  // The group's communicator on `device`, created on first use.
-  std::shared_ptr<Communicator> communicator(int device, const std::string& what) {
-    if (comm) {
-      DTRAIN_CHECK(comm->device == device, what,
-                   ": the group's NCCL communicator is on cuda:", comm->device,
-                   ", got a tensor on cuda:", device, " (use one device per group and rank)");
-      if (comm->aborted.load()) {
-        std::lock_guard<std::mutex> lock(comm->reason_mutex);
-        throw CollectiveError(what + ": the group's NCCL communicator was aborted earlier (" +
-                              comm->abort_reason + ")");
-      }
-      return comm;
+  // c10d's NCCL group over the group's store, made at the first operation
+  // (it needs a GPU; a group without one still names what it cannot do).
+  // Its own timeout is longer than dtrain's, whose watchdog fails and names
+  // a late collective first.
+  void start_engine() {
+    if (engine) {
+      return;
     }
-    const int rank = self.rank();
-    const std::string context = what + ": creating the NCCL communicator";
-    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
-    ncclUniqueId id;
-    if (rank == 0) {
-      DTRAIN_NCCL_CHECK(ncclGetUniqueId(&id), rank, context);
-      store->set("unique_id", Bytes(reinterpret_cast<const std::uint8_t*>(&id),
-                                    reinterpret_cast<const std::uint8_t*>(&id) + sizeof(id)));
-    } else {
-      Bytes value;
-      try {
-        store->wait({"unique_id"}, options.timeout);
-        value = store->get("unique_id");
-      } catch (const StoreTimeoutError& e) {
-        throw CollectiveTimeoutError(context + ": rank 0 did not publish the NCCL id within " +
-                                     std::to_string(options.timeout.count()) + " ms (" + e.what() +
-                                     ")");
-      } catch (const StoreError& e) {
-        throw CollectiveError(context + ": could not read the NCCL id from the store (" + e.what() +
-                              ")");
-      }
-      DTRAIN_CHECK_AS(CollectiveError, value.size() == sizeof(id), context,
-                      ": the NCCL id in the store has ", value.size(), " bytes, expected ",
-                      sizeof(id));
-      std::memcpy(&id, value.data(), sizeof(id));
-    }
-    auto created = std::make_shared<Communicator>(
-        device, c10::cuda::getStreamFromPool(/*isHighPriority=*/true,
-                                             static_cast<c10::DeviceIndex>(device)));
-    DTRAIN_CUDA_CHECK(cudaEventCreateWithFlags(&created->ready, cudaEventDisableTiming), rank,
-                      context);
-    DTRAIN_NCCL_CHECK(ncclCommInitRank(&created->comm, self.size(), id, rank), rank, context);
-    comm = created;
-    spdlog::debug("{}: NCCL communicator on cuda:{}", self.describe("nccl group"), device);
-    return comm;
+    // Note [NCCL through LibTorch's process group]: no teardown by c10d.
+    ::setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "0", /*overwrite=*/0);
+    auto c10d_options = c10d::ProcessGroupNCCL::Options::create(/*is_high_priority_stream=*/true);
+    c10d_options->timeout = 2 * options.timeout + std::chrono::minutes(1);
+    engine = c10::make_intrusive<c10d::ProcessGroupNCCL>(as_c10d_store(store, options.timeout),
+                                                         self.rank(), self.size(), c10d_options);
   }
 
-  // Launches `body` on the communicator's stream (Note [NCCL stream ordering]).
-  // `tensors` are the caller's tensors the operation reads or writes, on one
-  // device. A blocking Work's wait() blocks the host.
-  WorkPtr launch(const OpContext& ctx, std::vector<at::Tensor> tensors, bool blocking,
+  // The group's device: the first tensor's fixes it.
+  void use_device(int index, const std::string& what) {
+    if (!device) {
+      device = index;
+      spdlog::debug("{}: NCCL on cuda:{}", self.describe("nccl group"), index);
+    }
+    DTRAIN_CHECK(*device == index, what, ": the group's NCCL communicators are on cuda:", *device,
+                 ", got a tensor on cuda:", index, " (use one device per group and rank)");
+    if (aborted.load()) {
+      std::lock_guard<std::mutex> lock(reason_mutex);
+      throw CollectiveError(what + ": the group's NCCL communicators were aborted earlier (" +
+                            abort_reason + ")");
+    }
+  }
+
+  // Runs `body` on the caller's stream with the group's device current;
+  // the c10d works it issues belong to the returned Work. `synced`: the
+  // caller's stream already waits for them (collectives).
+  WorkPtr launch(const OpContext& ctx, std::vector<at::Tensor> tensors, bool blocking, bool synced,
                  const std::function<void()>& body) {
-    const int device = tensors.front().device().index();
-    const int rank = self.rank();
+    const int index = tensors.front().device().index();
     std::lock_guard<std::mutex> lock(launch_mutex);
-    const auto c = communicator(device, ctx.what);
-    c10::cuda::CUDAGuard device_guard(static_cast<c10::DeviceIndex>(device));
-    const auto caller = c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device));
-    DTRAIN_CUDA_CHECK(cudaEventRecord(c->ready, caller.stream()), rank, ctx.what);
-    DTRAIN_CUDA_CHECK(cudaStreamWaitEvent(c->stream.stream(), c->ready, 0), rank, ctx.what);
-    for (const auto& t : tensors) {
-      if (t.storage().data_ptr().get() != nullptr) {
-        c10::cuda::CUDACachingAllocator::recordStream(t.storage().data_ptr(), c->stream);
-      }
-    }
-    auto work = std::make_shared<NcclWork>(ctx, c, rank, blocking || options.blocking_wait,
-                                           std::move(tensors));
-    {
-      // Copies and temporaries of `body` run on (and belong to) the NCCL stream.
-      c10::cuda::CUDAStreamGuard stream_guard(c->stream);
+    use_device(index, ctx.what);
+    c10::cuda::CUDAGuard device_guard(static_cast<c10::DeviceIndex>(index));
+    issued.clear();
+    try {
+      start_engine();
       body();
+    } catch (const c10::Error& e) {
+      throw CollectiveError(ctx.what + ": " + e.what_without_backtrace());
     }
-    work->record_end();
+    auto work = std::make_shared<NcclWork>(ctx, index, blocking || options.blocking_wait,
+                                           std::move(tensors), std::move(issued));
+    if (synced) {
+      work->record_end(self.rank());
+    }
     watchdog.watch(work);
     return work;
   }
 
-  // The front end's operations: AtIssue and InTurn both at the call, on the stream.
+  // The front end's operations: AtIssue and InTurn both at the call.
   WorkPtr launch(const OpContext& ctx, std::vector<at::Tensor> tensors,
                  const AtIssue& at_issue) override {
-    return launch(ctx, std::move(tensors), false, [&] { at_issue()(ctx); });
+    return launch(ctx, std::move(tensors), false, true, [&] { at_issue()(ctx); });
   }
 
-  // Marks the communicator aborted, so that new collectives fail at once;
-  // true for the caller that marked it (and must call ncclCommAbort).
+  // A collective of c10d, kept with the launch; the caller's stream waits
+  // for it (Note [NCCL stream ordering]).
+  void collective(C10dWork work) {
+    work->wait();
+    issued.push_back(std::move(work));
+  }
+
+  // Marks the group aborted, so that new operations fail at once; true
+  // for the caller that marked it.
   bool mark_aborted(const std::string& reason) {
-    const auto c = comm;  // set before any Work exists; never reset while the watchdog runs
-    if (!c || c->aborted.exchange(true)) {
+    if (aborted.exchange(true)) {
       return false;
     }
-    std::lock_guard<std::mutex> lock(c->reason_mutex);
-    c->abort_reason = reason;
+    std::lock_guard<std::mutex> lock(reason_mutex);
+    abort_reason = reason;
     return true;
   }
 
   // Note [NCCL watchdog] (work_watchdog.h): what the group does for it.
   void before_first_poll() override {
-    c10::cuda::set_device(static_cast<c10::DeviceIndex>(comm->device));
-  }
-  std::optional<std::string> group_error() override {
-    ncclResult_t error = ncclSuccess;
-    if (comm->aborted.load() || ncclCommGetAsyncError(comm->comm, &error) != ncclSuccess ||
-        error == ncclSuccess || error == ncclInProgress) {
-      return std::nullopt;
+    if (device) {
+      c10::cuda::set_device(static_cast<c10::DeviceIndex>(*device));
     }
-    return "NCCL reported an asynchronous error: " + nccl::result_name(error) + " (" +
-           ncclGetErrorString(error) + ")";
   }
   std::string diagnose(const OpContext& ctx) override { return diagnose_timeout(store, self, ctx); }
   bool mark_broken(const std::string& failure) override { return mark_aborted(failure); }
-  void abort() override { ncclCommAbort(comm->comm); }
+  void abort() override {
+    if (engine) {
+      engine->abort();
+    }
+  }
 
   // CPU tensors on an NCCL group: Note [Tensors on a device the backend does
   // not move] (collective_args.h).
   c10::Device staging_device(const std::string& what) override {
     DTRAIN_CHECK(c10::cuda::device_count() > 0, what,
                  ": CPU tensors go through the group's GPU, but no CUDA device is visible");
-    return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(group_device()));
-  }
-
-  // The device of the group's communicator, or the current one before it exists.
-  int group_device() {
     std::lock_guard<std::mutex> lock(launch_mutex);
-    return comm ? comm->device : static_cast<int>(c10::cuda::current_device());
+    return c10::Device(c10::kCUDA,
+                       static_cast<c10::DeviceIndex>(device.value_or(c10::cuda::current_device())));
   }
 
-  // The transport's table: called in a launch, on the communicator's stream.
-  cudaStream_t stream() const { return comm->stream.stream(); }
-  static ncclDataType_t type(const at::Tensor& t) { return nccl::to_nccl(t.scalar_type()); }
-
-  void broadcast(at::Tensor& data, int root, const OpContext& ctx) override {
-    DTRAIN_NCCL_CHECK(ncclBroadcast(data.const_data_ptr(), data.mutable_data_ptr(), data.numel(),
-                                    type(data), root, comm->comm, stream()),
-                      self.rank(), ctx.what);
+  // The transport's table, called in a launch.
+  void broadcast(at::Tensor& data, int root, const OpContext&) override {
+    std::vector<at::Tensor> tensors{data};
+    collective(engine->broadcast(tensors, {.rootRank = root}));
   }
-  void all_reduce(at::Tensor& data, ReduceOp op, const OpContext& ctx) override {
-    DTRAIN_NCCL_CHECK(ncclAllReduce(data.const_data_ptr(), data.mutable_data_ptr(), data.numel(),
-                                    type(data), nccl::to_nccl(op), comm->comm, stream()),
-                      self.rank(), ctx.what);
+  void all_reduce(at::Tensor& data, ReduceOp op, const OpContext&) override {
+    std::vector<at::Tensor> tensors{data};
+    collective(engine->allreduce(tensors, {.reduceOp = c10d_op(op)}));
   }
-  void reduce(at::Tensor& data, ReduceOp op, int root, const OpContext& ctx) override {
-    DTRAIN_NCCL_CHECK(ncclReduce(data.const_data_ptr(), data.mutable_data_ptr(), data.numel(),
-                                 type(data), nccl::to_nccl(op), root, comm->comm, stream()),
-                      self.rank(), ctx.what);
+  void reduce(at::Tensor& data, ReduceOp op, int root, const OpContext&) override {
+    std::vector<at::Tensor> tensors{data};
+    collective(engine->reduce(tensors, {.reduceOp = c10d_op(op), .rootRank = root}));
   }
-  void all_gather(const at::Tensor& in, at::Tensor& out, const OpContext& ctx) override {
-    DTRAIN_NCCL_CHECK(ncclAllGather(in.const_data_ptr(), out.mutable_data_ptr(), in.numel(),
-                                    type(in), comm->comm, stream()),
-                      self.rank(), ctx.what);
+  void all_gather(const at::Tensor& in, at::Tensor& out, const OpContext&) override {
+    at::Tensor input = in;
+    collective(engine->_allgather_base(out, input));
   }
-  void reduce_scatter(at::Tensor& in, at::Tensor& out, ReduceOp op, const OpContext& ctx) override {
-    DTRAIN_NCCL_CHECK(ncclReduceScatter(in.const_data_ptr(), out.mutable_data_ptr(), out.numel(),
-                                        type(out), nccl::to_nccl(op), comm->comm, stream()),
-                      self.rank(), ctx.what);
+  void reduce_scatter(at::Tensor& in, at::Tensor& out, ReduceOp op, const OpContext&) override {
+    collective(engine->_reduce_scatter_base(out, in, {.reduceOp = c10d_op(op)}));
   }
-
-  // One point-to-point transfer of `count` elements at `at` of `data`.
-  void send_block(const at::Tensor& data, std::int64_t at, std::int64_t count, int peer,
-                  const OpContext& ctx) {
-    DTRAIN_NCCL_CHECK(ncclSend(data.narrow(0, at, count).const_data_ptr(), count, type(data), peer,
-                               comm->comm, stream()),
-                      self.rank(), ctx.what);
-  }
-  void recv_block(at::Tensor& data, std::int64_t at, std::int64_t count, int peer,
-                  const OpContext& ctx) {
-    DTRAIN_NCCL_CHECK(ncclRecv(data.narrow(0, at, count).mutable_data_ptr(), count, type(data),
-                               peer, comm->comm, stream()),
-                      self.rank(), ctx.what);
-  }
-
-  // `each` peer's transfers in one NCCL group, so that every pair's run together.
-  void grouped(const OpContext& ctx, int skip, const std::function<void(int peer)>& each) {
-    DTRAIN_NCCL_CHECK(ncclGroupStart(), self.rank(), ctx.what);
-    for (int r = 0; r < self.size(); ++r) {
-      if (r != skip) {
-        each(r);
-      }
-    }
-    DTRAIN_NCCL_CHECK(ncclGroupEnd(), self.rank(), ctx.what);
-  }
-
   void all_to_all(const at::Tensor& in, at::Tensor& out, const BlockSizes& blocks,
-                  const OpContext& ctx) override {
-    std::int64_t in_at = 0;
-    std::int64_t out_at = 0;
-    grouped(ctx, /*skip=*/-1, [&](int r) {
-      send_block(in, in_at, blocks.in[r], r, ctx);
-      recv_block(out, out_at, blocks.out[r], r, ctx);
-      in_at += blocks.in[r];
-      out_at += blocks.out[r];
-    });
+                  const OpContext&) override {
+    at::Tensor input = in;
+    std::vector<int64_t> out_sizes = blocks.out;
+    std::vector<int64_t> in_sizes = blocks.in;
+    collective(engine->alltoall_base(out, input, out_sizes, in_sizes));
   }
-  // The root receives every other rank's block; its own is a copy.
-  void gather(const at::Tensor& in, at::Tensor& out, int root, const OpContext& ctx) override {
-    const auto n = in.numel();
-    const at::Tensor flat = in.reshape({-1});
-    if (self.rank() != root) {
-      send_block(flat, 0, n, root, ctx);
-      return;
+  // The root gets every rank's block of `out`, one view each.
+  void gather(const at::Tensor& in, at::Tensor& out, int root, const OpContext&) override {
+    std::vector<at::Tensor> inputs{in.reshape({-1})};
+    std::vector<std::vector<at::Tensor>> outputs(1);
+    if (self.rank() == root) {
+      outputs[0] = blocks_of(out, inputs[0].numel());
+    } else {
+      outputs.clear();
     }
-    grouped(ctx, root, [&](int r) { recv_block(out, r * n, n, r, ctx); });
-    out.narrow(0, root * n, n).copy_(flat);
+    collective(engine->gather(outputs, inputs, {.rootRank = root}));
   }
-  // The root sends every other rank its block; its own is a copy.
-  void scatter(const at::Tensor& in, at::Tensor& out, int root, const OpContext& ctx) override {
-    const auto n = out.numel();
-    at::Tensor flat = out.view({-1});
-    if (self.rank() != root) {
-      recv_block(flat, 0, n, root, ctx);
-      return;
+  // The root sends every rank its block of `in`.
+  void scatter(const at::Tensor& in, at::Tensor& out, int root, const OpContext&) override {
+    std::vector<at::Tensor> outputs{out.view({-1})};
+    std::vector<std::vector<at::Tensor>> inputs(1);
+    if (self.rank() == root) {
+      inputs[0] = blocks_of(in, outputs[0].numel());
+    } else {
+      inputs.clear();
     }
-    grouped(ctx, root, [&](int r) { send_block(in, r * n, n, r, ctx); });
-    flat.copy_(in.narrow(0, root * n, n));
+    collective(engine->scatter(outputs, inputs, {.rootRank = root}));
+  }
+  std::vector<at::Tensor> blocks_of(const at::Tensor& flat, int64_t block) const {
+    std::vector<at::Tensor> blocks;
+    for (int r = 0; r < self.size(); ++r) {
+      blocks.push_back(flat.narrow(0, r * block, block));
+    }
+    return blocks;
   }
 
-  WorkPtr send(const at::Tensor& data, int dst, int, const OpContext& ctx) override {
-    return launch(ctx, {data}, false,
-                  [&] { send_block(data.view({-1}), 0, data.numel(), dst, ctx); });
-  }
-  WorkPtr recv(at::Tensor& data, int src, int, const OpContext& ctx) override {
-    return launch(ctx, {data}, false, [&] {
-      at::Tensor flat = data.view({-1});
-      recv_block(flat, 0, data.numel(), src, ctx);
+  WorkPtr send(const at::Tensor& data, int dst, int tag, const OpContext& ctx) override {
+    return launch(ctx, {data}, false, false, [&] {
+      std::vector<at::Tensor> tensors{data.view({-1})};
+      issued.push_back(engine->send(tensors, dst, tag));
     });
   }
+  WorkPtr recv(at::Tensor& data, int src, int tag, const OpContext& ctx) override {
+    return launch(ctx, {data}, false, false, [&] {
+      std::vector<at::Tensor> tensors{data.view({-1})};
+      issued.push_back(engine->recv(tensors, src, tag));
+    });
+  }
+  // An all_reduce of one value on the group's device, blocking the host:
+  // wait() returns once every rank reached it.
   WorkPtr barrier(const OpContext& ctx) override {
-    at::Tensor token =
-        at::zeros({1}, at::TensorOptions()
-                           .dtype(at::kFloat)
-                           .device(at::kCUDA, static_cast<c10::DeviceIndex>(group_device())));
-    // Blocking: wait() returns once every rank's all_reduce finished.
-    return launch(ctx, {token}, true, [&] { all_reduce(token, ReduceOp::kSum, ctx); });
+    const c10::Device on = staging_device(ctx.what);
+    at::Tensor token = at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(on));
+    return launch(ctx, {token}, true, true, [&] { all_reduce(token, ReduceOp::kSum, ctx); });
   }
 };
 
@@ -406,24 +407,23 @@ ProcessGroupNCCL::ProcessGroupNCCL(std::shared_ptr<Store> store, int rank, int s
     DTRAIN_CHECK(options.device < c10::cuda::device_count(), "ProcessGroupNCCL '", this->name(),
                  "': device ", options.device, " does not exist; ",
                  static_cast<int>(c10::cuda::device_count()), " CUDA device(s) are visible");
-    std::lock_guard<std::mutex> lock(impl_->launch_mutex);
-    impl_->communicator(options.device, describe("creating the communicator"));
+    // Every rank takes part at once: a barrier on the device makes its communicator.
+    impl_->device = options.device;
+    impl_->watchdog.start();
+    barrier()->wait();
+    return;
   }
   impl_->watchdog.start();
 }
 
 ProcessGroupNCCL::~ProcessGroupNCCL() {
   impl_->watchdog.stop();  // returns when nothing is in flight (done, failed or timed out)
-  if (impl_->comm && !impl_->comm->aborted.load()) {
-    const ncclResult_t result = ncclCommDestroy(impl_->comm->comm);
-    if (result != ncclSuccess) {
-      spdlog::warn("{}: ncclCommDestroy failed: {}", describe("closing the group"),
-                   ncclGetErrorString(result));
+  if (impl_->engine && !impl_->aborted.load()) {
+    try {
+      impl_->engine->shutdown();
+    } catch (const std::exception& e) {
+      spdlog::warn("{}: shutting down NCCL failed: {}", describe("closing the group"), e.what());
     }
-  }
-  if (impl_->comm && impl_->comm->ready != nullptr) {
-    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(impl_->comm->device));
-    cudaEventDestroy(impl_->comm->ready);
   }
 }
 
