@@ -9,14 +9,15 @@
 #   python3 tests/gpu/source_stamp.py write   # here, before the tree travels
 #   bash tests/gpu/run_gpu_checks.sh [OUTPUT_DIR]   # there
 #
-# OUTPUT_DIR: default $OUT, else build-gpu/results. At most 7 files land
-# there (gpu_summary.txt, three logs, three CSVs).
+# OUTPUT_DIR: default $OUT, else build-gpu/results. At most 8 files land
+# there (gpu_summary.txt, three logs, four CSVs).
 #
 # In order of what the run must show first: NCCL with several ranks on the
 # one GPU (the conformance suite at worlds 2-4, a timeout naming the missing
 # rank, DDP against one process at worlds 2 and 3), the main job under dtrun
-# on CUDA in each precision, every other GPU test, the FPS goal, the
-# PointNet++ training step beside PyTorch, and Gloo on the image.
+# on CUDA in each precision, whether its step syncs the host, NCCL's
+# all-reduce beside torch.distributed's, every other GPU test, the FPS
+# goal, the PointNet++ training step beside PyTorch, and Gloo on the image.
 #
 # Environment (all optional):
 #   DTRAIN_GPU_PYTHON      python with the torch wheel (default: python3)
@@ -117,8 +118,8 @@ focused() {
   in_focus all && return 0
   case "$1" in
     googletest | configure | build | tests) return 0 ;;
-    nccl_ranks) in_focus nccl ;;
-    main_job_cuda | pointnet2_step_vs_torch) in_focus main ;;
+    nccl_ranks | nccl_allreduce_vs_torch) in_focus nccl ;;
+    main_job_cuda | main_job_cuda_sync_free | pointnet2_step_vs_torch) in_focus main ;;
     bench_pointnet2_ops | python_torch_ops_cuda) in_focus kernels ;;
     gloo_smoke | gloo_debug) in_focus gloo ;;
     *) return 1 ;;
@@ -274,7 +275,8 @@ test_filter=()
 if ! in_focus all; then
   gpu_targets=()
   tests_of=()
-  in_focus nccl && gpu_targets+=(dtrain_nccl_ranks_gpu_tests dtrain_ddp_nccl_gpu_tests)
+  in_focus nccl && gpu_targets+=(dtrain_nccl_ranks_gpu_tests dtrain_ddp_nccl_gpu_tests dtrun
+    bench_allreduce)
   in_focus main && gpu_targets+=(dtrun train_pointnet2 bench_pointnet2_train)
   in_focus kernels && gpu_targets+=(dtrain_gpu_tests bench_pointnet2_ops) &&
     tests_of+=('PointNet2|CountCorrect|Fps|EventWait')
@@ -330,6 +332,46 @@ if [[ -x "$build/apps/train_pointnet2/train_pointnet2" && -x "$build/apps/dtrun/
   step main_job_cuda 120 "$bench_log" main_job_cuda
 else
   skip main_job_cuda "train_pointnet2 or dtrun not built"
+fi
+
+# Whether the main job's step keeps the GPU busy: one epoch in fp32 with each
+# step under CUDA's sync debug mode set to error (Note [A step without host
+# syncs], sdk/src/train/step_sync_debug.h). A sync inside a step fails the
+# run, its error naming the step's phase; the summary reads it.
+main_job_cuda_sync_free() {
+  DTRAIN_CUDA_SYNC_DEBUG=error "$build/apps/dtrun/dtrun" --standalone --nproc-per-node 2 \
+    --share-gpu "$build/apps/train_pointnet2/train_pointnet2" --device cuda --amp off \
+    --model ssg-lite --num-points 512 --epochs 1 --lr-schedule cosine \
+    --csv "$build/main_job_sync_free.csv"
+}
+export -f main_job_cuda_sync_free
+if ((!gpu)); then
+  skip main_job_cuda_sync_free "no CUDA device"
+elif [[ -x "$build/apps/train_pointnet2/train_pointnet2" && -x "$build/apps/dtrun/dtrun" ]]; then
+  step main_job_cuda_sync_free 60 "$bench_log" main_job_cuda_sync_free
+else
+  skip main_job_cuda_sync_free "train_pointnet2 or dtrun not built"
+fi
+
+# dtrain's NCCL all-reduce at world 2 on the shared GPU against
+# torch.distributed's, launched the same way (each rank its own NCCL host);
+# rows to the build folder, ratios in the summary.
+nccl_allreduce_vs_torch() {
+  local sizes=4096,1048576,67108864 port
+  rm -f "$build"/allreduce_nccl_*.csv
+  "$build/apps/dtrun/dtrun" --standalone --nproc-per-node 2 --share-gpu "$bin/bench_allreduce" \
+    --backend nccl --sizes "$sizes" --csv "$build/allreduce_nccl_dtrain.csv" || return 1
+  port="$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  "$py" "$repo/benchmarks/peers/allreduce_torch.py" --backend nccl --world-size 2 --port "$port" \
+    --sizes "$sizes" --csv "$build/allreduce_nccl_torch.csv"
+}
+export -f nccl_allreduce_vs_torch
+if ((!gpu)); then
+  skip nccl_allreduce_vs_torch "no CUDA device"
+elif [[ -x "$bin/bench_allreduce" && -x "$build/apps/dtrun/dtrun" ]]; then
+  step nccl_allreduce_vs_torch 60 "$bench_log" nccl_allreduce_vs_torch
+else
+  skip nccl_allreduce_vs_torch "bench_allreduce or dtrun not built"
 fi
 
 # ---- every other GPU test ------------------------------------------------------------

@@ -11,6 +11,8 @@ reads "not run"):
   nccl_conformance world=<N>: passed | failed: <first failing case>    N = 2, 3, 4
   ddp_equivalence_nccl world=<N>: max_abs_diff=<x>                    N = 2, 3
   main_job_cuda precision=<p>: test_accuracy=<x> samples_per_s=<y> peak_device_mb=<z>
+  main_job_cuda_sync_free: passed | failed: <the step's phase that synced>
+  nccl_allreduce_vs_torch world=2 bytes=<n>: ratio=<torch ms / dtrain ms>   n = 4096, 1048576, 67108864
   pointnet2_step_vs_torch precision=<p>: ratio=<torch ms / dtrain ms>
   fps_b32_n8192_m1024_ms=<x>
 
@@ -156,6 +158,45 @@ def main_job_lines(build, out):
     return lines
 
 
+# What a step that synced the host says (sdk/src/train/training_step.cpp).
+SYNC_ERROR = re.compile(r"the step's (.+?) synchronized the host with the GPU")
+
+
+def sync_free_lines(steps, bench_log):
+    """Whether the main job's steps ran without a host sync (Note [A step
+    without host syncs]): passed, or the phase of the first that synced."""
+    status = {name: state for name, state, _, _ in steps}.get("main_job_cuda_sync_free")
+    if status == "ok":
+        return ["main_job_cuda_sync_free: passed"]
+    found = SYNC_ERROR.search(read_text(bench_log))
+    if found:
+        return [f"main_job_cuda_sync_free: failed: {found.group(1)}"]
+    return ["main_job_cuda_sync_free: " +
+            ("not run" if status in (None, "skipped") else f"failed: the run ended ({status})")]
+
+
+NCCL_PEER_BYTES = (4096, 1048576, 67108864)
+
+
+def nccl_peer_lines(build, out):
+    """dtrain's NCCL all-reduce against torch.distributed's at world 2 on the
+    shared GPU; the rows go to OUT/gpu_allreduce_nccl.csv."""
+    rows = (read_csv(os.path.join(build, "allreduce_nccl_dtrain.csv")) +
+            read_csv(os.path.join(build, "allreduce_nccl_torch.csv")))
+    if rows:
+        with open(os.path.join(out, "gpu_allreduce_nccl.csv"), "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
+            writer.writeheader()
+            writer.writerows(rows)
+    time = {(r["impl"] == "torch", int(r["bytes"])): float(r["time_us"]) for r in rows}
+    lines = []
+    for size in NCCL_PEER_BYTES:
+        mine, theirs = time.get((False, size)), time.get((True, size))
+        lines.append(f"nccl_allreduce_vs_torch world=2 bytes={size}: " +
+                     (f"ratio={theirs / mine:.2f}" if mine and theirs else "not run"))
+    return lines
+
+
 def step_lines(build, out):
     """The training step of dtrain's C++ classifier against the same model in
     Python PyTorch on pointnet2_ops-style CUDA ops, per precision (the table
@@ -219,6 +260,8 @@ def main():
                                     [[n, s, str(t), note] for n, s, t, note in steps])
     lines += [""] + nccl_lines(tests_log)
     lines += [""] + main_job_lines(args.build, args.out)
+    lines += sync_free_lines(steps, os.path.join(args.out, "gpu_bench.log"))
+    lines += [""] + nccl_peer_lines(args.build, args.out)
     lines += [""] + step_lines(args.build, args.out)
     lines += [""] + kernel_lines(args.out)
     lines += ["", "tests:"] + test_lines(tests_log)
