@@ -24,15 +24,10 @@ while (($#)); do
     *) echo "run_main_job_seeds.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
-[[ $seeds =~ ^([0-9]+)-([0-9]+)$ ]] || { echo "--seeds must be FIRST-LAST, got '$seeds'" >&2; exit 2; }
-first="${BASH_REMATCH[1]}" last="${BASH_REMATCH[2]}"
+dtrain_seed_range "$seeds"
 
 dtrain_build train_pointnet2 dtrun
-# As every results CSV (benchmarks/report/stats.py): run_all.sh fixes both
-# before its first result changes the tree.
-commit="${DTRAIN_BENCH_COMMIT:-$(git -C "$DTRAIN_REPO" rev-parse HEAD)$(git -C "$DTRAIN_REPO" \
-  diff --quiet HEAD -- . ':(exclude)benchmarks/results' || echo -dirty)}"
-machine="${DTRAIN_BENCH_MACHINE:-$(lscpu | sed -n 's/^Model name: *//p' | head -n 1 | tr ',' ' ') x $(nproc)}"
+dtrain_bench_provenance
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$(dirname "$out")"
@@ -40,7 +35,7 @@ echo "commit,machine,precision,seed,epochs,test_accuracy,samples_per_s" >"$out"
 for precision in ${precisions//,/ }; do
   amp="$precision"
   [[ $precision == fp32 ]] && amp=off
-  for ((seed = first; seed <= last; seed++)); do
+  for ((seed = first_seed; seed <= last_seed; seed++)); do
     csv="$work/$precision-$seed.csv"
     "$DTRAIN_BUILD_DIR/apps/dtrun/dtrun" --standalone --nproc-per-node 2 \
       "$DTRAIN_BUILD_DIR/apps/train_pointnet2/train_pointnet2" --model ssg-lite --num-points 512 \
@@ -50,7 +45,7 @@ for precision in ${precisions//,/ }; do
     row="$("$DTRAIN_VENV/bin/python" -c 'import csv, sys
 r = list(csv.DictReader(open(sys.argv[1])))[-1]
 print(r["test_accuracy"] + "," + r["samples_per_s"])' "$csv")"
-    echo "$commit,$machine,$precision,$seed,$epochs,$row" >>"$out"
+    echo "$bench_commit,$bench_machine,$precision,$seed,$epochs,$row" >>"$out"
     dtrain_log "$precision seed $seed: test accuracy ${row%%,*}"
   done
 done

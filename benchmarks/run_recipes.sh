@@ -25,14 +25,10 @@ while (($#)); do
     *) echo "run_recipes.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
-[[ $seeds =~ ^([0-9]+)-([0-9]+)$ ]] || { echo "--seeds must be FIRST-LAST, got '$seeds'" >&2; exit 2; }
-first="${BASH_REMATCH[1]}" last="${BASH_REMATCH[2]}"
+dtrain_seed_range "$seeds"
 
 dtrain_build train_pointnet2 dtrun
-# As every results CSV (benchmarks/report/stats.py).
-commit="${DTRAIN_BENCH_COMMIT:-$(git -C "$DTRAIN_REPO" rev-parse HEAD)$(git -C "$DTRAIN_REPO" \
-  diff --quiet HEAD -- . ':(exclude)benchmarks/results' || echo -dirty)}"
-machine="${DTRAIN_BENCH_MACHINE:-$(lscpu | sed -n 's/^Model name: *//p' | head -n 1 | tr ',' ' ') x $(nproc)}"
+dtrain_bench_provenance
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$(dirname "$out")"
@@ -42,7 +38,7 @@ declare -A recipe_flags=(
   [pointnext]="--config $DTRAIN_REPO/configs/train_pointnet2/pointnext.yaml"
 )
 echo "commit,machine,recipe,seed,epochs,test_accuracy,test_loss" >"$out"
-for ((seed = first; seed <= last; seed++)); do
+for ((seed = first_seed; seed <= last_seed; seed++)); do
   for recipe in "main job" pointnext; do
     csv="$work/run.csv"
     rm -f "$csv"
@@ -55,7 +51,7 @@ for ((seed = first; seed <= last; seed++)); do
     row="$("$DTRAIN_VENV/bin/python" -c 'import csv, sys
 r = list(csv.DictReader(open(sys.argv[1])))[-1]
 print(r["test_accuracy"] + "," + r["test_loss"])' "$csv")"
-    echo "$commit,$machine,$recipe,$seed,$epochs,$row" >>"$out"
+    echo "$bench_commit,$bench_machine,$recipe,$seed,$epochs,$row" >>"$out"
     dtrain_log "$recipe, seed $seed: test accuracy ${row%%,*}"
   done
 done

@@ -44,6 +44,22 @@ dtrain_die() {
   exit 1
 }
 
+# The commit and machine a results CSV names, as benchmarks/report/stats.py
+# writes them (run_all.sh fixes both before its first result changes the
+# tree): sets bench_commit and bench_machine.
+dtrain_bench_provenance() {
+  bench_commit="${DTRAIN_BENCH_COMMIT:-$(git -C "$DTRAIN_REPO" rev-parse HEAD)$(git -C "$DTRAIN_REPO" \
+    diff --quiet HEAD -- . ':(exclude)benchmarks/results' || echo -dirty)}"
+  bench_machine="${DTRAIN_BENCH_MACHINE:-$(lscpu | sed -n 's/^Model name: *//p' | head -n 1 |
+    tr ',' ' ') x $(nproc)}"
+}
+
+# A runner's --seeds FIRST-LAST: sets first_seed and last_seed, or stops.
+dtrain_seed_range() {
+  [[ $1 =~ ^([0-9]+)-([0-9]+)$ ]] || dtrain_die "--seeds must be FIRST-LAST, got '$1'"
+  first_seed="${BASH_REMATCH[1]}" last_seed="${BASH_REMATCH[2]}"
+}
+
 # Configures (once) and builds the given targets (default: everything).
 dtrain_build() {
   local jobs
