@@ -93,6 +93,21 @@ TEST(MpiPointToPoint, ALargerMessageThanTheReceiveIsNamed) {
   dist::barrier();
 }
 
+// What rank 0 raises when its first all_reduce on `group`, with a 300 ms
+// timeout, finds no other rank there: each is named as not reaching it.
+std::string nobody_else_came(const dist::ProcessGroup& group) {
+  std::string others;
+  for (int r = 1; r < g_world; ++r) {
+    others += (r > 1 ? ", " : "") + std::to_string(r);
+  }
+  return "all_reduce(SUM) on group '" + group.name() + "' (mpi), rank 0 of " +
+         std::to_string(g_world) +
+         ": not finished after 300 ms (a rank did not join, or joined a different collective); "
+         "rank(s) " +
+         others + " did not reach this all_reduce(SUM) (#1 on group '" + group.name() +
+         "'): rank(s) " + others + " reported no timeout within 300 ms";
+}
+
 // Only rank 0 joins a collective (yet): it times out and breaks its group.
 // The others wait in the default group's barrier, so none reports a timeout
 // in this one: each is named as not reaching it (Note [Which rank a timeout
@@ -102,18 +117,8 @@ TEST(MpiTimeouts, NameTheOpTheGroupTheRankAndWhoNeverCame) {
   auto doomed = dist::new_group(all_ranks());
   at::Tensor t = at::ones({3});
   if (g_rank == 0) {
-    std::string others;
-    for (int r = 1; r < g_world; ++r) {
-      others += (r > 1 ? ", " : "") + std::to_string(r);
-    }
     expect_error<dist::CollectiveTimeoutError>(
-        [&] { doomed->all_reduce(t, {.timeout = 300ms})->wait(); },
-        "all_reduce(SUM) on group '" + doomed->name() + "' (mpi), rank 0 of " +
-            std::to_string(g_world) +
-            ": not finished after 300 ms (a rank did not join, or joined a different "
-            "collective); rank(s) " +
-            others + " did not reach this all_reduce(SUM) (#1 on group '" + doomed->name() +
-            "'): rank(s) " + others + " reported no timeout within 300 ms");
+        [&] { doomed->all_reduce(t, {.timeout = 300ms})->wait(); }, nobody_else_came(*doomed));
     expect_error<dist::CollectiveError>([&] { doomed->barrier()->wait(); },
                                         "unusable since an earlier collective timed out");
     // A receive nobody sends (yet) times out too.
@@ -176,24 +181,13 @@ TEST(MpiTimeouts, ACollectiveLeftToTheWorkerNamesWhoNeverCame) {
   auto doomed = dist::new_group(all_ranks());
   at::Tensor t = at::ones({3});
   if (g_rank == 0) {
-    std::string others;
-    for (int r = 1; r < g_world; ++r) {
-      others += (r > 1 ? ", " : "") + std::to_string(r);
-    }
     auto work = doomed->all_reduce(t, {.timeout = 300ms});
     const auto deadline = std::chrono::steady_clock::now() + 15s;
     while (!work->is_completed() && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(10ms);
     }
     ASSERT_TRUE(work->is_completed()) << "the worker never finished the timed-out all_reduce";
-    expect_error<dist::CollectiveTimeoutError>(
-        [&] { work->wait(); },
-        "all_reduce(SUM) on group '" + doomed->name() + "' (mpi), rank 0 of " +
-            std::to_string(g_world) +
-            ": not finished after 300 ms (a rank did not join, or joined a different "
-            "collective); rank(s) " +
-            others + " did not reach this all_reduce(SUM) (#1 on group '" + doomed->name() +
-            "'): rank(s) " + others + " reported no timeout within 300 ms");
+    expect_error<dist::CollectiveTimeoutError>([&] { work->wait(); }, nobody_else_came(*doomed));
   }
   dist::barrier();
   if (g_rank != 0) {
