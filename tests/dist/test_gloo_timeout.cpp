@@ -89,6 +89,25 @@ TEST(GlooTimeout, RankThatNeverCallsTheCollectiveIsNamed) {
   }));
 }
 
+// Connecting waits for every rank's address in the store; a rank that never
+// comes is a timeout of the group's construction, and says so.
+TEST(GlooTimeout, ARankThatNeverConnectsIsATimeoutOfConnecting) {
+  const std::string path = store_path("connect");
+  dtrain::testing::expect_all_ranks_pass(dtrain::testing::run_ranks(1, [&](int) {
+    auto store = std::make_shared<store::FileStore>(path, 30s);
+    const auto start = Clock::now();
+    try {
+      join(store, 0, 2, 1000ms);
+      ADD_FAILURE() << "connected without rank 1";
+    } catch (const dist::CollectiveTimeoutError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("not every rank joined in time"), std::string::npos) << message;
+      EXPECT_EQ(message.find("Exception raised from"), std::string::npos) << message;
+    }
+    EXPECT_LT(Clock::now() - start, 10s);
+  }));
+}
+
 TEST(GlooTimeout, CollectivesThatSucceedWriteNothingForTheDiagnosis) {
   constexpr int kWorld = 3;
   const std::string path = store_path("ok");

@@ -1,11 +1,13 @@
 // ProcessGroupGloo: the Gloo transport under the ProcessGroup front end
 // (transport.h): each collective runs on the group's worker thread on flat
-// buffers; send and recv go straight to Gloo's unbound buffers.
+// buffers, moved by LibTorch's Gloo group (Note [One Gloo in the process],
+// gloo/torch_gloo.h); send and recv go straight to it.
 #include "dtrain/dist/process_group_gloo.h"
 
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -16,8 +18,7 @@
 #include "collective_args.h"
 #include "dtrain/dist/store_names.h"
 #include "dtrain/util/crash_trace.h"
-#include "gloo/gloo_api.h"
-#include "gloo/gloo_library.h"
+#include "gloo/torch_gloo.h"
 #include "interfaces.h"
 #include "transport.h"
 #include "work_queue.h"
@@ -29,19 +30,22 @@ using namespace detail;
 
 namespace {
 
-gloo_api::DType to_gloo(const at::Tensor& tensor) {
-  using gloo_api::DType;
-  return by_dtype<DType>(tensor.scalar_type(),
-                         {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
-                          DType::kInt32, DType::kInt64, DType::kUInt8},
-                         "gloo");
+// The dtypes dtrain's backends share (collective_args.h); LibTorch's Gloo
+// moves them all. Others are refused with the front end's words.
+void check_dtype(const at::Tensor& tensor) {
+  (void)dtype_index(tensor.scalar_type(), "gloo");
 }
 
-gloo_api::Reduce to_gloo(ReduceOp op) {
-  using gloo_api::Reduce;
+c10d::ReduceOp to_c10d(ReduceOp op) {
+  using Op = c10d::ReduceOp::RedOpType;
   // AVG never comes: the front end reduces it as SUM and divides.
-  return by_op<Reduce>(op,
-                       {Reduce::kSum, Reduce::kProduct, Reduce::kMin, Reduce::kMax, Reduce::kSum});
+  return by_op<Op>(op, {Op::SUM, Op::PRODUCT, Op::MIN, Op::MAX, Op::SUM});
+}
+
+// Runs one of the engine's collectives to its end; its errors raise as
+// they are (a timeout's words say "Timed out", which launch() looks for).
+void run(const c10::intrusive_ptr<c10d::Work>& work) {
+  work->wait();
 }
 
 // Note [A message larger than its receive]
@@ -81,20 +85,20 @@ std::string explain_oversized_message(const std::string& what) {
 // A Gloo message carries no size its receiver can read: a recv whose tensor
 // is larger than the one sent completes with its tail unwritten, and
 // nothing says so. So every send also sends its byte count, as a message of
-// its own on a slot beside the tag's, and a recv checks it once both have
+// its own on a tag beside the user's, and a recv checks it once both have
 // arrived: "received 12 bytes, expected 16", as the mpi backend says it.
 // Both messages are posted at once on both sides, so they travel together
 // and cost no extra round trip; each stream of sizes and of data keeps its
-// order per peer and slot, so several messages on one tag still pair up.
-// A message larger than the recv's tensor is refused by libgloo itself,
+// order per peer and tag, so several messages on one tag still pair up.
+// A message larger than the recv's tensor is refused by Gloo itself,
 // which ends the process (docs/design/decisions.md, Gloo backend); the size
-// arrives too late to prevent that. Gloo's own collectives take slots
-// from 2^56 up, user tags are below 2^31, so the size slots, from 2^40,
-// meet neither.
-constexpr std::uint64_t kSizeSlots = std::uint64_t{1} << 40;
+// arrives too late to prevent that. LibTorch's Gloo takes tags from 0 to
+// 2^31 - 1 and its collectives use slots from 2^56 up, so user tags are
+// below 2^30 and a size travels on its tag + 2^30.
+constexpr int kSizeTags = 1 << 30;
 
-std::uint64_t size_slot(int tag) {
-  return kSizeSlots | static_cast<std::uint64_t>(tag);
+int size_tag(int tag) {
+  return kSizeTags + tag;
 }
 
 // What is left of `timeout` since `start`, at least 1 ms (Gloo reads 0 as
@@ -105,6 +109,25 @@ std::chrono::milliseconds left_of(std::chrono::milliseconds timeout,
       std::chrono::steady_clock::now() - start);
   return std::max(timeout - spent, std::chrono::milliseconds(1));
 }
+
+// The group's store, which remembers whether one of its waits timed out:
+// LibTorch's Gloo meets through it (as a c10d::Store, c10d_store.h), which
+// hands every store error on as one c10 type, so connecting asks this
+// whether a rank's address did not come in time.
+class GroupStore : public PrefixStore {
+ public:
+  using PrefixStore::PrefixStore;
+  void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override {
+    try {
+      PrefixStore::wait(keys, timeout);
+    } catch (const StoreTimeoutError&) {
+      timed_out = true;
+      throw;
+    }
+  }
+  using PrefixStore::wait;
+  std::atomic<bool> timed_out{false};
+};
 
 }  // namespace
 
@@ -127,14 +150,20 @@ struct ProcessGroupGloo::Impl : Transport {
                    .timeout = timeout}),
         group(group) {}
 
-  std::unique_ptr<gloo_api::Communicator> comm;
+  c10::intrusive_ptr<c10d::Backend> engine;
   ProcessGroup& group;
   // For Note [Which rank a timeout waited on] (timeout_diagnosis.h).
   std::shared_ptr<Store> store;
-  // Declared after comm, so it stops (draining its tasks) before comm goes.
+  // Declared after engine, so it stops (draining its tasks) before engine goes.
   WorkQueue queue;
 
   c10::Device staging_device(const std::string&) override { return c10::Device(c10::kCPU); }
+
+  // Note [A size beside every message]: tags up to 2^30 - 1.
+  void check_tag(int tag, const std::string& what) const override {
+    DTRAIN_CHECK(tag >= 0 && tag < kSizeTags, what, ": tag must be in 0..", kSizeTags - 1,
+                 " (gloo), got ", tag);
+  }
 
   // On the worker; a timeout raises the transport's error with the ranks it
   // waited on appended.
@@ -144,89 +173,191 @@ struct ProcessGroupGloo::Impl : Transport {
         in_turn(ctx);
       } catch (const CollectiveError&) {
         throw;
+      } catch (const c10::Error& e) {
+        fail(ctx, e.msg());  // c10's checks; the stack is LibTorch's
       } catch (const std::exception& e) {
-        if (!looks_like_timeout(e.what())) {
-          throw;
-        }
-        throw CollectiveTimeoutError(ctx.what + ": " + e.what() +
-                                     diagnose_timeout(store, group, ctx));
+        fail(ctx, e.what());
       }
     });
   }
 
+  [[noreturn]] void fail(const OpContext& ctx, const std::string& words) {
+    if (looks_like_timeout(words)) {
+      throw CollectiveTimeoutError(ctx.what + ": " + words + diagnose_timeout(store, group, ctx));
+    }
+    throw std::runtime_error(words);
+  }
+
+  // Gloo refuses empty buffers; every rank's is empty alike, so all skip.
   void broadcast(at::Tensor& data, int root, const OpContext& ctx) override {
-    comm->broadcast(data.mutable_data_ptr(), data.numel(), to_gloo(data), root, ctx.timeout);
+    check_dtype(data);
+    if (data.numel() == 0) {
+      return;
+    }
+    std::vector<at::Tensor> tensors{data};
+    c10d::BroadcastOptions options;
+    options.rootRank = root;
+    options.timeout = ctx.timeout;
+    run(engine->broadcast(tensors, options));
   }
   void all_reduce(at::Tensor& data, ReduceOp op, const OpContext& ctx) override {
-    comm->all_reduce(data.mutable_data_ptr(), data.numel(), to_gloo(data), to_gloo(op),
-                     ctx.timeout);
+    check_dtype(data);
+    if (data.numel() == 0) {
+      return;
+    }
+    std::vector<at::Tensor> tensors{data};
+    c10d::AllreduceOptions options;
+    options.reduceOp = to_c10d(op);
+    options.timeout = ctx.timeout;
+    run(engine->allreduce(tensors, options));
   }
+  // Gloo's reduce leaves partial sums in the others' buffers: they reduce a copy.
   void reduce(at::Tensor& data, ReduceOp op, int root, const OpContext& ctx) override {
-    comm->reduce(data.mutable_data_ptr(), data.numel(), to_gloo(data), to_gloo(op), root,
-                 ctx.timeout);
+    check_dtype(data);
+    if (data.numel() == 0) {
+      return;
+    }
+    std::vector<at::Tensor> tensors{group.rank() == root ? data : data.clone()};
+    c10d::ReduceOptions options;
+    options.reduceOp = to_c10d(op);
+    options.rootRank = root;
+    options.timeout = ctx.timeout;
+    run(engine->reduce(tensors, options));
   }
   void all_gather(const at::Tensor& in, at::Tensor& out, const OpContext& ctx) override {
-    comm->all_gather(in.const_data_ptr(), out.mutable_data_ptr(), in.numel(), to_gloo(in),
-                     ctx.timeout);
+    check_dtype(in);
+    if (in.numel() == 0) {
+      return;
+    }
+    // Gloo wants every block shaped as the rank's own: all flat.
+    at::Tensor input = in.view(-1);
+    at::Tensor output = out.view(-1);
+    c10d::AllgatherOptions options;
+    options.timeout = ctx.timeout;
+    run(engine->_allgather_base(output, input, options));
   }
   void gather(const at::Tensor& in, at::Tensor& out, int root, const OpContext& ctx) override {
-    comm->gather(in.const_data_ptr(), out.defined() ? out.mutable_data_ptr() : nullptr, in.numel(),
-                 to_gloo(in), root, ctx.timeout);
+    check_dtype(in);
+    if (in.numel() == 0) {
+      return;
+    }
+    // Gloo wants every block shaped as the rank's own: all flat.
+    std::vector<at::Tensor> inputs{in.view(-1)};
+    std::vector<std::vector<at::Tensor>> outputs;
+    if (group.rank() == root) {
+      outputs.push_back(out.view(-1).chunk(group.size()));
+    }
+    c10d::GatherOptions options;
+    options.rootRank = root;
+    options.timeout = ctx.timeout;
+    run(engine->gather(outputs, inputs, options));
   }
   void scatter(const at::Tensor& in, at::Tensor& out, int root, const OpContext& ctx) override {
-    comm->scatter(in.defined() ? in.const_data_ptr() : nullptr, out.mutable_data_ptr(), out.numel(),
-                  to_gloo(out), root, ctx.timeout);
+    check_dtype(out);
+    if (out.numel() == 0) {
+      return;
+    }
+    std::vector<std::vector<at::Tensor>> inputs;
+    if (group.rank() == root) {
+      inputs.push_back(in.view(-1).chunk(group.size()));
+    }
+    std::vector<at::Tensor> outputs{out.view(-1)};
+    c10d::ScatterOptions options;
+    options.rootRank = root;
+    options.timeout = ctx.timeout;
+    run(engine->scatter(outputs, inputs, options));
   }
-  // Gloo has no reduce-scatter for arbitrary sizes: reduce everything, keep our block.
   void reduce_scatter(at::Tensor& in, at::Tensor& out, ReduceOp op, const OpContext& ctx) override {
-    all_reduce(in, op, ctx);
-    out.copy_(in.narrow(0, group.rank() * out.numel(), out.numel()).view(out.sizes()));
+    check_dtype(in);
+    if (out.numel() == 0) {
+      return;
+    }
+    at::Tensor input = in.view(-1);
+    at::Tensor output = out.view(-1);
+    c10d::ReduceScatterOptions options;
+    options.reduceOp = to_c10d(op);
+    options.timeout = ctx.timeout;
+    run(engine->_reduce_scatter_base(output, input, options));
   }
   void all_to_all(const at::Tensor& in, at::Tensor& out, const BlockSizes&,
                   const OpContext& ctx) override {
-    comm->all_to_all(in.const_data_ptr(), out.mutable_data_ptr(), in.numel() / group.size(),
-                     to_gloo(in), ctx.timeout);
+    check_dtype(in);
+    if (in.numel() == 0) {
+      return;
+    }
+    at::Tensor input = in.view(-1);
+    at::Tensor output = out.view(-1);
+    std::vector<std::int64_t> even;  // empty: every block of one size
+    c10d::AllToAllOptions options;
+    options.timeout = ctx.timeout;
+    run(engine->alltoall_base(output, input, even, even, options));
   }
   WorkPtr barrier(const OpContext& ctx) override {
-    return launch(ctx, {}, in_turn_only([this](const OpContext& c) { comm->barrier(c.timeout); }));
+    return launch(ctx, {}, in_turn_only([this](const OpContext& c) {
+                    c10d::BarrierOptions options;
+                    options.timeout = c.timeout;
+                    run(engine->barrier(options));
+                  }));
   }
 
   // Note [A size beside every message]: the size's transfer is posted first.
   WorkPtr send(const at::Tensor& data, int dst, int tag, const OpContext& ctx) override {
-    auto size = std::make_shared<std::uint64_t>(data.nbytes());
-    auto sized = comm->send(size.get(), sizeof(std::uint64_t), dst, size_slot(tag));
-    return with_size(
-        ctx, data, size, std::move(sized),
-        comm->send(data.const_data_ptr(), data.nbytes(), dst, static_cast<std::uint64_t>(tag)),
-        false);
+    std::vector<at::Tensor> size{at::tensor({static_cast<std::int64_t>(data.nbytes())})};
+    std::vector<at::Tensor> tensors{data};
+    return with_size(ctx, data, size[0],
+                     posted(ctx, [&] { return engine->send(size, dst, size_tag(tag)); }),
+                     posted(ctx, [&] { return engine->send(tensors, dst, tag); }), false);
   }
   WorkPtr recv(at::Tensor& data, int src, int tag, const OpContext& ctx) override {
-    auto size = std::make_shared<std::uint64_t>(0);
-    auto sized = comm->recv(size.get(), sizeof(std::uint64_t), src, size_slot(tag));
-    return with_size(
-        ctx, data, size, std::move(sized),
-        comm->recv(data.mutable_data_ptr(), data.nbytes(), src, static_cast<std::uint64_t>(tag)),
-        true);
+    std::vector<at::Tensor> size{at::zeros({1}, at::kLong)};
+    std::vector<at::Tensor> tensors{data};
+    return with_size(ctx, data, size[0],
+                     posted(ctx, [&] { return engine->recv(size, src, size_tag(tag)); }),
+                     posted(ctx, [&] { return engine->recv(tensors, src, tag); }), true);
+  }
+
+  // A transfer posted at the call; one the engine refuses (a connection
+  // lost to an earlier timeout) raises naming the operation.
+  template <typename Post>
+  static c10::intrusive_ptr<c10d::Work> posted(const OpContext& ctx, Post post) {
+    try {
+      return post();
+    } catch (const c10::Error& e) {
+      throw CollectiveError(ctx.what + ": " + e.msg());
+    } catch (const std::exception& e) {
+      throw CollectiveError(ctx.what + ": " + e.what());
+    }
   }
 
   // Waits for a message and its size; a receive checks that they agree.
-  WorkPtr with_size(const OpContext& ctx, const at::Tensor& data,
-                    std::shared_ptr<std::uint64_t> size,
-                    std::shared_ptr<gloo_api::Transfer> size_transfer,
-                    std::shared_ptr<gloo_api::Transfer> transfer, bool receiving) {
+  WorkPtr with_size(const OpContext& ctx, const at::Tensor& data, at::Tensor size,
+                    c10::intrusive_ptr<c10d::Work> size_transfer,
+                    c10::intrusive_ptr<c10d::Work> transfer, bool receiving) {
     return std::make_shared<DeferredWork>(
         ctx.what,
         [transfer, size_transfer, size, keep = data, receiving](std::chrono::milliseconds timeout) {
           const auto start = std::chrono::steady_clock::now();
-          transfer->wait(timeout);
-          size_transfer->wait(left_of(timeout, start));
-          if (receiving && *size != keep.nbytes()) {
+          finish_transfer(*transfer, timeout);
+          finish_transfer(*size_transfer, left_of(timeout, start));
+          if (!receiving) {
+            return;
+          }
+          const auto bytes = static_cast<std::size_t>(size.item<std::int64_t>());
+          if (bytes != keep.nbytes()) {
             throw CollectiveError(
-                dtrain::detail::concat("received ", *size, " bytes, expected ", keep.nbytes(),
+                dtrain::detail::concat("received ", bytes, " bytes, expected ", keep.nbytes(),
                                        " (the sender's tensor has a different size or dtype)"));
           }
         },
         traits().timeout);
+  }
+
+  // A send's or recv's Work: false from wait() is its timeout.
+  static void finish_transfer(c10d::Work& transfer, std::chrono::milliseconds timeout) {
+    if (!transfer.wait(timeout)) {
+      throw CollectiveTimeoutError(
+          dtrain::detail::concat("did not complete within ", timeout.count(), " ms"));
+    }
   }
 };
 
@@ -239,22 +370,9 @@ ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int s
   // Note [A message larger than its receive]: once per process, not per group.
   static const bool explained = (util::add_uncaught_explainer(explain_oversized_message), true);
   (void)explained;
-  auto group_store = std::make_shared<PrefixStore>("gloo/" + this->name(), store);
+  auto group_store = std::make_shared<GroupStore>("gloo/" + this->name(), store);
   impl_->store = group_store;
-  gloo_api::StoreCallbacks callbacks;
-  callbacks.set = [group_store](const std::string& key, const std::vector<char>& value) {
-    group_store->set(key, Bytes(value.begin(), value.end()));
-  };
-  callbacks.get = [group_store, timeout = options.timeout](const std::string& key) {
-    group_store->wait({key}, timeout);
-    const Bytes value = group_store->get(key);
-    return std::vector<char>(value.begin(), value.end());
-  };
-  callbacks.wait = [group_store](const std::vector<std::string>& keys,
-                                 std::chrono::milliseconds timeout) {
-    group_store->wait(keys, timeout);
-  };
-  gloo_api::ConnectOptions connect;
+  TorchGlooOptions connect;
   connect.rank = rank;
   connect.size = size;
   // Note [Which address Gloo binds]: an interface is resolved here, so that a
@@ -271,10 +389,13 @@ ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int s
   }
   connect.timeout = options.timeout;
   try {
-    impl_->comm.reset(gloo_api::gloo_connect_function()(&connect, &callbacks));
-  } catch (const StoreTimeoutError& e) {
-    throw CollectiveTimeoutError(describe("connecting") +
-                                 ": not every rank joined in time: " + e.what());
+    impl_->engine = connect_torch_gloo(group_store, connect);
+  } catch (const c10::Error& e) {
+    if (group_store->timed_out) {
+      throw CollectiveTimeoutError(describe("connecting") +
+                                   ": not every rank joined in time: " + e.msg());
+    }
+    throw CollectiveError(describe("connecting") + ": " + e.msg());
   } catch (const std::exception& e) {
     throw CollectiveError(describe("connecting") + ": " + e.what());
   }

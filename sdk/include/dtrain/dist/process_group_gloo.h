@@ -2,9 +2,9 @@
 //
 // Operations run on one worker thread per group, in issue order; send and
 // recv go straight to the transport and may complete in any order. The
-// first construction loads libdtrain_gloo.so (see Note [Two Glooes in one
-// process] in src/dist/gloo/gloo_api.h). Every rank of the group must
-// construct its group with the same store (or store prefix) and size.
+// bytes move through LibTorch's own Gloo (Note [One Gloo in the process]
+// in src/dist/gloo/torch_gloo.h). Every rank of the group must construct
+// its group with the same store (or store prefix) and size.
 //
 // Note [Which address Gloo binds]
 // Every rank listens on one local address and publishes it in the store;
