@@ -1,5 +1,5 @@
 // A dtrain store seen as a c10d::Store, for LibTorch's process groups that
-// move the bytes under dtrain's front end (process_group_nccl.cpp): they
+// move the bytes under dtrain's front end (the nccl and gloo backends): they
 // meet through the group's own store, so every launcher and rendezvous
 // dtrain knows works for them too. get() waits for its key, as c10d's
 // stores do (ranks read the id rank 0 publishes).
