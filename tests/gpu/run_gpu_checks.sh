@@ -36,7 +36,7 @@
 #                          "main" (the main job on CUDA), "kernels" (the
 #                          kernels' GPU tests, their Python tests on CUDA,
 #                          bench_pointnet2_ops), "gloo" (the Gloo GPU tests,
-#                          gloo_smoke, gloo_debug); default "all"
+#                          gloo_smoke); default "all"
 set -uo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -121,7 +121,7 @@ focused() {
     nccl_ranks | nccl_allreduce_vs_torch) in_focus nccl ;;
     main_job_cuda | main_job_cuda_sync_free | pointnet2_step_vs_torch) in_focus main ;;
     bench_pointnet2_ops | python_torch_ops_cuda) in_focus kernels ;;
-    gloo_smoke | gloo_debug) in_focus gloo ;;
+    gloo_smoke) in_focus gloo ;;
     *) return 1 ;;
   esac
 }
@@ -209,8 +209,9 @@ fi
 zlib="$(ldconfig -p 2>/dev/null | awk '$1 == "libz.so.1" && /x86-64/ { print $NF; exit }')"
 [[ -n "$zlib" ]] || zlib="$deps/lib/zlib/libz.so.1"
 
-# Libraries libgloo.so.0 needs that the image lacks, and only those: the
-# image's own copies (ibverbs for NCCL, say) stay first where they exist.
+# Libraries libgloo.so.0 needs that the image lacks, and only those (Gloo's
+# CMake config names libgloo, though nothing links it now): the image's own
+# copies (ibverbs for NCCL, say) stay first where they exist.
 runtime_libs="$build/carried-runtime-libs"
 rm -rf "$runtime_libs" && mkdir -p "$runtime_libs"
 for lib in "$deps"/lib/gloo-runtime/*; do
@@ -431,61 +432,15 @@ else
   skip pointnet2_step_vs_torch "bench_pointnet2_train not built"
 fi
 
-# Last and short: the carried libgloo loads and all-reduces on this image
-# (two CPU ranks over loopback; nothing GPU about it, no CSV).
+# Last and short: the Gloo backend (LibTorch's own Gloo, Note [One Gloo in
+# the process]) all-reduces on this image, where Debian's libgloo in a
+# module of its own crashed before (two CPU ranks over loopback; no CSV).
 if [[ -x "$bin/bench_allreduce" ]]; then
   port="$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
   step gloo_smoke 30 "$bench_log" "$bin/bench_allreduce" --backend gloo --world-size 2 \
     --port "$port" --sizes 4096,1048576 --repeats 3 --big-repeats 3
 else
   skip gloo_smoke "bench_allreduce not built"
-fi
-
-# ---- diagnostics -----------------------------------------------------------------
-# Where a Gloo rank crashes on this image, when gloo_smoke did (tests/gpu/
-# README.md, "Gloo on the image"): rank 0 under cuda-gdb (which debugs host
-# code too; the image has no gdb), then under the dynamic linker's binding
-# log: which object each of libgloo's and libdtrain_gloo's references to
-# std::call_once's state (__once_call, __once_callable, __once_proxy),
-# pthread_once and pthread_mutex_trylock went to. Symbols are read only for
-# dtrain's and Gloo's libraries (LibTorch's would take most of the step).
-gloo_debug() {
-  local gdb_bin peer port log=/tmp/dtrain-gloo-bindings
-  gdb_bin="$(command -v cuda-gdb || echo /usr/local/cuda/bin/cuda-gdb)"
-  gloo_rank() { # gloo_rank RANK PORT [COMMAND PREFIX...]: one rank of a 2-rank all-reduce
-    local rank="$1" port="$2"
-    shift 2
-    "$@" "$bin/bench_allreduce" --backend gloo --world-size 2 --port "$port" --sizes 4096 \
-      --repeats 1 --big-repeats 1 --rank "$rank"
-  }
-  free_port() {
-    "$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-  }
-  port="$(free_port)"
-  gloo_rank 1 "$port" exec timeout 40 &  # exec: $! is the rank (under timeout), which kill ends
-  peer=$!
-  gloo_rank 0 "$port" "$gdb_bin" -batch -iex 'set auto-solib-add off' -ex run \
-    -ex 'info sharedlibrary' -ex 'sharedlibrary dtrain' -ex 'sharedlibrary gloo' -ex 'bt 30' \
-    -ex 'info registers rip rsp' -ex 'x/2gx $rsp' --args
-  kill "$peer" 2>/dev/null
-  wait "$peer" 2>/dev/null
-  echo "--- bindings of rank 0 (LD_DEBUG=bindings)"
-  rm -f "$log".*
-  port="$(free_port)"
-  gloo_rank 1 "$port" exec timeout 40 &
-  peer=$!
-  LD_DEBUG=bindings LD_DEBUG_OUTPUT="$log" gloo_rank 0 "$port" env >/dev/null 2>&1
-  kill "$peer" 2>/dev/null
-  wait "$peer" 2>/dev/null
-  cat "$log".* 2>/dev/null | grep -E "binding file [^ ]*(libgloo|libdtrain_gloo|libstdc)" |
-    grep -E "once|pthread_once|pthread_mutex_trylock" | sed -e 's/^ *[0-9]*:[[:space:]]*//' \
-    -e "s|$repo/||g" | sort -u | head -n 40
-  rm -f "$log".*
-  return 0
-}
-export -f gloo_debug
-if grep -q $'^gloo_smoke\tfailed' "$steps"; then
-  step gloo_debug 60 "$bench_log" gloo_debug
 fi
 
 summarize
