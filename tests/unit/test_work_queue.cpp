@@ -107,6 +107,26 @@ TEST(WorkQueue, AWaiterNeverRunsATaskOutOfTurn) {
   queue.stop();
 }
 
+// Tasks issued before the one waited on are due first: the waiter runs
+// them too, in order, rather than sleeping until the worker gets to them.
+TEST(WorkQueue, AWaiterRunsTheTasksAheadOfItsOwnInOrder) {
+  WorkQueue queue(Waiters::kRun);
+  queue.start();
+  Runs runs;
+  std::vector<dist::WorkPtr> works;
+  std::vector<std::string> issued;
+  for (int i = 0; i < 20; ++i) {
+    issued.push_back(std::to_string(i));
+    works.push_back(queue.enqueue(issued.back(), [&runs, i] { runs.add(std::to_string(i)); }));
+  }
+  works.back()->wait();
+  for (const auto& work : works) {
+    EXPECT_TRUE(work->is_completed()) << work->description();
+  }
+  EXPECT_EQ(runs.order, issued);
+  queue.stop();
+}
+
 TEST(WorkQueue, ATaskNobodyWaitsOnRunsOnTheWorker) {
   WorkQueue queue(Waiters::kRun);
   queue.start();

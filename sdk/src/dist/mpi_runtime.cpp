@@ -169,7 +169,7 @@ int mpi_count(int64_t count, const std::string& what) {
 }
 
 bool poll(MPI_Request& request, Clock::time_point deadline, const std::string& what,
-          MPI_Status* status, Pace pace) {
+          MPI_Status* status, const std::function<Pace()>& pace) {
   const Clock::time_point start = Clock::now();
   for (int sleeps = 0;;) {
     {
@@ -190,7 +190,7 @@ bool poll(MPI_Request& request, Clock::time_point deadline, const std::string& w
     if (Clock::now() >= deadline) {
       return false;
     }
-    if (pace == Pace::kSpin) {
+    if (pace() == Pace::kSpin) {
       continue;
     }
     // Non-blocking collectives progress only inside MPI_Test, so each sleep

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -68,19 +69,22 @@ class TruncatedReceive : public CollectiveError {
 // How poll() waits between two tests of a request. MPI's non-blocking
 // collectives progress only inside MPI calls, so every pause stalls them.
 enum class Pace {
-  // Test without pause, as MPI's blocking calls do: for a thread that has
+  // Test without pause, as MPI's blocking calls do: while a thread has
   // nothing to do but wait for this request.
   kSpin,
-  // Yield for the first 5 ms, then sleep with back-off up to 1 ms: for a
-  // thread that polls in the background while the program computes.
+  // Yield for the first 5 ms, then sleep with back-off up to 1 ms: while
+  // the program computes and nobody waits for it.
   kBackOff,
 };
 
 // Tests `request` (each test under mpi_mutex()) until it completes (true) or
-// `deadline` passes (false). Throws CollectiveError when MPI reports an
-// error, TruncatedReceive for a message larger than its receive.
-bool poll(MPI_Request& request, Clock::time_point deadline, const std::string& what,
-          MPI_Status* status = MPI_STATUS_IGNORE, Pace pace = Pace::kBackOff);
+// `deadline` passes (false), asking `pace` before each pause. Throws
+// CollectiveError when MPI reports an error, TruncatedReceive for a message
+// larger than its receive.
+bool poll(
+    MPI_Request& request, Clock::time_point deadline, const std::string& what,
+    MPI_Status* status = MPI_STATUS_IGNORE,
+    const std::function<Pace()>& pace = [] { return Pace::kBackOff; });
 
 // Note [Abandoned buffers]
 // A request that timed out is still owned by MPI: a collective cannot be

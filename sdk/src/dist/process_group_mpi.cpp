@@ -120,7 +120,11 @@ struct ProcessGroupMPI::Impl : Transport {
   void run(const OpContext& ctx, std::vector<at::Tensor> buffers, Start start, Args... args) {
     MPI_Request request = post(ctx.what, "posting the collective",
                                [&](MPI_Request* r) { return start(args..., comm, r); });
-    const Pace pace = queue.on_worker() ? Pace::kBackOff : Pace::kSpin;
+    // Without pause while a thread waits: the one that runs it, or one
+    // that sleeps until the worker is done (Note [The waiter runs its task]).
+    const auto pace = [this] {
+      return queue.on_worker() && !queue.waited() ? Pace::kBackOff : Pace::kSpin;
+    };
     if (!poll(request, Clock::now() + ctx.timeout, ctx.what, MPI_STATUS_IGNORE, pace)) {
       const std::string message = ctx.what + ": not finished after " +
                                   std::to_string(ctx.timeout.count()) +

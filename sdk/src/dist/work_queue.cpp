@@ -1,13 +1,19 @@
 #include "work_queue.h"
 
+#include <algorithm>
+#include <atomic>
+
 #include "dtrain/dist/types.h"
 
 namespace dtrain::dist::detail {
 
 namespace {
 
-// Note [The waiter runs its task]: how late the worker, idle, picks up a task
-// that nobody woke it for; after that long idle it sleeps until woken.
+using Clock = std::chrono::steady_clock;
+
+// Note [The waiter runs its task]: how long a task waits for a thread to
+// wait on it before the worker, idle, runs it; an idle worker also looks at
+// the queue this often, and sleeps until woken once a look found nothing.
 constexpr std::chrono::milliseconds kPickUp{1};
 
 }  // namespace
@@ -16,6 +22,7 @@ struct WorkQueue::State {
   struct Task {
     std::function<void()> run;
     WorkPtr work;
+    Clock::time_point enqueued;
   };
 
   explicit State(Waiters waiters) : waiters(waiters) {}
@@ -26,7 +33,9 @@ struct WorkQueue::State {
   std::deque<Task> queue;
   bool busy = false;  // a task runs, on the worker or a waiter
   bool stopping = false;
-  bool asleep = false;  // the worker waits without a timer
+  bool asleep = false;          // the worker waits without a timer
+  int helpers = 0;              // waiters waiting for a turn (run_through)
+  std::atomic<int> waiting{0};  // threads in QueuedWork::wait
 
   bool ready() const { return !busy && !queue.empty(); }
   bool done() const { return !busy && queue.empty() && stopping; }
@@ -56,7 +65,8 @@ struct WorkQueue::State {
     {
       std::lock_guard<std::mutex> lock(mutex);
       busy = false;
-      wake = !queue.empty() || stopping;  // the worker has a turn to take, or an end
+      // The worker has a turn to take or an end; a waiter, a turn or its task gone.
+      wake = !queue.empty() || stopping || helpers > 0;
     }
     if (wake) {
       cv.notify_all();
@@ -74,35 +84,83 @@ struct WorkQueue::State {
     asleep = false;
   }
 
+  // Whether the worker, idle until now, leaves the next task to a waiter a
+  // while longer; then it waits that long, under `lock`.
+  bool left_to_waiter(std::unique_lock<std::mutex>& lock) {
+    if (waiters != Waiters::kRun || stopping) {
+      return false;
+    }
+    const Clock::time_point due = queue.front().enqueued + kPickUp;
+    if (Clock::now() >= due) {
+      return false;
+    }
+    cv.wait_until(lock, due);
+    return true;
+  }
+
+  // The worker: a task nobody claimed, then the ones behind it without pause
+  // (their waiters, if any, sleep until the turn comes).
   void loop() {
     std::unique_lock<std::mutex> lock(mutex);
+    bool running = false;  // ran the task before this one
     while (!done()) {
       if (!ready()) {
+        running = false;
         idle(lock);
+        continue;
+      }
+      if (!running && left_to_waiter(lock)) {
         continue;
       }
       Task task = take();
       lock.unlock();
       execute(task);
       lock.lock();
+      running = true;
     }
   }
 
-  // Runs `work`'s task on this thread when it is next and nothing runs.
-  void run_if_next(const Work* work) {
-    Task task;
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (!ready() || queue.front().work.get() != work) {
+  bool queued(const Work* work) const {
+    return std::any_of(queue.begin(), queue.end(),
+                       [work](const Task& task) { return task.work.get() == work; });
+  }
+
+  // A waiter's turn: runs, in order, the tasks up to and including `work`'s
+  // while it is queued, waiting out a task that another thread runs.
+  void run_through(const Work* work) {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (queued(work)) {
+      if (busy) {
+        ++helpers;
+        cv.wait(lock, [&] { return !busy || !queued(work); });
+        --helpers;
+        continue;
+      }
+      Task task = take();
+      const bool ours = task.work.get() == work;
+      lock.unlock();
+      execute(task);
+      if (ours) {
         return;
       }
-      task = take();
+      lock.lock();
     }
-    execute(task);
   }
 };
 
 namespace {
+
+// Counts a thread in wait() for as long as it is there.
+class Waiting {
+ public:
+  explicit Waiting(std::atomic<int>& count) : count_(count) { ++count_; }
+  ~Waiting() { --count_; }
+  Waiting(const Waiting&) = delete;
+  Waiting& operator=(const Waiting&) = delete;
+
+ private:
+  std::atomic<int>& count_;
+};
 
 // A Work whose waiter may run its task (Note [The waiter runs its task]).
 class QueuedWork : public Work {
@@ -113,10 +171,14 @@ class QueuedWork : public Work {
   // Only with the operation's own timeout: a shorter one given here must
   // hold even where the task would run longer.
   void wait(std::chrono::milliseconds timeout = std::chrono::milliseconds::zero()) override {
+    const auto state = state_.lock();
+    if (state == nullptr) {
+      Work::wait(timeout);
+      return;
+    }
+    const Waiting waiting(state->waiting);
     if (timeout.count() == 0 && !Work::is_completed()) {
-      if (auto state = state_.lock()) {
-        state->run_if_next(this);
-      }
+      state->run_through(this);
     }
     Work::wait(timeout);
   }
@@ -149,6 +211,10 @@ void WorkQueue::stop() {
   }
 }
 
+bool WorkQueue::waited() const {
+  return state_->waiting.load() > 0;
+}
+
 WorkPtr WorkQueue::enqueue(std::string description, std::function<void()> run) {
   const bool waiter_runs = state_->waiters == Waiters::kRun;
   WorkPtr work = waiter_runs ? std::make_shared<QueuedWork>(std::move(description), state_)
@@ -156,7 +222,7 @@ WorkPtr WorkQueue::enqueue(std::string description, std::function<void()> run) {
   bool wake = true;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
-    state_->queue.push_back({std::move(run), work});
+    state_->queue.push_back({std::move(run), work, Clock::now()});
     // A worker on its short timer picks the task up by itself, unless the
     // waiter runs it first; waking it would cost the waiter a core's turn.
     wake = !waiter_runs || state_->asleep;

@@ -55,6 +55,9 @@ class WorkQueue {
   WorkPtr enqueue(std::string description, std::function<void()> run);
   // True on the worker thread: a task runs in the background, not for a waiter.
   bool on_worker() const { return std::this_thread::get_id() == worker_.get_id(); }
+  // True while a thread waits on one of this queue's Works (Waiters::kRun):
+  // the worker's task then has someone waiting, if not for it, behind it.
+  bool waited() const;
 
   struct State;
 
