@@ -4,17 +4,19 @@
 // reduces an in-place MPI_Iallreduce, and any on fewer than 4 ranks, along
 // a binomial tree: up to rank 0, then back down, two transfers one after
 // the other where MPI_Allreduce's schedules take one; that is what made
-// dtrain's all-reduce of 2 ranks slower than MPI_Allreduce from 64 KiB up
-// (benchmarks/results/allreduce_mpi.csv before this choice). So dtrain
-// picks libnbc's schedule per call, through MPI's tool interface:
-// recursive doubling (one exchange of the whole message per round) for a
-// message that goes in one eager send, and above that Rabenseifner's
-// reduce-scatter then all-gather of halves, the schedule MPI_Allreduce
-// itself takes for large messages. On 2 ranks over TCP loopback recursive
-// doubling beat MPI_Allreduce below the eager limit and lost above it,
-// where Rabenseifner matched it. A job that chose an algorithm itself
-// (OMPI_MCA_coll_libnbc_iallreduce_algorithm) keeps it; an MPI without that
-// control variable keeps its own choice.
+// dtrain's all-reduce of 2 ranks slower than MPI_Allreduce from 64 KiB up.
+// So dtrain picks libnbc's schedule per call, through MPI's tool
+// interface: recursive doubling (one exchange of the whole message per
+// round) for a message that goes in one eager send; a message of up to a
+// few eager sizes in pieces of half of one, each on recursive doubling, all
+// in flight at once (one round where the others take two); and above that
+// Rabenseifner's reduce-scatter then all-gather of halves, the schedule
+// MPI_Allreduce itself takes for large messages. On 2 ranks over TCP
+// loopback, recursive doubling of the whole message beat MPI_Allreduce
+// below the eager size and lost above it, where Rabenseifner matched it. A
+// job that chose an algorithm itself
+// (OMPI_MCA_coll_libnbc_iallreduce_algorithm) keeps it, in one piece; an
+// MPI without that control variable keeps its own choice.
 #include "mpi_schedule.h"
 
 #include "mpi_runtime.h"
@@ -33,6 +35,10 @@ constexpr int kRecursiveDoubling = 4;
 // recursive doubling pays for the whole message and Rabenseifner's halves
 // avoid.
 constexpr std::int64_t kEagerBytes = 64 * 1024;
+// Up to here, a message of at least the eager size goes in pieces of half
+// of it, each on recursive doubling, all at once: one round, where
+// Rabenseifner takes two and MPI_Allreduce's segmented ring as many.
+constexpr std::int64_t kPiecesBelow = 4 * kEagerBytes;
 
 bool g_open = false;  // MPI_T initialised by us
 MPI_T_cvar_handle g_handle = nullptr;
@@ -58,6 +64,13 @@ void open_iallreduce_schedule() {
     MPI_T_cvar_handle_free(&g_handle);
     g_handle = nullptr;
   }
+}
+
+std::int64_t iallreduce_pieces(std::int64_t bytes) {
+  if (g_handle == nullptr || bytes < kEagerBytes || bytes >= kPiecesBelow) {
+    return 1;
+  }
+  return (bytes + kEagerBytes / 2 - 1) / (kEagerBytes / 2);
 }
 
 void choose_iallreduce_schedule(std::int64_t bytes) {

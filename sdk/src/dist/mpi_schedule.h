@@ -10,6 +10,9 @@ namespace dtrain::dist::mpi {
 // Once MPI is initialised: finds libnbc's control variable; does nothing
 // more where MPI has none, or where the job chose an algorithm itself.
 void open_iallreduce_schedule();
+// How many pieces of about equal size an all-reduce of `bytes` bytes is
+// posted in, each its own MPI_Iallreduce, all in flight at once.
+std::int64_t iallreduce_pieces(std::int64_t bytes);
 // Before posting an MPI_Iallreduce of `bytes` bytes.
 void choose_iallreduce_schedule(std::int64_t bytes);
 // Before MPI_Finalize.

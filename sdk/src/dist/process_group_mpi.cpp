@@ -113,19 +113,31 @@ struct ProcessGroupMPI::Impl : Transport {
     return request;
   }
 
-  // On the worker: posts MPI's non-blocking collective `start` with `args`
-  // and the group's communicator, and polls it until done or its timeout;
-  // `buffers` are what MPI reads and writes (see Note [Abandoned buffers]).
+  // Posts MPI's non-blocking collective `start` with `args` and the group's
+  // communicator, and awaits it; `buffers` are what MPI reads and writes.
   template <typename Start, typename... Args>
   void run(const OpContext& ctx, std::vector<at::Tensor> buffers, Start start, Args... args) {
-    MPI_Request request = post(ctx.what, "posting the collective",
-                               [&](MPI_Request* r) { return start(args..., comm, r); });
+    await(ctx,
+          {post(ctx.what, "posting the collective",
+                [&](MPI_Request* r) { return start(args..., comm, r); })},
+          std::move(buffers));
+  }
+
+  // Polls `requests` until all are done or the op's timeout passed; then
+  // the op fails naming who never came, and keeps `buffers` (Note
+  // [Abandoned buffers]) for MPI, which still owns them.
+  void await(const OpContext& ctx, std::vector<MPI_Request> requests,
+             std::vector<at::Tensor> buffers) {
     // Without pause while a thread waits: the one that runs it, or one
     // that sleeps until the worker is done (Note [The waiter runs its task]).
     const auto pace = [this] {
       return queue.on_worker() && !queue.waited() ? Pace::kBackOff : Pace::kSpin;
     };
-    if (!poll(request, Clock::now() + ctx.timeout, ctx.what, MPI_STATUS_IGNORE, pace)) {
+    const Clock::time_point deadline = Clock::now() + ctx.timeout;
+    for (MPI_Request& request : requests) {
+      if (poll(request, deadline, ctx.what, MPI_STATUS_IGNORE, pace)) {
+        continue;
+      }
       const std::string message = ctx.what + ": not finished after " +
                                   std::to_string(ctx.timeout.count()) +
                                   " ms (a rank did not join, or joined a different collective)" +
@@ -142,15 +154,24 @@ struct ProcessGroupMPI::Impl : Transport {
   void broadcast(at::Tensor& data, int root, const OpContext& ctx) override {
     run(ctx, {data}, MPI_Ibcast, data.mutable_data_ptr(), count(data), type(data), root);
   }
+  // In place, in the pieces and on libnbc's schedule that suit its size
+  // (Note [libnbc's all-reduce schedule]), every piece in flight at once.
   void all_reduce(at::Tensor& data, ReduceOp op, const OpContext& ctx) override {
-    run(ctx, {data}, iallreduce, data.nbytes(), data.mutable_data_ptr(), count(data), type(data),
-        to_mpi(op, data.scalar_type()));
-  }
-  // In place, on libnbc's schedule for its size (Note [libnbc's all-reduce schedule]).
-  static int iallreduce(std::size_t bytes, void* data, int count, MPI_Datatype type, MPI_Op op,
-                        MPI_Comm comm, MPI_Request* request) {
-    choose_iallreduce_schedule(static_cast<std::int64_t>(bytes));
-    return MPI_Iallreduce(MPI_IN_PLACE, data, count, type, op, comm, request);
+    const std::int64_t numel = data.numel();
+    const std::int64_t pieces = iallreduce_pieces(static_cast<std::int64_t>(data.nbytes()));
+    const std::int64_t per_piece = std::max<std::int64_t>((numel + pieces - 1) / pieces, 1);
+    std::vector<MPI_Request> requests;
+    for (std::int64_t start = 0; start == 0 || start < numel; start += per_piece) {
+      // narrow() goes through the dispatcher: not for a tensor in one piece.
+      at::Tensor piece =
+          pieces == 1 ? data : data.narrow(0, start, std::min(per_piece, numel - start));
+      requests.push_back(post(ctx.what, "MPI_Iallreduce", [&](MPI_Request* r) {
+        choose_iallreduce_schedule(static_cast<std::int64_t>(piece.nbytes()));
+        return MPI_Iallreduce(MPI_IN_PLACE, piece.mutable_data_ptr(), count(piece), type(piece),
+                              to_mpi(op, piece.scalar_type()), comm, r);
+      }));
+    }
+    await(ctx, std::move(requests), {data});
   }
   // The root reduces in place; the others only send theirs.
   void reduce(at::Tensor& data, ReduceOp op, int root, const OpContext& ctx) override {

@@ -9,16 +9,18 @@
 //
 // Note [The waiter runs its task]
 // A queue made with Waiters::kRun lets a thread that waits on a Work (with
-// the operation's own timeout) run that Work's task itself when the task is
-// next in turn and has not started: a caller that issues an operation and
-// waits on it at once then costs no hand-over to the worker and back, two
-// thread wake-ups that made a small MPI all-reduce of 2 ranks on 2 cores
-// take a third longer than MPI_Allreduce. Tasks still run one at a time and
-// in issue order, on whichever thread gets to them first. Nor is the worker
-// woken for each task: idle, it looks at the queue again after a
-// millisecond, and sleeps without a timer only when that found nothing, so
-// an operation issued and not waited on (DDP's buckets during backward)
-// starts on the worker within a millisecond, or at once after a pause.
+// the operation's own timeout) run that Work's task itself, and the tasks
+// queued ahead of it, when none is running: a caller that issues an
+// operation and waits on it at once then costs no hand-over to the worker
+// and back, two thread wake-ups that made a small MPI all-reduce of 2
+// ranks on 2 cores markedly slower than MPI_Allreduce. Tasks still run
+// one at a time and in issue order, on whichever thread gets to them
+// first. The worker is not woken for each task: idle, it looks at the
+// queue every millisecond (it sleeps until woken once a look found
+// nothing) and leaves a task that long to a waiter before it runs it, then
+// runs the ones behind it without pause; so an operation issued and not
+// waited on (DDP's buckets during backward) starts on the worker within a
+// millisecond or two.
 #pragma once
 
 #include <condition_variable>
