@@ -274,6 +274,26 @@ def scaling_section(results):
     return lines
 
 
+def recipes_section(results):
+    """recipes_cpu.csv (benchmarks/run_recipes.sh): each training recipe's
+    last-epoch test accuracy and loss over seeds, everything else alike."""
+    rows = stats.read_csv(os.path.join(results, "recipes_cpu.csv"))
+    if not rows:
+        return ["not run"]
+    lines = [f"From `recipes_cpu.csv` ({rows[0]['machine']}, commit {rows[0]['commit'][:12]}): "
+             f"the main job of `scripts/run.sh` for {rows[0]['epochs']} epochs, once per seed and "
+             "recipe; the median over seeds, with the lowest and highest.", "",
+             "| recipe | seeds | test accuracy | test loss |", "| --- | --- | --- | --- |"]
+    for recipe in dict.fromkeys(r["recipe"] for r in rows):
+        mine = [r for r in rows if r["recipe"] == recipe]
+        accuracy = sorted(float(r["test_accuracy"]) for r in mine)
+        loss = sorted(float(r["test_loss"]) for r in mine)
+        median = stats.quartiles(accuracy)[1]
+        lines.append(f"| {recipe} | {len(mine)} | {median:.3f} ({accuracy[0]:.3f}-"
+                     f"{accuracy[-1]:.3f}) | {stats.quartiles(loss)[1]:.3f} |")
+    return lines
+
+
 def summary(results):
     tables = load(results)
     lines = ["# Benchmark summary", "",
@@ -290,6 +310,7 @@ def summary(results):
     lines += ["", "## Where dtrain is not faster", ""] + not_faster(tables)
     lines += ["", "## GPU", ""] + gpu_section.lines(results)
     lines += ["", "## Scaling model", ""] + scaling_section(results)
+    lines += ["", "## Training recipes", ""] + recipes_section(results)
     lines += ["", "## Every comparison"] + every_comparison(tables)
     return "\n".join(lines) + "\n"
 
