@@ -196,11 +196,12 @@ TEST(MpiTimeouts, ACollectiveLeftToTheWorkerNamesWhoNeverCame) {
   dist::barrier();
 }
 
-// libnbc's two schedules (Note [libnbc's all-reduce schedule],
-// mpi_schedule.cpp), below and above the eager size, with MPI's ops and
-// dtrain's own for 2-byte floats, on counts that do not split evenly.
+// libnbc's two schedules and the pieces (Note [libnbc's all-reduce
+// schedule], mpi_schedule.cpp), below, between and above the eager sizes
+// that choose them, with MPI's ops and dtrain's own for 2-byte floats, on
+// counts that do not split evenly.
 TEST(MpiAllReduce, EveryScheduleReducesExactly) {
-  for (const std::int64_t count : {1001, 16 * 1024 + 1, 100003}) {
+  for (const std::int64_t count : {1001, 16 * 1024 + 1, 40001, 100003}) {
     for (const auto dtype : {at::kFloat, at::kHalf, at::kLong}) {
       const at::Tensor pattern = at::arange(count, at::kLong).remainder(7);
       at::Tensor sum = (pattern + g_rank).to(dtype);

@@ -7,13 +7,15 @@
 // dtrain's all-reduce of 2 ranks slower than MPI_Allreduce from 64 KiB up.
 // So dtrain picks libnbc's schedule per call, through MPI's tool
 // interface: recursive doubling (one exchange of the whole message per
-// round) for a message that goes in one eager send; a message of up to a
-// few eager sizes in pieces of half of one, each on recursive doubling, all
-// in flight at once (one round where the others take two); and above that
+// round) for a message that goes in one eager send; above that
 // Rabenseifner's reduce-scatter then all-gather of halves, the schedule
-// MPI_Allreduce itself takes for large messages. On 2 ranks over TCP
-// loopback, recursive doubling of the whole message beat MPI_Allreduce
-// below the eager size and lost above it, where Rabenseifner matched it. A
+// MPI_Allreduce itself takes for large messages, except that a message of
+// two to four eager sizes, whose halves would each wait for the receiver's
+// go-ahead, goes in pieces of half an eager size, each on recursive
+// doubling, all in flight at once. On 2 ranks over TCP loopback, recursive
+// doubling of the whole message beat MPI_Allreduce below the eager size
+// and lost above it, where Rabenseifner matched it but for 128 KiB, where
+// the pieces beat both (and lost to Rabenseifner at 64 KiB). A
 // job that chose an algorithm itself
 // (OMPI_MCA_coll_libnbc_iallreduce_algorithm) keeps it, in one piece; an
 // MPI without that control variable keeps its own choice.
@@ -35,9 +37,10 @@ constexpr int kRecursiveDoubling = 4;
 // recursive doubling pays for the whole message and Rabenseifner's halves
 // avoid.
 constexpr std::int64_t kEagerBytes = 64 * 1024;
-// Up to here, a message of at least the eager size goes in pieces of half
-// of it, each on recursive doubling, all at once: one round, where
-// Rabenseifner takes two and MPI_Allreduce's segmented ring as many.
+// Up to here, a message whose halves are too large for one eager send each
+// goes in pieces of half of one, each on recursive doubling, all at once;
+// Rabenseifner's would wait for go-aheads (a smaller message keeps its
+// halves, one schedule costing less than two).
 constexpr std::int64_t kPiecesBelow = 4 * kEagerBytes;
 
 bool g_open = false;  // MPI_T initialised by us
@@ -67,7 +70,7 @@ void open_iallreduce_schedule() {
 }
 
 std::int64_t iallreduce_pieces(std::int64_t bytes) {
-  if (g_handle == nullptr || bytes < kEagerBytes || bytes >= kPiecesBelow) {
+  if (g_handle == nullptr || bytes < 2 * kEagerBytes || bytes >= kPiecesBelow) {
     return 1;
   }
   return (bytes + kEagerBytes / 2 - 1) / (kEagerBytes / 2);
