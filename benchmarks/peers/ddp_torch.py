@@ -143,6 +143,10 @@ def main():
           flush=True)
     if rank == 0 and args.csv:
         append_rounds_csv(args, world, parameters, results)
+    # DDP holds the group's backend: it goes first, so that no Gloo thread is
+    # left for the interpreter's exit, where torch's ProcessGroupGloo then
+    # ends the process ("terminate called without an active exception").
+    del train_step, optimizer, model
     if grouped:
         dist.destroy_process_group()
 
