@@ -267,9 +267,8 @@ TEST_F(Examples, DdpMinimalUnderDtrunLowersTheLoss) {
 TEST_F(Examples, TinyPointNetLearnsUnderDtrunWithTheTrainersReport) {
   TempDir dir;
   const std::string csv = dir.file("tiny.csv");
-  const ProcessResult result =
-      run_process({DTRAIN_DTRUN_PATH, "--standalone", "--nproc-per-node", "2",
-                   DTRAIN_EXAMPLE_TRAIN_TINY_POINTNET, csv});
+  const ProcessResult result = run_process({DTRAIN_DTRUN_PATH, "--standalone", "--nproc-per-node",
+                                            "2", DTRAIN_EXAMPLE_TRAIN_TINY_POINTNET, csv});
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const auto rows = read_csv(csv);
   ASSERT_EQ(rows.size(), 7u) << "a header and 6 epochs: " << result.output;
