@@ -3,7 +3,6 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
@@ -81,20 +80,6 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const torch::nn::Module&
       return build<torch::optim::SGD, torch::optim::SGDOptions>(std::move(groups), *defaults);
   }
   throw Error("make_optimizer: unknown optimizer kind");
-}
-
-std::string optimizer_description(const OptimizerOptions& o) {
-  std::string name = o.kind() == OptimizerKind::kAdam    ? "Adam"
-                     : o.kind() == OptimizerKind::kAdamW ? "AdamW"
-                                                         : "SGD";
-  if (o.kind() == OptimizerKind::kSgd && o.momentum() > 0) {
-    name += fmt::format(" with {}momentum {}", o.nesterov() ? "Nesterov " : "", o.momentum());
-  }
-  if (o.weight_decay() > 0) {
-    name += fmt::format(" (weight decay {}{})", o.weight_decay(),
-                        o.decay_norms_and_biases() ? "" : ", not on norms and biases");
-  }
-  return name;
 }
 
 }  // namespace dtrain::train

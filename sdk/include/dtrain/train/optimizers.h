@@ -44,7 +44,4 @@ struct OptimizerOptions {
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const torch::nn::Module& module, double lr,
                                                         const OptimizerOptions& options);
 
-// "AdamW (weight decay 0.05, not on norms and biases)", for the log.
-std::string optimizer_description(const OptimizerOptions& options);
-
 }  // namespace dtrain::train
