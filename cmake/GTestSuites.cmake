@@ -61,12 +61,15 @@ endif()
 
 # The line support/all_skipped.cpp prints when every case of a run skipped.
 set(all_skipped "dtrain-tests: every test of this run was skipped")
+# Each test also carries the program's name as a label, so that a run of
+# one program's tests is `ctest -L '^<program>$'` (scripts/sanitize.sh).
+get_filename_component(program_name "${PROGRAM}" NAME)
 set(content "# Written by cmake/GTestSuites.cmake from ${PROGRAM} --gtest_list_tests\n")
 foreach(suite IN LISTS suites)
   math(EXPR timeout "${TIMEOUT} * ${cases_${suite}}")
   string(APPEND content
     "add_test([=[${suite}.*]=] [==[${PROGRAM}]==] [==[--gtest_filter=${suite}.*]==])\n"
-    "set_tests_properties([=[${suite}.*]=] PROPERTIES LABELS [==[${LABEL}]==] "
+    "set_tests_properties([=[${suite}.*]=] PROPERTIES LABELS [==[${LABEL};${program_name}]==] "
     "TIMEOUT ${timeout} ENVIRONMENT [==[DTRAIN_TEST_CASE_TIMEOUT=${TIMEOUT}]==] "
     "WORKING_DIRECTORY [==[${WORKING_DIRECTORY}]==] "
     "SKIP_REGULAR_EXPRESSION [==[${all_skipped}]==])\n")

@@ -13,6 +13,14 @@
 // processes the case started (the ranks or apps it runs), which would
 // otherwise live on, holding the output CTest waits to close. Without the
 // variable (a program run by hand) there is no watcher.
+//
+// The watcher is running before the first case starts, and between checks
+// it only waits: a case that forks its ranks must not fork while another
+// thread is inside the allocator. GCC 12's AddressSanitizer does not lock
+// its allocator around fork(), so a rank forked while the watcher thread
+// was still starting (ASan allocates for a new thread) inherited a held
+// allocator lock and hung at its first allocation (dtrain_dist_tests
+// under scripts/sanitize.sh, in the first case of a suite).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -42,6 +50,7 @@ struct Watch {
   std::condition_variable changed;
   std::optional<Clock::time_point> deadline;  // none between cases
   std::string name;                           // the running case
+  bool watching = false;                      // the watcher is in its loop
 };
 
 // Every process descended from this one, read from /proc (parent first).
@@ -78,6 +87,8 @@ std::vector<pid_t> descendants() {
 
 [[noreturn]] void watch(Watch* state, long long limit_s) {
   std::unique_lock<std::mutex> lock(state->mutex);
+  state->watching = true;
+  state->changed.notify_all();
   for (;;) {
     if (!state->deadline) {
       state->changed.wait(lock);
@@ -100,15 +111,21 @@ class CaseTimeout : public ::testing::EmptyTestEventListener {
  public:
   explicit CaseTimeout(long long limit_s) : limit_s_(limit_s) {}
 
+  // Before the first case (listing the tests starts no thread): returns
+  // once the watcher waits.
+  void OnTestProgramStart(const ::testing::UnitTest&) override {
+    std::thread(watch, state_, limit_s_).detach();
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    state_->changed.wait(lock, [this] { return state_->watching; });
+  }
+
   void OnTestStart(const ::testing::TestInfo& info) override {
     {
       std::lock_guard<std::mutex> lock(state_->mutex);
       state_->name = std::string(info.test_suite_name()) + "." + info.name();
       state_->deadline = Clock::now() + std::chrono::seconds(limit_s_);
     }
-    // Started at the first case, so that listing the tests starts no thread.
-    std::call_once(started_, [this] { std::thread(watch, state_, limit_s_).detach(); });
-    state_->changed.notify_one();
+    state_->changed.notify_all();
   }
 
   void OnTestEnd(const ::testing::TestInfo&) override {
@@ -116,13 +133,12 @@ class CaseTimeout : public ::testing::EmptyTestEventListener {
       std::lock_guard<std::mutex> lock(state_->mutex);
       state_->deadline.reset();
     }
-    state_->changed.notify_one();
+    state_->changed.notify_all();
   }
 
  private:
   const long long limit_s_;
   Watch* const state_ = new Watch;
-  std::once_flag started_;
 };
 
 // Registered before main() runs the tests; GoogleTest owns the listener.
