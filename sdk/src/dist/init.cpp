@@ -50,11 +50,6 @@ bool has_env(const char* name) {
   return value != nullptr && *value != '\0';
 }
 
-std::string required_env(const char* name, const std::string& why) {
-  DTRAIN_CHECK(has_env(name), "init_process_group: ", why, " needs ", name, " to be set");
-  return std::getenv(name);
-}
-
 std::string resolve_backend(const std::string& requested) {
   if (requested == "auto") {
     return at::hasCUDA() ? "nccl" : "gloo";
