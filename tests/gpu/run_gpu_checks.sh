@@ -133,6 +133,25 @@ skip() { # skip NAME REASON
   printf '%s\tskipped\t0\t%s\n' "$1" "$reason" >>"$steps"
 }
 
+# gpu_step NAME CAP_S LOG FILE... -- CMD...: a step that needs a GPU and
+# the built FILEs: skipped, naming why, without either.
+gpu_step() {
+  local name="$1" cap="$2" log="$3" missing=""
+  shift 3
+  while (($#)) && [[ $1 != -- ]]; do
+    [[ -n $missing || -e $1 ]] || missing="$(basename "$1")"
+    shift
+  done
+  shift # the --
+  if ((!gpu)); then
+    skip "$name" "no CUDA device"
+  elif [[ -n $missing ]]; then
+    skip "$name" "$missing not built"
+  else
+    step "$name" "$cap" "$log" "$@"
+  fi
+}
+
 # Prints the report; its status is the run's: 0 all well, 3 a step failed.
 # The logs name files relative to the repository and the output folder:
 # they are recorded in benchmarks/results/, and the machine's paths mean
@@ -346,13 +365,8 @@ main_job_cuda_sync_free() {
     --csv "$build/main_job_sync_free.csv"
 }
 export -f main_job_cuda_sync_free
-if ((!gpu)); then
-  skip main_job_cuda_sync_free "no CUDA device"
-elif [[ -x "$build/apps/train_pointnet2/train_pointnet2" && -x "$build/apps/dtrun/dtrun" ]]; then
-  step main_job_cuda_sync_free 60 "$bench_log" main_job_cuda_sync_free
-else
-  skip main_job_cuda_sync_free "train_pointnet2 or dtrun not built"
-fi
+gpu_step main_job_cuda_sync_free 60 "$bench_log" "$build/apps/train_pointnet2/train_pointnet2" \
+  "$build/apps/dtrun/dtrun" -- main_job_cuda_sync_free
 
 # dtrain's NCCL all-reduce at world 2 on the shared GPU against
 # torch.distributed's, launched the same way (each rank its own NCCL host);
@@ -367,13 +381,8 @@ nccl_allreduce_vs_torch() {
     --sizes "$sizes" --csv "$build/allreduce_nccl_torch.csv"
 }
 export -f nccl_allreduce_vs_torch
-if ((!gpu)); then
-  skip nccl_allreduce_vs_torch "no CUDA device"
-elif [[ -x "$bin/bench_allreduce" && -x "$build/apps/dtrun/dtrun" ]]; then
-  step nccl_allreduce_vs_torch 60 "$bench_log" nccl_allreduce_vs_torch
-else
-  skip nccl_allreduce_vs_torch "bench_allreduce or dtrun not built"
-fi
+gpu_step nccl_allreduce_vs_torch 60 "$bench_log" "$bin/bench_allreduce" "$build/apps/dtrun/dtrun" \
+  -- nccl_allreduce_vs_torch
 
 # ---- every other GPU test ------------------------------------------------------------
 tests_cap=$(($(left) - 100))
@@ -385,14 +394,8 @@ step tests "$tests_cap" "$tests_log" ctest --test-dir "$build" -L gpu -E "$nccl_
 # The ops from Python on CUDA tensors (torch.ops.dtrain.*, the image's
 # torch), against the CPU: the class of tests/python/test_torch_ops.py
 # that needs a GPU. Its lines go to the tests' log.
-if ((!gpu)); then
-  skip python_torch_ops_cuda "no CUDA device"
-elif [[ -f "$build/kernels/libdtrain_kernels.so" ]]; then
-  step python_torch_ops_cuda 60 "$tests_log" "$py" "$repo/tests/python/test_torch_ops.py" \
-    "$build/kernels/libdtrain_kernels.so" TorchOpsCuda
-else
-  skip python_torch_ops_cuda "libdtrain_kernels.so not built"
-fi
+gpu_step python_torch_ops_cuda 60 "$tests_log" "$build/kernels/libdtrain_kernels.so" -- \
+  "$py" "$repo/tests/python/test_torch_ops.py" "$build/kernels/libdtrain_kernels.so" TorchOpsCuda
 
 # ---- benchmarks ------------------------------------------------------------------------
 # The kernels' figures, the CUDA FPS goal's row (B=32, N=8192 -> 1024) among them.

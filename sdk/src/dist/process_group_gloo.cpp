@@ -243,10 +243,8 @@ struct ProcessGroupGloo::Impl : Transport {
     }
     // Gloo wants every block shaped as the rank's own: all flat.
     std::vector<at::Tensor> inputs{in.view(-1)};
-    std::vector<std::vector<at::Tensor>> outputs;
-    if (group.rank() == root) {
-      outputs.push_back(out.view(-1).chunk(group.size()));
-    }
+    std::vector<std::vector<at::Tensor>> outputs =
+        root_blocks(out, group.rank(), root, group.size());
     c10d::GatherOptions options;
     options.rootRank = root;
     options.timeout = ctx.timeout;
@@ -257,10 +255,7 @@ struct ProcessGroupGloo::Impl : Transport {
     if (out.numel() == 0) {
       return;
     }
-    std::vector<std::vector<at::Tensor>> inputs;
-    if (group.rank() == root) {
-      inputs.push_back(in.view(-1).chunk(group.size()));
-    }
+    std::vector<std::vector<at::Tensor>> inputs = root_blocks(in, group.rank(), root, group.size());
     std::vector<at::Tensor> outputs{out.view(-1)};
     c10d::ScatterOptions options;
     options.rootRank = root;

@@ -345,31 +345,14 @@ struct ProcessGroupNCCL::Impl : Transport, WatchdogHooks {
   // The root gets every rank's block of `out`, one view each.
   void gather(const at::Tensor& in, at::Tensor& out, int root, const OpContext&) override {
     std::vector<at::Tensor> inputs{in.reshape({-1})};
-    std::vector<std::vector<at::Tensor>> outputs(1);
-    if (self.rank() == root) {
-      outputs[0] = blocks_of(out, inputs[0].numel());
-    } else {
-      outputs.clear();
-    }
+    std::vector<std::vector<at::Tensor>> outputs = root_blocks(out, self.rank(), root, self.size());
     collective(engine->gather(outputs, inputs, {.rootRank = root}));
   }
   // The root sends every rank its block of `in`.
   void scatter(const at::Tensor& in, at::Tensor& out, int root, const OpContext&) override {
     std::vector<at::Tensor> outputs{out.view({-1})};
-    std::vector<std::vector<at::Tensor>> inputs(1);
-    if (self.rank() == root) {
-      inputs[0] = blocks_of(in, outputs[0].numel());
-    } else {
-      inputs.clear();
-    }
+    std::vector<std::vector<at::Tensor>> inputs = root_blocks(in, self.rank(), root, self.size());
     collective(engine->scatter(outputs, inputs, {.rootRank = root}));
-  }
-  std::vector<at::Tensor> blocks_of(const at::Tensor& flat, int64_t block) const {
-    std::vector<at::Tensor> blocks;
-    for (int r = 0; r < self.size(); ++r) {
-      blocks.push_back(flat.narrow(0, r * block, block));
-    }
-    return blocks;
   }
 
   WorkPtr send(const at::Tensor& data, int dst, int tag, const OpContext& ctx) override {

@@ -23,6 +23,14 @@ void Transport::check_tag(int tag, const std::string& what) const {
   DTRAIN_CHECK(tag >= 0, what, ": tag must be >= 0, got ", tag);
 }
 
+std::vector<std::vector<at::Tensor>> root_blocks(const at::Tensor& all, int rank, int root,
+                                                 int size) {
+  if (rank != root) {
+    return {};
+  }
+  return {all.view({-1}).chunk(size)};  // views: the blocks are written in place
+}
+
 std::string diagnose_timeout(const std::shared_ptr<Store>& store, const ProcessGroup& group,
                              const OpContext& ctx) {
   if (!store || ctx.seq == 0) {

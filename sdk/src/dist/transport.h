@@ -145,4 +145,10 @@ class Transport {
 std::string diagnose_timeout(const std::shared_ptr<Store>& store, const ProcessGroup& group,
                              const OpContext& ctx);
 
+// The per-rank lists c10d's gather and scatter take for the root's side:
+// on the root, one list of `all`'s `size` flat blocks (views); elsewhere
+// none.
+std::vector<std::vector<at::Tensor>> root_blocks(const at::Tensor& all, int rank, int root,
+                                                 int size);
+
 }  // namespace dtrain::dist::detail
