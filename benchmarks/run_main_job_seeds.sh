@@ -26,25 +26,16 @@ while (($#)); do
 done
 dtrain_seed_range "$seeds"
 
-dtrain_build train_pointnet2 dtrun
-dtrain_bench_provenance
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$(dirname "$out")"
+dtrain_main_job_runs "$out"
 echo "commit,machine,precision,seed,epochs,test_accuracy,samples_per_s" >"$out"
 for precision in ${precisions//,/ }; do
   amp="$precision"
   [[ $precision == fp32 ]] && amp=off
   for ((seed = first_seed; seed <= last_seed; seed++)); do
-    csv="$work/$precision-$seed.csv"
-    "$DTRAIN_BUILD_DIR/apps/dtrun/dtrun" --standalone --nproc-per-node 2 \
-      "$DTRAIN_BUILD_DIR/apps/train_pointnet2/train_pointnet2" --model ssg-lite --num-points 512 \
-      --epochs "$epochs" --lr-schedule cosine --amp "$amp" --seed "$seed" --csv "$csv" \
-      >"$work/log" 2>&1 || { cat "$work/log" >&2; exit 1; }
     # The last epoch's row: test_accuracy and samples_per_s by column name.
-    row="$("$DTRAIN_VENV/bin/python" -c 'import csv, sys
-r = list(csv.DictReader(open(sys.argv[1])))[-1]
-print(r["test_accuracy"] + "," + r["samples_per_s"])' "$csv")"
+    row="$(dtrain_main_job "$work/$precision-$seed.csv" test_accuracy,samples_per_s \
+      --model ssg-lite --num-points 512 --epochs "$epochs" --lr-schedule cosine --amp "$amp" \
+      --seed "$seed")"
     echo "$bench_commit,$bench_machine,$precision,$seed,$epochs,$row" >>"$out"
     dtrain_log "$precision seed $seed: test accuracy ${row%%,*}"
   done

@@ -27,11 +27,7 @@ while (($#)); do
 done
 dtrain_seed_range "$seeds"
 
-dtrain_build train_pointnet2 dtrun
-dtrain_bench_provenance
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$(dirname "$out")"
+dtrain_main_job_runs "$out"
 main_job=(--model ssg-lite --num-points 512 --batch-size 16 --lr-schedule cosine --epochs "$epochs")
 declare -A recipe_flags=(
   [main job]=""
@@ -40,17 +36,10 @@ declare -A recipe_flags=(
 echo "commit,machine,recipe,seed,epochs,test_accuracy,test_loss" >"$out"
 for ((seed = first_seed; seed <= last_seed; seed++)); do
   for recipe in "main job" pointnext; do
-    csv="$work/run.csv"
-    rm -f "$csv"
     read -r -a extra <<<"${recipe_flags[$recipe]}"
     # The config first: the main job's flags after it win (model, points, batch, epochs).
-    "$DTRAIN_BUILD_DIR/apps/dtrun/dtrun" --standalone --nproc-per-node 2 \
-      "$DTRAIN_BUILD_DIR/apps/train_pointnet2/train_pointnet2" ${extra[@]+"${extra[@]}"} \
-      "${main_job[@]}" --seed "$seed" --csv "$csv" >"$work/log" 2>&1 ||
-      { cat "$work/log" >&2; exit 1; }
-    row="$("$DTRAIN_VENV/bin/python" -c 'import csv, sys
-r = list(csv.DictReader(open(sys.argv[1])))[-1]
-print(r["test_accuracy"] + "," + r["test_loss"])' "$csv")"
+    row="$(dtrain_main_job "$work/run.csv" test_accuracy,test_loss ${extra[@]+"${extra[@]}"} \
+      "${main_job[@]}" --seed "$seed")"
     echo "$bench_commit,$bench_machine,$recipe,$seed,$epochs,$row" >>"$out"
     dtrain_log "$recipe, seed $seed: test accuracy ${row%%,*}"
   done

@@ -60,6 +60,34 @@ dtrain_seed_range() {
   first_seed="${BASH_REMATCH[1]}" last_seed="${BASH_REMATCH[2]}"
 }
 
+# The main job's runs over seeds (benchmarks/run_main_job_seeds.sh,
+# run_recipes.sh) share these. dtrain_main_job_runs OUT: builds
+# train_pointnet2 and dtrun, fixes the provenance (dtrain_bench_provenance),
+# makes the scratch folder $work (removed at exit) and OUT's folder.
+dtrain_main_job_runs() {
+  dtrain_build train_pointnet2 dtrun
+  dtrain_bench_provenance
+  work="$(mktemp -d)"
+  trap 'rm -rf "$work"' EXIT
+  mkdir -p "$(dirname "$1")"
+}
+
+# dtrain_main_job CSV COLUMN,... FLAG...: train_pointnet2 with FLAGs and
+# --csv CSV on 2 processes under dtrun (its output shown only if it fails,
+# which stops the script); prints the COLUMNs of the CSV's last row,
+# comma-separated.
+dtrain_main_job() {
+  local csv="$1" columns="$2"
+  shift 2
+  rm -f "$csv"
+  "$DTRAIN_BUILD_DIR/apps/dtrun/dtrun" --standalone --nproc-per-node 2 \
+    "$DTRAIN_BUILD_DIR/apps/train_pointnet2/train_pointnet2" "$@" --csv "$csv" >"$work/log" 2>&1 ||
+    { cat "$work/log" >&2; exit 1; }
+  "$DTRAIN_VENV/bin/python" -c 'import csv, sys
+row = list(csv.DictReader(open(sys.argv[1])))[-1]
+print(",".join(row[c] for c in sys.argv[2].split(",")))' "$csv" "$columns"
+}
+
 # Configures (once) and builds the given targets (default: everything).
 dtrain_build() {
   local jobs
