@@ -172,6 +172,58 @@ TEST(WorkQueue, AFailedTaskFailsItsWorkOnTheWaiterAsOnTheWorker) {
   }
 }
 
+// Note [A caller that waits at once]. Outside a WaitsAtOnce, an enqueue
+// wakes the worker once it sleeps (a look at the queue found nothing, a
+// millisecond after its last task); inside one, no enqueue does, however
+// long the worker has slept, and the waiter runs every task.
+TEST(WorkQueue, ACallerThatWaitsAtOnceLeavesTheWorkerAsleep) {
+  WorkQueue queue(Waiters::kRun);
+  queue.start();
+  Runs runs;
+  const auto issue_and_wait = [&](int i) {
+    queue.enqueue(std::to_string(i), [&runs, i] { runs.add(std::to_string(i)); })->wait();
+  };
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  for (int i = 0; queue.wake_ups() == 0; ++i) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "no enqueue ever woke the worker";
+    std::this_thread::sleep_for(5ms);
+    issue_and_wait(i);
+  }
+  const int woken = queue.wake_ups();
+  const std::size_t before = runs.threads.size();
+  for (int i = 0; i < 20; ++i) {
+    std::this_thread::sleep_for(5ms);
+    const dist::detail::WaitsAtOnce waits;
+    issue_and_wait(i);
+  }
+  EXPECT_EQ(queue.wake_ups(), woken);
+  for (std::size_t i = before; i < runs.threads.size(); ++i) {
+    EXPECT_EQ(runs.threads[i], std::this_thread::get_id()) << "task " << runs.order[i];
+  }
+  queue.stop();
+}
+
+// A task a WaitsAtOnce left queued (its wait never came) is not stranded:
+// the scope's end wakes the worker for it.
+TEST(WorkQueue, ATaskAWaitsAtOnceLeftQueuedRunsOnTheWorker) {
+  WorkQueue queue(Waiters::kRun);
+  queue.start();
+  Runs runs;
+  for (int i = 0; i < 5; ++i) {
+    std::this_thread::sleep_for(20ms);  // the worker sleeps by now, as a rule
+    dist::WorkPtr work;
+    {
+      const dist::detail::WaitsAtOnce waits;
+      work = queue.enqueue("left", [&] { runs.add("left"); });
+    }
+    ASSERT_TRUE(completes(work)) << "a task left queued in a WaitsAtOnce never ran";
+  }
+  for (const auto& id : runs.threads) {
+    EXPECT_NE(id, std::this_thread::get_id());
+  }
+  queue.stop();
+}
+
 TEST(WorkQueue, StopRunsWhatIsQueuedFirst) {
   Runs runs;
   {

@@ -25,6 +25,7 @@
 #include "membership.h"
 #include "mpi_backend.h"
 #include "rank_records.h"
+#include "work_queue.h"
 
 namespace dtrain::dist {
 
@@ -140,10 +141,16 @@ int group_rank_of(const ProcessGroupPtr& group, int global_rank, const char* op,
   return static_cast<int>(found - ranks.begin());
 }
 
-WorkPtr finish(WorkPtr work, bool async_op) {
-  if (!async_op) {
-    work->wait();
+// The Work that `issue` returns; waited on here unless async_op, which the
+// group's queue learns first (Note [A caller that waits at once]).
+template <typename Issue>
+WorkPtr finish(bool async_op, const Issue& issue) {
+  if (async_op) {
+    return issue();
   }
+  const detail::WaitsAtOnce waits;
+  WorkPtr work = issue();
+  work->wait();
   return work;
 }
 
@@ -431,45 +438,52 @@ WorkPtr irecv(at::Tensor& tensor, int src, const ProcessGroupPtr& group, int tag
   return group_or_default(group)->recv(tensor, group_rank_of(group, src, "recv", "src"), tag);
 }
 WorkPtr broadcast(at::Tensor& tensor, int src, const ProcessGroupPtr& group, bool async_op) {
-  return finish(group_or_default(group)->broadcast(
-                    tensor, {.root = group_rank_of(group, src, "broadcast", "src")}),
-                async_op);
+  return finish(async_op, [&] {
+    return group_or_default(group)->broadcast(
+        tensor, {.root = group_rank_of(group, src, "broadcast", "src")});
+  });
 }
 WorkPtr all_reduce(at::Tensor& tensor, ReduceOp op, const ProcessGroupPtr& group, bool async_op) {
-  return finish(group_or_default(group)->all_reduce(tensor, {.op = op}), async_op);
+  return finish(async_op, [&] { return group_or_default(group)->all_reduce(tensor, {.op = op}); });
 }
 WorkPtr reduce(at::Tensor& tensor, int dst, ReduceOp op, const ProcessGroupPtr& group,
                bool async_op) {
-  return finish(group_or_default(group)->reduce(
-                    tensor, {.root = group_rank_of(group, dst, "reduce", "dst"), .op = op}),
-                async_op);
+  return finish(async_op, [&] {
+    return group_or_default(group)->reduce(
+        tensor, {.root = group_rank_of(group, dst, "reduce", "dst"), .op = op});
+  });
 }
 WorkPtr all_gather(std::vector<at::Tensor>& tensor_list, const at::Tensor& tensor,
                    const ProcessGroupPtr& group, bool async_op) {
-  return finish(group_or_default(group)->all_gather(tensor_list, tensor), async_op);
+  return finish(async_op, [&] { return group_or_default(group)->all_gather(tensor_list, tensor); });
 }
 WorkPtr gather(const at::Tensor& tensor, std::vector<at::Tensor>& gather_list, int dst,
                const ProcessGroupPtr& group, bool async_op) {
-  return finish(group_or_default(group)->gather(
-                    gather_list, tensor, {.root = group_rank_of(group, dst, "gather", "dst")}),
-                async_op);
+  return finish(async_op, [&] {
+    return group_or_default(group)->gather(gather_list, tensor,
+                                           {.root = group_rank_of(group, dst, "gather", "dst")});
+  });
 }
 WorkPtr scatter(at::Tensor& tensor, const std::vector<at::Tensor>& scatter_list, int src,
                 const ProcessGroupPtr& group, bool async_op) {
-  return finish(group_or_default(group)->scatter(
-                    tensor, scatter_list, {.root = group_rank_of(group, src, "scatter", "src")}),
-                async_op);
+  return finish(async_op, [&] {
+    return group_or_default(group)->scatter(tensor, scatter_list,
+                                            {.root = group_rank_of(group, src, "scatter", "src")});
+  });
 }
 WorkPtr reduce_scatter(at::Tensor& output, const std::vector<at::Tensor>& input_list, ReduceOp op,
                        const ProcessGroupPtr& group, bool async_op) {
-  return finish(group_or_default(group)->reduce_scatter(output, input_list, {.op = op}), async_op);
+  return finish(async_op, [&] {
+    return group_or_default(group)->reduce_scatter(output, input_list, {.op = op});
+  });
 }
 WorkPtr all_to_all(std::vector<at::Tensor>& output_list, const std::vector<at::Tensor>& input_list,
                    const ProcessGroupPtr& group, bool async_op) {
-  return finish(group_or_default(group)->all_to_all(output_list, input_list), async_op);
+  return finish(async_op,
+                [&] { return group_or_default(group)->all_to_all(output_list, input_list); });
 }
 WorkPtr barrier(const ProcessGroupPtr& group, bool async_op) {
-  return finish(group_or_default(group)->barrier(), async_op);
+  return finish(async_op, [&] { return group_or_default(group)->barrier(); });
 }
 
 std::vector<std::string> all_gather_strings(const std::string& value,

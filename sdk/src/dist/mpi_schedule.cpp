@@ -21,10 +21,14 @@
 // 0.72-0.89, ring 0.84-0.87, recursive doubling 0.69-0.70 (the whole
 // message waits for the go-ahead), binomial 0.43-0.47, pieces of 16, 22
 // or 32 KiB 0.47-0.83; two rounds of halves against MPI_Allreduce's one
-// exchange. A
-// job that chose an algorithm itself
-// (OMPI_MCA_coll_libnbc_iallreduce_algorithm) keeps it, in one piece; an
-// MPI without that control variable keeps its own choice.
+// exchange. With the worker no longer woken for a blocking call (Note [A
+// caller that waits at once], work_queue.h), at 64 KiB Rabenseifner gave
+// 0.85-0.95, ring 0.87-0.89, recursive doubling 0.59-0.68 and pieces of
+// 32 KiB on recursive doubling 0.76-0.83 (3 runs each); recursive doubling
+// of the whole message then beat the pieces at 128 KiB (1.27-1.46 against
+// 1.04-1.17), in runs too noisy to move the bounds on. A job that chose an
+// algorithm itself (OMPI_MCA_coll_libnbc_iallreduce_algorithm) keeps it,
+// in one piece; an MPI without that control variable keeps its own choice.
 #include "mpi_schedule.h"
 
 #include "mpi_runtime.h"

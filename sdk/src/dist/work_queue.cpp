@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <vector>
 
 #include "dtrain/dist/types.h"
 
@@ -15,6 +16,11 @@ using Clock = std::chrono::steady_clock;
 // wait on it before the worker, idle, runs it; an idle worker also looks at
 // the queue this often, and sleeps until woken once a look found nothing.
 constexpr std::chrono::milliseconds kPickUp{1};
+
+// Note [A caller that waits at once]: how many WaitsAtOnce this thread is
+// in, and the queues whose asleep worker it did not wake since the first.
+thread_local int t_waits_at_once = 0;
+thread_local std::vector<std::weak_ptr<WorkQueue::State>> t_not_woken;
 
 }  // namespace
 
@@ -33,9 +39,10 @@ struct WorkQueue::State {
   std::deque<Task> queue;
   bool busy = false;  // a task runs, on the worker or a waiter
   bool stopping = false;
-  bool asleep = false;          // the worker waits without a timer
-  int helpers = 0;              // waiters waiting for a turn (run_through)
-  std::atomic<int> waiting{0};  // threads in QueuedWork::wait
+  bool asleep = false;           // the worker waits without a timer
+  int helpers = 0;               // waiters waiting for a turn (run_through)
+  std::atomic<int> waiting{0};   // threads in QueuedWork::wait
+  std::atomic<int> wake_ups{0};  // enqueues that woke the asleep worker
 
   bool ready() const { return !busy && !queue.empty(); }
   bool done() const { return !busy && queue.empty() && stopping; }
@@ -215,6 +222,10 @@ bool WorkQueue::waited() const {
   return state_->waiting.load() > 0;
 }
 
+int WorkQueue::wake_ups() const {
+  return state_->wake_ups.load();
+}
+
 WorkPtr WorkQueue::enqueue(std::string description, std::function<void()> run) {
   const bool waiter_runs = state_->waiters == Waiters::kRun;
   WorkPtr work = waiter_runs ? std::make_shared<QueuedWork>(std::move(description), state_)
@@ -227,10 +238,40 @@ WorkPtr WorkQueue::enqueue(std::string description, std::function<void()> run) {
     // waiter runs it first; waking it would cost the waiter a core's turn.
     wake = !waiter_runs || state_->asleep;
   }
+  if (wake && waiter_runs && t_waits_at_once > 0) {
+    t_not_woken.push_back(state_);
+    wake = false;
+  }
   if (wake) {
+    state_->wake_ups += waiter_runs ? 1 : 0;
     state_->cv.notify_all();
   }
   return work;
+}
+
+WaitsAtOnce::WaitsAtOnce() {
+  ++t_waits_at_once;
+}
+
+WaitsAtOnce::~WaitsAtOnce() {
+  if (--t_waits_at_once > 0) {
+    return;
+  }
+  for (const auto& weak : t_not_woken) {
+    const auto state = weak.lock();
+    if (state == nullptr) {
+      continue;
+    }
+    bool wake = false;
+    {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      wake = state->asleep && state->ready();
+    }
+    if (wake) {
+      state->cv.notify_all();
+    }
+  }
+  t_not_woken.clear();
 }
 
 }  // namespace dtrain::dist::detail

@@ -21,6 +21,18 @@
 // runs the ones behind it without pause; so an operation issued and not
 // waited on (DDP's buckets during backward) starts on the worker within a
 // millisecond or two.
+//
+// Note [A caller that waits at once]
+// A worker asleep (its last look found nothing) is woken by the next
+// enqueue. When that task's caller waits on it at once, the waiter runs it
+// and the wake-up only costs: on 2 cores, where both ranks of a small MPI
+// all-reduce spin, the worker preempts one of them, about a thousand times
+// a second in a loop of all-reduces, which kept dtrain's all-reduce of 64
+// KiB further behind MPI_Allreduce's (architecture.md). So a
+// thread that issues and then waits (dtrain::dist's blocking functions)
+// says so with a WaitsAtOnce around both: its enqueues leave an asleep
+// worker asleep, and when the scope ends, a task it left queued (its wait
+// threw, say) wakes the worker after all.
 #pragma once
 
 #include <condition_variable>
@@ -60,12 +72,24 @@ class WorkQueue {
   // True while a thread waits on one of this queue's Works (Waiters::kRun):
   // the worker's task then has someone waiting, if not for it, behind it.
   bool waited() const;
+  // How many times an enqueue woke the worker from its sleep.
+  int wake_ups() const;
 
   struct State;
 
  private:
   std::shared_ptr<State> state_;  // shared with the Works a waiter may run
   std::thread worker_;
+};
+
+// While alive, Works this thread enqueues on a Waiters::kRun queue do not
+// wake its worker (Note [A caller that waits at once]).
+class WaitsAtOnce {
+ public:
+  WaitsAtOnce();
+  ~WaitsAtOnce();
+  WaitsAtOnce(const WaitsAtOnce&) = delete;
+  WaitsAtOnce& operator=(const WaitsAtOnce&) = delete;
 };
 
 }  // namespace dtrain::dist::detail
