@@ -184,7 +184,7 @@ at::Tensor GradScaler::agree_on_found_inf(const std::vector<at::Tensor>& per_dev
   // Only NCCL reduces device memory; the CPU backends get a host copy.
   const bool on_host = group->backend_name() != "nccl";
   at::Tensor flag = on_host ? combined.cpu() : combined;
-  group->all_reduce(flag, {.op = dist::ReduceOp::kMax})->wait();
+  dist::issue_and_wait([&] { return group->all_reduce(flag, {.op = dist::ReduceOp::kMax}); });
   return on_host ? flag.to(scale_.device()) : flag;
 }
 

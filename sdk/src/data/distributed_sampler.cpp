@@ -90,7 +90,7 @@ void DistributedSampler::check_agreement(const dist::ProcessGroupPtr& group) con
   for (int r = 0; r < pg->size(); ++r) {
     rows.push_back(at::empty_like(mine));
   }
-  pg->all_gather(rows, mine)->wait();
+  dist::issue_and_wait([&] { return pg->all_gather(rows, mine); });
   const auto value = [&](int r, std::size_t field) { return rows[r][field].item<int64_t>(); };
   for (std::size_t f = 0; f + 1 < fields.size(); ++f) {
     for (int r = 1; r < pg->size(); ++r) {

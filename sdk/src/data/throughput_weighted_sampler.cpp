@@ -77,7 +77,7 @@ ThroughputWeightedSampler ThroughputWeightedSampler::from_throughput(
   for (int r = 0; r < pg->size(); ++r) {
     all.push_back(at::empty({1}, at::kDouble));
   }
-  pg->all_gather(all, mine)->wait();
+  dist::issue_and_wait([&] { return pg->all_gather(all, mine); });
   std::vector<double> weights;
   for (const at::Tensor& t : all) {
     weights.push_back(t.item<double>());

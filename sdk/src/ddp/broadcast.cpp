@@ -75,7 +75,7 @@ std::vector<std::vector<std::int64_t>> all_gather_vectors(const std::vector<std:
   for (auto& l : lengths) {
     l = at::empty({1}, at::kLong);
   }
-  pg.all_gather(lengths, length)->wait();
+  dist::issue_and_wait([&] { return pg.all_gather(lengths, length); });
   std::int64_t longest = 0;
   for (const auto& l : lengths) {
     longest = std::max(longest, l.item<std::int64_t>());
@@ -86,7 +86,7 @@ std::vector<std::vector<std::int64_t>> all_gather_vectors(const std::vector<std:
   for (auto& t : all) {
     t = at::empty_like(padded);
   }
-  pg.all_gather(all, padded)->wait();
+  dist::issue_and_wait([&] { return pg.all_gather(all, padded); });
   std::vector<std::vector<std::int64_t>> result(world);
   for (int r = 0; r < world; ++r) {
     const std::int64_t* data = all[r].data_ptr<std::int64_t>();
@@ -108,7 +108,7 @@ void check_same_tensors(const std::string& context, const std::string& advice,
   for (auto& c : counts) {
     c = at::empty({1}, at::kLong);
   }
-  pg.all_gather(counts, count)->wait();
+  dist::issue_and_wait([&] { return pg.all_gather(counts, count); });
   std::int64_t most = 0;
   std::int64_t fewest = std::numeric_limits<std::int64_t>::max();
   for (const auto& c : counts) {
@@ -126,7 +126,7 @@ void check_same_tensors(const std::string& context, const std::string& advice,
   for (auto& t : all) {
     t = at::empty({most, kRecord}, at::kLong);
   }
-  pg.all_gather(all, mine)->wait();
+  dist::issue_and_wait([&] { return pg.all_gather(all, mine); });
   for (std::int64_t i = 0; i < most; ++i) {
     const std::int64_t* expected =
         all[static_cast<std::size_t>(reference)][i].data_ptr<std::int64_t>();
@@ -229,7 +229,7 @@ void broadcast_tensors(const std::vector<at::Tensor>& tensors, int root,
   }
   for (auto& [key, group_tensors] : by_type) {
     at::Tensor flat = at::flatten_dense_tensors(group_tensors);
-    pg->broadcast(flat, {.root = root})->wait();
+    dist::issue_and_wait([&] { return pg->broadcast(flat, {.root = root}); });
     if (pg->rank() != root) {
       auto values = at::unflatten_dense_tensors(flat, group_tensors);
       for (std::size_t i = 0; i < group_tensors.size(); ++i) {
@@ -266,12 +266,12 @@ void broadcast_optimizer_state(torch::optim::Optimizer& optimizer, int root,
     bytes = out.str();
     size.fill_(static_cast<std::int64_t>(bytes.size()));
   }
-  pg->broadcast(size, {.root = root})->wait();
+  dist::issue_and_wait([&] { return pg->broadcast(size, {.root = root}); });
   at::Tensor payload = at::empty({size.item<std::int64_t>()}, at::kByte);
   if (pg->rank() == root) {
     std::memcpy(payload.data_ptr(), bytes.data(), bytes.size());
   }
-  pg->broadcast(payload, {.root = root})->wait();
+  dist::issue_and_wait([&] { return pg->broadcast(payload, {.root = root}); });
   if (pg->rank() != root) {
     std::istringstream in(std::string(static_cast<const char*>(payload.data_ptr()),
                                       static_cast<std::size_t>(payload.numel())));

@@ -109,7 +109,7 @@ int DdpEngine::join_round(bool training) {
   if (training) {
     votes[group_->rank()] = 1;
   }
-  group_->all_reduce(votes)->wait();
+  dist::issue_and_wait([&] { return group_->all_reduce(votes); });
   const auto* vote = votes.data_ptr<std::int64_t>();
   for (int r = 0; r < group_->size(); ++r) {
     if (vote[r] != 0) {
@@ -187,7 +187,7 @@ void DdpEngine::join(const std::function<void()>& train_loop) {
   // Ranks that joined early missed the last updates: everyone takes the
   // model of the highest rank that trained to the end.
   at::Tensor source = at::full({1}, trained_to_the_end ? group_->rank() : -1, at::kLong);
-  group_->all_reduce(source, {.op = dist::ReduceOp::kMax})->wait();
+  dist::issue_and_wait([&] { return group_->all_reduce(source, {.op = dist::ReduceOp::kMax}); });
   broadcast_parameters(*module_, static_cast<int>(source.item<std::int64_t>()), group_);
 }
 

@@ -203,7 +203,7 @@ void Reducer::run_shadow_iteration() {
   if (search_unused_) {
     // The active ranks' used-parameter vote; this rank used nothing.
     at::Tensor nothing_used = at::zeros({static_cast<std::int64_t>(parameters_.size())}, at::kInt);
-    group_->all_reduce(nothing_used)->wait();
+    dist::issue_and_wait([&] { return group_->all_reduce(nothing_used); });
   }
   for (Bucket& bucket : buckets_) {
     bucket.buffer.zero_();
@@ -409,7 +409,7 @@ void Reducer::maybe_rebuild_buckets_locked() {
     }
   }
   at::Tensor order_tensor = at::tensor(order, at::kLong);
-  group_->broadcast(order_tensor, {.root = 0})->wait();
+  dist::issue_and_wait([&] { return group_->broadcast(order_tensor, {.root = 0}); });
   std::vector<std::size_t> agreed(count);
   std::vector<bool> present(count, false);
   const auto* values = order_tensor.data_ptr<std::int64_t>();

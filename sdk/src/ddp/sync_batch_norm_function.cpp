@@ -66,7 +66,7 @@ void check_same_channels(const at::Tensor& input, const dist::ProcessGroupPtr& g
   for (auto& t : all) {
     t = at::empty({1}, options);
   }
-  group->all_gather(all, mine)->wait();
+  dist::issue_and_wait([&] { return group->all_gather(all, mine); });
   const at::Tensor gathered = at::cat(all).cpu();
   const int64_t* data = gathered.data_ptr<int64_t>();
   const std::vector<int64_t> counts(data, data + gathered.numel());
@@ -99,7 +99,7 @@ GlobalStats global_stats(const at::Tensor& input, double eps, const dist::Proces
         .copy_((var.to(at::kDouble) + mean64 * mean64) * local_count);
     packed[2 * channels].fill_(static_cast<double>(local_count));
   }
-  group->all_reduce(packed)->wait();
+  dist::issue_and_wait([&] { return group->all_reduce(packed); });
   GlobalStats stats;
   stats.count = packed[2 * channels].item<double>();
   DTRAIN_CHECK(stats.count > 1, "SyncBatchNorm: expected more than 1 value per channel when ",
@@ -170,7 +170,7 @@ class SyncBatchNormBackward : public torch::autograd::Node {
     if (should_compute_output(0)) {
       const int64_t channels = input.size(1);
       at::Tensor packed = at::cat({sum_dy, sum_dy_xmu});
-      group_->all_reduce(packed)->wait();
+      dist::issue_and_wait([&] { return group_->all_reduce(packed); });
       const at::Tensor mean_dy = packed.slice(0, 0, channels) / count_;
       const at::Tensor mean_dy_xmu = packed.slice(0, channels, 2 * channels) / count_;
       at::Tensor scale = invstd_;

@@ -25,7 +25,6 @@
 #include "membership.h"
 #include "mpi_backend.h"
 #include "rank_records.h"
-#include "work_queue.h"
 
 namespace dtrain::dist {
 
@@ -141,17 +140,9 @@ int group_rank_of(const ProcessGroupPtr& group, int global_rank, const char* op,
   return static_cast<int>(found - ranks.begin());
 }
 
-// The Work that `issue` returns; waited on here unless async_op, which the
-// group's queue learns first (Note [A caller that waits at once]).
-template <typename Issue>
-WorkPtr finish(bool async_op, const Issue& issue) {
-  if (async_op) {
-    return issue();
-  }
-  const detail::WaitsAtOnce waits;
-  WorkPtr work = issue();
-  work->wait();
-  return work;
+// The Work that `issue` returns, waited on here unless async_op.
+WorkPtr finish(bool async_op, const std::function<WorkPtr()>& issue) {
+  return async_op ? issue() : issue_and_wait(issue);
 }
 
 }  // namespace

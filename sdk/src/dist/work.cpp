@@ -1,6 +1,7 @@
 #include "dtrain/dist/work.h"
 
 #include "dtrain/dist/types.h"
+#include "work_queue.h"
 
 namespace dtrain::dist {
 
@@ -70,6 +71,13 @@ void DeferredWork::wait(std::chrono::milliseconds timeout) {
     }
   }
   Work::wait();
+}
+
+WorkPtr issue_and_wait(const std::function<WorkPtr()>& issue) {
+  const detail::WaitsAtOnce waits;
+  WorkPtr work = issue();
+  work->wait();
+  return work;
 }
 
 }  // namespace dtrain::dist

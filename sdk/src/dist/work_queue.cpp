@@ -230,20 +230,20 @@ WorkPtr WorkQueue::enqueue(std::string description, std::function<void()> run) {
   const bool waiter_runs = state_->waiters == Waiters::kRun;
   WorkPtr work = waiter_runs ? std::make_shared<QueuedWork>(std::move(description), state_)
                              : std::make_shared<Work>(std::move(description));
-  bool wake = true;
+  bool asleep = false;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->queue.push_back({std::move(run), work, Clock::now()});
-    // A worker on its short timer picks the task up by itself, unless the
-    // waiter runs it first; waking it would cost the waiter a core's turn.
-    wake = !waiter_runs || state_->asleep;
+    asleep = state_->asleep;
   }
-  if (wake && waiter_runs && t_waits_at_once > 0) {
+  // A worker on its short timer picks the task up by itself, unless the
+  // waiter runs it first; waking it would cost the waiter a core's turn.
+  const bool left_asleep = waiter_runs && asleep && t_waits_at_once > 0;
+  if (left_asleep) {
     t_not_woken.push_back(state_);
-    wake = false;
   }
-  if (wake) {
-    state_->wake_ups += waiter_runs ? 1 : 0;
+  if (!waiter_runs || (asleep && !left_asleep)) {
+    state_->wake_ups += asleep ? 1 : 0;
     state_->cv.notify_all();
   }
   return work;

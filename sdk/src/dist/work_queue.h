@@ -28,9 +28,11 @@
 // and the wake-up only costs: on 2 cores, where both ranks of a small MPI
 // all-reduce spin, the worker preempts one of them, about a thousand times
 // a second in a loop of all-reduces, which kept dtrain's all-reduce of 64
-// KiB further behind MPI_Allreduce's (architecture.md). So a
-// thread that issues and then waits (dtrain::dist's blocking functions)
-// says so with a WaitsAtOnce around both: its enqueues leave an asleep
+// KiB further behind MPI_Allreduce's (architecture.md). So a thread that
+// issues and then waits says so with a WaitsAtOnce around both (through
+// dist::issue_and_wait, work.h: dtrain::dist's blocking functions, and the
+// SDK's own calls that need the result at once, such as sync batch norm's
+// and the grad scaler's), and its enqueues leave an asleep
 // worker asleep, and when the scope ends, a task it left queued (its wait
 // threw, say) wakes the worker after all.
 #pragma once

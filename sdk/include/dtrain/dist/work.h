@@ -54,6 +54,12 @@ class Work {
 
 using WorkPtr = std::shared_ptr<Work>;
 
+// Issues the operation `issue` returns and waits on it before returning its
+// Work: for a caller that needs the result at once, which then costs no
+// wake-up of the group's worker (Note [A caller that waits at once]).
+//   dist::issue_and_wait([&] { return group->all_reduce(t); });
+WorkPtr issue_and_wait(const std::function<WorkPtr()>& issue);
+
 // A Work that runs `wait_fn` on the waiting thread (for transfers whose
 // transport waits itself, like Gloo's point-to-point buffers).
 class DeferredWork : public Work {
