@@ -159,10 +159,23 @@ def case_requeue(c):
 
 
 def case_requeue_dtrun(c):
-    """The same with one dtrun per node, which outlives the SIGUSR1 its workers act on."""
+    """The same with one dtrun per node, which outlives the SIGUSR1 its workers act on.
+    Slurm answers the requeue request late here, as on a loaded machine: a rank that ended
+    before it was answered would end dtrun's round and so the request with it."""
     check_requeue(c, "train_pointnet2_dtrun.sbatch", "requeue_dtrun",
                   REQUEUE_RUN + ["--checkpoint-steps", "5"], sbatch=[f"--nodes={c.nodes}"],
-                  env={"DTRAIN_NPROC_PER_NODE": "1"})
+                  env={"DTRAIN_NPROC_PER_NODE": "1", "PATH": slow_requeue_path(c)})
+
+
+def slow_requeue_path(c):
+    """A PATH whose scontrol takes 3 s longer to requeue a job, then is the real one."""
+    real = shutil.which("scontrol", path=c.env.get("PATH"))
+    wrapper_dir = c.work / "slow_requeue"
+    wrapper_dir.mkdir(parents=True, exist_ok=True)
+    wrapper = wrapper_dir / "scontrol"
+    wrapper.write_text(f'#!/bin/sh\nif [ "$1" = requeue ]; then sleep 3; fi\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    return f"{wrapper_dir}:{c.env.get('PATH', '')}"
 
 
 def check_requeue(c, script, name, args, sbatch=(), env=None):

@@ -282,6 +282,12 @@ int RunCheckpoints::stopped(int sig, int64_t epochs_done, int64_t steps_done, co
         "--resume continues from it",
         sig, where, path_);
   }
+  // Every rank stopped by the signal, so every rank is here. None ends before
+  // Slurm has answered rank 0's request: a rank's exit ends the round (dtrun,
+  // srun), and would stop rank 0 in the middle of asking.
+  if (requeue && job.distributed()) {
+    dist::barrier();
+  }
   finish_job(job);
   return 128 + sig;
 }
