@@ -204,9 +204,11 @@ TEST_F(RendezvousTest, HeartbeatsNameAPeerThatWentSilent) {
     EXPECT_FALSE(watch_b.beat_and_check(Heartbeats::Clock::now()).has_value());
     std::this_thread::sleep_for(15ms);
   }
-  // b stops: a names it once the timeout has passed, not before.
-  EXPECT_FALSE(watch_a.beat_and_check(Heartbeats::Clock::now()).has_value());
+  // b stops: a names it once the timeout has passed, not before. The check
+  // that last sees b's count runs at `stopped` itself, so the timeout counts
+  // from there (a clock read after it would start the count late).
   const auto stopped = Heartbeats::Clock::now();
+  EXPECT_FALSE(watch_a.beat_and_check(stopped).has_value());
   std::optional<int> silent;
   while (!silent && Heartbeats::Clock::now() - stopped < 2s) {
     std::this_thread::sleep_for(10ms);

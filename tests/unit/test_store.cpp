@@ -97,11 +97,13 @@ TEST_P(StoreContract, SetThenGetFromAnotherClient) {
 
 TEST_P(StoreContract, GetWaitsForALaterSet) {
   auto reader = factory_->client();
+  // The clock starts before the writer's sleep does, so the set comes at
+  // least 150 ms after it however the threads are scheduled.
+  const auto start = Clock::now();
   std::thread writer([&, client = factory_->client()]() mutable {
     std::this_thread::sleep_for(150ms);
     client->set("late", std::string("here"));
   });
-  const auto start = Clock::now();
   EXPECT_EQ(reader->get_string("late"), "here");
   EXPECT_GE(Clock::now() - start, 100ms);
   writer.join();
