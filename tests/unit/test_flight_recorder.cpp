@@ -54,6 +54,40 @@ TEST(FlightRecorder, KeepsTheLastEntriesAndFollowsTheirStates) {
   EXPECT_EQ(recorder.current()->state, "failed");
 }
 
+// The ring reuses the oldest slot: the new entry keeps nothing of the old
+// one's state, times, Work or shapes.
+TEST(FlightRecorder, AReusedSlotHoldsOnlyTheNewEntry) {
+  FlightRecorder recorder(2);
+  const auto first = recorder.record(collective(1, "all_reduce(SUM)"));
+  auto work = std::make_shared<Work>("all_reduce");
+  recorder.attach(first, work);
+  recorder.started(first);
+  recorder.finished(first, true);
+  work->finish();
+  recorder.record(collective(2, "barrier"));
+  RecordedCollective wider = collective(3, "all_gather");
+  wider.input_sizes = {{4}, {5, 6, 7}};
+  wider.input_dtypes = {"Half", "Float"};
+  const auto third = recorder.record(wider);  // in the first one's slot
+  EXPECT_EQ(third, 3);
+  const auto last = recorder.last();
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->record_id, 3);
+  EXPECT_EQ(last->op, "all_gather");
+  EXPECT_EQ(last->state, "scheduled");
+  EXPECT_EQ(last->time_started_ns, 0);
+  EXPECT_EQ(last->time_completed_ns, 0);
+  EXPECT_TRUE(last->work.expired());
+  EXPECT_EQ(last->input_sizes, (std::vector<std::vector<std::int64_t>>{{4}, {5, 6, 7}}));
+  EXPECT_EQ(last->input_dtypes, (std::vector<std::string>{"Half", "Float"}));
+  recorder.started(first);  // dropped: its slot is the third's now
+  EXPECT_EQ(recorder.last()->state, "scheduled");
+  const auto entries = recorder.entries();
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0].record_id, 2);
+  EXPECT_EQ(entries[1].record_id, 3);
+}
+
 // A turn that ran before its Work finished (NCCL's stream) is started until
 // the Work says otherwise; a barrier, recorded from its Work alone, completes.
 TEST(FlightRecorder, AWorkThatHasNotFinishedKeepsItsEntryStarted) {

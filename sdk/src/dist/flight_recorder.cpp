@@ -81,27 +81,44 @@ std::int64_t wall_clock_ns() {
 
 FlightRecorder::FlightRecorder(std::size_t capacity) : capacity_(capacity) {}
 
-std::int64_t FlightRecorder::record(RecordedCollective entry) {
+std::int64_t FlightRecorder::record(const RecordedCollective& entry) {
   if (capacity_ == 0) {
     return 0;
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  entry.record_id = next_id_++;
-  entry.time_created_ns = wall_clock_ns();
-  entry.state = "scheduled";
-  if (entries_.size() == capacity_) {
-    entries_.pop_front();
+  RecordedCollective* slot = nullptr;
+  if (slots_.size() < capacity_) {
+    slot = &slots_.emplace_back(entry);
+  } else {
+    // Copy-assigned, so its strings and vectors keep their storage.
+    slot = &slots_[oldest_];
+    *slot = entry;
+    oldest_ = (oldest_ + 1) % capacity_;
   }
-  entries_.push_back(std::move(entry));
+  slot->record_id = next_id_++;
+  slot->time_created_ns = wall_clock_ns();
+  slot->time_started_ns = 0;
+  slot->time_completed_ns = 0;
+  slot->state = "scheduled";
   changed_locked();
-  return entries_.back().record_id;
+  return slot->record_id;
 }
 
 RecordedCollective* FlightRecorder::find_locked(std::int64_t id) {
-  if (entries_.empty() || id < entries_.front().record_id || id > entries_.back().record_id) {
+  const auto kept = static_cast<std::int64_t>(slots_.size());
+  const std::int64_t oldest_id = next_id_ - kept;
+  if (id < oldest_id || id >= next_id_) {
     return nullptr;  // dropped already, or never kept
   }
-  return &entries_[static_cast<std::size_t>(id - entries_.front().record_id)];
+  return &slots_[(oldest_ + static_cast<std::size_t>(id - oldest_id)) % slots_.size()];
+}
+
+std::vector<RecordedCollective> FlightRecorder::copy_locked(std::size_t skip) const {
+  std::vector<RecordedCollective> out;
+  for (std::size_t i = skip; i < slots_.size(); ++i) {
+    out.push_back(slots_[(oldest_ + i) % slots_.size()]);
+  }
+  return out;
 }
 
 void FlightRecorder::changed_locked() {
@@ -163,7 +180,7 @@ std::vector<RecordedCollective> FlightRecorder::entries() const {
   std::vector<RecordedCollective> out;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    out.assign(entries_.begin(), entries_.end());
+    out = copy_locked(0);
   }
   // Outside the lock: a Work takes its own.
   const auto steady_now = Clock::now();
@@ -178,10 +195,10 @@ std::optional<RecordedCollective> FlightRecorder::last() const {
   std::optional<RecordedCollective> entry;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (entries_.empty()) {
+    if (slots_.empty()) {
       return std::nullopt;
     }
-    entry = entries_.back();
+    entry = slots_[(oldest_ + slots_.size() - 1) % slots_.size()];
   }
   refresh(*entry, Clock::now(), wall_clock_ns());
   return entry;
@@ -194,8 +211,7 @@ std::optional<RecordedCollective> FlightRecorder::current() const {
   std::vector<RecordedCollective> recent;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    const std::size_t from = entries_.size() > kWindow ? entries_.size() - kWindow : 0;
-    recent.assign(entries_.begin() + static_cast<std::ptrdiff_t>(from), entries_.end());
+    recent = copy_locked(slots_.size() > kWindow ? slots_.size() - kWindow : 0);
   }
   if (recent.empty()) {
     return std::nullopt;

@@ -7,7 +7,9 @@
 // it started and finished from the collective's turn on the transport, and
 // keeps its Work, whose end refines the state where a backend finishes later
 // than its turn (NCCL's stream). At most `capacity` entries are kept, oldest
-// dropped first; recording costs a lock and a copy of the tensors' sizes. A
+// dropped first, in a ring whose slots are reused: recording costs a lock
+// and a copy into a slot, which allocates nothing once the slots have held
+// entries of that shape (Note [A collective's cost], process_group.cpp). A
 // dump is JSON in the shape of PyTorch's flight recorder ("entries" of
 // record_id, pg_id, collective_seq_id, profiling_name, input_sizes, state,
 // time_created_ns, ...), so its tools read ours; docs/debugging.md reads one.
@@ -16,7 +18,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -49,9 +50,9 @@ class FlightRecorder {
  public:
   explicit FlightRecorder(std::size_t capacity);
 
-  // Records a scheduled collective (its record_id and times are set here)
-  // and returns its record_id; 0 when the recorder keeps nothing.
-  std::int64_t record(RecordedCollective entry);
+  // Records a scheduled collective (its record_id, times and state are set
+  // here) and returns its record_id; 0 when the recorder keeps nothing.
+  std::int64_t record(const RecordedCollective& entry);
   void attach(std::int64_t id, const WorkPtr& work);
   void started(std::int64_t id);
   void finished(std::int64_t id, bool ok);
@@ -69,12 +70,16 @@ class FlightRecorder {
 
  private:
   RecordedCollective* find_locked(std::int64_t id);
+  // The kept entries from the `skip`-th oldest on, oldest first.
+  std::vector<RecordedCollective> copy_locked(std::size_t skip) const;
   void changed_locked();
 
   std::size_t capacity_;
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;
-  std::deque<RecordedCollective> entries_;
+  // A ring of up to capacity_ entries; oldest_ indexes the oldest once full.
+  std::vector<RecordedCollective> slots_;
+  std::size_t oldest_ = 0;
   std::int64_t next_id_ = 1;
   std::int64_t version_ = 0;
 };

@@ -123,21 +123,34 @@ std::vector<at::Tensor> touched(std::vector<at::Tensor> tensors,
   return tensors;
 }
 
+// Note [A collective's cost]
+// The front end's own cost is paid on every call, and on a small message it
+// is a visible part of the collective's time: at world 1 over MPI it was
+// about 1.2-2.5 us a call, on a 2-rank all-reduce of 64 KiB that takes MPI
+// itself about 47 us. So what is built per call is built into storage that
+// is reused where that is cheap to do: the entry recorded here is filled on
+// a scratch entry of this thread, which the recorder copies into a ring
+// slot, neither allocating once warm (30 allocations a call became 25).
+
 // Numbers a collective and launches it. Its tensors are on one device (the
 // NCCL group's communicator lives on one GPU).
-// Note [Flight recorder] (flight_recorder.h): the collective as recorded.
-RecordedCollective recorded(const ProcessGroup& group, const OpContext& ctx,
-                            const std::vector<at::Tensor>& tensors) {
-  RecordedCollective entry;
+// Note [Flight recorder] (flight_recorder.h): the collective as recorded,
+// on this thread's scratch entry (Note [A collective's cost]).
+const RecordedCollective& recorded(const ProcessGroup& group, const OpContext& ctx,
+                                   const std::vector<at::Tensor>& tensors) {
+  thread_local RecordedCollective entry;
   entry.group = group.name();
   entry.backend = group.backend_name();
   entry.group_ranks = group.global_ranks();
   entry.seq = ctx.seq;
   entry.op = ctx.op;
   entry.timeout_ms = ctx.timeout.count();
-  for (const auto& tensor : tensors) {
-    entry.input_sizes.push_back(tensor.sizes().vec());
-    entry.input_dtypes.emplace_back(c10::toString(tensor.scalar_type()));
+  entry.input_sizes.resize(tensors.size());
+  entry.input_dtypes.resize(tensors.size());
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const c10::IntArrayRef sizes = tensors[i].sizes();
+    entry.input_sizes[i].assign(sizes.begin(), sizes.end());
+    entry.input_dtypes[i] = c10::toString(tensors[i].scalar_type());
   }
   return entry;
 }
@@ -245,8 +258,15 @@ void ProcessGroup::unsupported(const std::string& op) const {
 }
 
 std::string ProcessGroup::describe(const std::string& op) const {
-  return op + " on group '" + name_ + "' (" + backend_name() + "), rank " + std::to_string(rank_) +
-         " of " + std::to_string(size_);
+  // Built in one allocation: every operation pays for it (Note [A collective's cost]).
+  const std::string backend = backend_name();
+  const std::string rank = std::to_string(rank_);
+  const std::string size = std::to_string(size_);
+  std::string out;
+  out.reserve(op.size() + name_.size() + backend.size() + rank.size() + size.size() + 24);
+  out.append(op).append(" on group '").append(name_).append("' (").append(backend);
+  out.append("), rank ").append(rank).append(" of ").append(size);
+  return out;
 }
 
 void ProcessGroup::set_transport(Transport& transport) {
