@@ -98,8 +98,10 @@ CloudEvaluation evaluate_clouds(const Forward& forward, const LabeledTensors& te
   sums.insert(sums.end(), predicted.begin(), predicted.end());
   const std::vector<double> totals = context.job().sum(std::move(sums));
   const auto cells = static_cast<std::size_t>(num_classes * num_classes);
-  CloudEvaluation result{.confusion = train::ConfusionMatrix::from_sums(
-                             num_classes, std::span<const double>(totals.data(), cells))};
+  CloudEvaluation result{.stats = {},
+                         .confusion = train::ConfusionMatrix::from_sums(
+                             num_classes, std::span<const double>(totals.data(), cells)),
+                         .predictions = {}};
   for (std::size_t i = cells + 1; i < totals.size(); ++i) {
     result.predictions.push_back(static_cast<int64_t>(totals[i]) - 1);
   }
