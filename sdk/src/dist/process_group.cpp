@@ -125,12 +125,9 @@ std::vector<at::Tensor> touched(std::vector<at::Tensor> tensors,
 
 // Note [A collective's cost]
 // The front end's own cost is paid on every call, and on a small message it
-// is a visible part of the collective's time: at world 1 over MPI it was
-// about 1.2-2.5 us a call, on a 2-rank all-reduce of 64 KiB that takes MPI
-// itself about 47 us. So what is built per call is built into storage that
-// is reused where that is cheap to do: the entry recorded here is filled on
-// a scratch entry of this thread, which the recorder copies into a ring
-// slot, neither allocating once warm (30 allocations a call became 25).
+// is a visible part of the collective's time (architecture.md, MPI). So the
+// entry recorded here is filled on a scratch entry of this thread, which
+// the recorder copies into a ring slot: neither allocates once warm.
 
 // Numbers a collective and launches it. Its tensors are on one device (the
 // NCCL group's communicator lives on one GPU).
@@ -258,15 +255,8 @@ void ProcessGroup::unsupported(const std::string& op) const {
 }
 
 std::string ProcessGroup::describe(const std::string& op) const {
-  // Built in one allocation: every operation pays for it (Note [A collective's cost]).
-  const std::string backend = backend_name();
-  const std::string rank = std::to_string(rank_);
-  const std::string size = std::to_string(size_);
-  std::string out;
-  out.reserve(op.size() + name_.size() + backend.size() + rank.size() + size.size() + 24);
-  out.append(op).append(" on group '").append(name_).append("' (").append(backend);
-  out.append("), rank ").append(rank).append(" of ").append(size);
-  return out;
+  return op + " on group '" + name_ + "' (" + backend_name() + "), rank " + std::to_string(rank_) +
+         " of " + std::to_string(size_);
 }
 
 void ProcessGroup::set_transport(Transport& transport) {

@@ -32,9 +32,9 @@
 // issues and then waits says so with a WaitsAtOnce around both (through
 // dist::issue_and_wait, work.h: dtrain::dist's blocking functions, and the
 // SDK's own calls that need the result at once, such as sync batch norm's
-// and the grad scaler's), and its enqueues leave an asleep
-// worker asleep, and when the scope ends, a task it left queued (its wait
-// threw, say) wakes the worker after all.
+// and the grad scaler's). Its enqueues leave an asleep worker asleep; when
+// the scope ends, a task it left queued (its wait threw, say) wakes the
+// worker after all.
 #pragma once
 
 #include <condition_variable>
