@@ -1,14 +1,18 @@
-// MpiOptions::abort_on_timeout (DTRAIN_MPI_ABORT_ON_TIMEOUT=1): a collective
-// the last rank never calls times out on the others, which log the op and
-// the rank that never reached it (Note [Which rank a timeout waited on]),
-// then MPI_Abort ends every process of the job, the last one included,
-// which would otherwise sleep on. Not a gtest: run by test_mpi_run.sh under
-// mpirun; CTest expects the job to fail with that log and without the lines
-// this program prints when nothing aborted it.
+// A collective the last rank never calls times out on the others, which log
+// the op and the rank that never reached it (Note [Which rank a timeout
+// waited on]), then MPI_Abort ends every process of the job, the last one
+// included, which would otherwise sleep on. Without arguments, a small
+// all-reduce under MpiOptions::abort_on_timeout (DTRAIN_MPI_ABORT_ON_TIMEOUT=1);
+// with "blocking", an all-reduce of 64 KiB, which runs as a blocking
+// MPI_Allreduce and aborts on its own (Note [A blocking all-reduce,
+// watched], process_group_mpi.cpp). Not a gtest: run by test_mpi_run.sh
+// under mpirun; CTest expects the job to fail with that log and without the
+// lines this program prints when nothing aborted it.
 #include <ATen/ATen.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <thread>
 
@@ -18,9 +22,12 @@
 namespace dist = dtrain::dist;
 using namespace std::chrono_literals;
 
-int main() {
+int main(int argc, char** argv) {
   dtrain::util::set_up_process();
-  ::setenv("DTRAIN_MPI_ABORT_ON_TIMEOUT", "1", 1);
+  const bool blocking = argc > 1 && std::strcmp(argv[1], "blocking") == 0;
+  if (!blocking) {
+    ::setenv("DTRAIN_MPI_ABORT_ON_TIMEOUT", "1", 1);
+  }
   at::set_num_threads(1);
   dist::init_process_group({.backend = "mpi", .timeout = 30s});
   const int rank = dist::get_rank();
@@ -30,7 +37,7 @@ int main() {
     all[r] = r;
   }
   auto group = dist::new_group(all);
-  at::Tensor t = at::ones({2});
+  at::Tensor t = at::ones({blocking ? 16 * 1024 : 2});
   group->all_reduce(t)->wait();  // #1, by everyone
   if (rank == world - 1) {
     std::this_thread::sleep_for(30s);

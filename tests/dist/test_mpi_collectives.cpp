@@ -196,10 +196,11 @@ TEST(MpiTimeouts, ACollectiveLeftToTheWorkerNamesWhoNeverCame) {
   dist::barrier();
 }
 
-// libnbc's two schedules and the pieces (Note [libnbc's all-reduce
-// schedule], mpi_schedule.cpp), below, between and above the eager sizes
-// that choose them, with MPI's ops and dtrain's own for 2-byte floats, on
-// counts that do not split evenly.
+// libnbc's two schedules, the pieces (Note [libnbc's all-reduce schedule],
+// mpi_schedule.cpp) and the blocking MPI_Allreduce from 64 to 128 KiB
+// (16 Ki + 1 floats, 40001 halves), below, between and above the eager
+// sizes that choose them, with MPI's ops and dtrain's own for 2-byte
+// floats, on counts that do not split evenly.
 TEST(MpiAllReduce, EveryScheduleReducesExactly) {
   for (const std::int64_t count : {1001, 16 * 1024 + 1, 40001, 100003}) {
     for (const auto dtype : {at::kFloat, at::kHalf, at::kLong}) {

@@ -112,7 +112,7 @@ WorkPtr staged_on(const c10::Device& device, c10::DeviceType from, const std::st
   return work;
 }
 
-void on_contiguous(at::Tensor& tensor, const std::function<void(at::Tensor&)>& body) {
+void on_contiguous(at::Tensor& tensor, c10::function_ref<void(at::Tensor&)> body) {
   if (tensor.is_contiguous()) {
     body(tensor);
     return;

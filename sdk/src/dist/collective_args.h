@@ -82,7 +82,7 @@ WorkPtr staged_on(const c10::Device& device, c10::DeviceType from, const std::st
 
 // Runs body on a contiguous tensor with tensor's contents, copying the
 // result back when tensor was not contiguous.
-void on_contiguous(at::Tensor& tensor, const std::function<void(at::Tensor&)>& body);
+void on_contiguous(at::Tensor& tensor, c10::function_ref<void(at::Tensor&)> body);
 // The tensors flattened and concatenated, in order.
 at::Tensor flat_cat(const std::vector<at::Tensor>& tensors);
 // Copies consecutive blocks of flat into outputs, each reshaped to its output.

@@ -61,7 +61,7 @@ DebugProcessGroup::DebugProcessGroup(ProcessGroupPtr inner, std::shared_ptr<Stor
   use_transport_of(*inner_);
 }
 
-void DebugProcessGroup::check_call(const std::function<std::string()>& call,
+void DebugProcessGroup::check_call(c10::function_ref<std::string()> call,
                                    std::chrono::milliseconds timeout) {
   const std::string fingerprint = call();
   std::lock_guard<std::mutex> lock(mutex_);

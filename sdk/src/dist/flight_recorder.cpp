@@ -82,19 +82,24 @@ std::int64_t wall_clock_ns() {
 FlightRecorder::FlightRecorder(std::size_t capacity) : capacity_(capacity) {}
 
 std::int64_t FlightRecorder::record(const RecordedCollective& entry) {
+  return record([&](RecordedCollective& slot) { slot = entry; });
+}
+
+std::int64_t FlightRecorder::record(c10::function_ref<void(RecordedCollective&)> fill) {
   if (capacity_ == 0) {
     return 0;
   }
   std::lock_guard<std::mutex> lock(mutex_);
   RecordedCollective* slot = nullptr;
   if (slots_.size() < capacity_) {
-    slot = &slots_.emplace_back(entry);
+    slot = &slots_.emplace_back();
   } else {
-    // Copy-assigned, so its strings and vectors keep their storage.
+    // Assigned field by field, so its strings and vectors keep their storage.
     slot = &slots_[oldest_];
-    *slot = entry;
     oldest_ = (oldest_ + 1) % capacity_;
   }
+  fill(*slot);
+  slot->work.reset();
   slot->record_id = next_id_++;
   slot->time_created_ns = wall_clock_ns();
   slot->time_started_ns = 0;
@@ -127,9 +132,24 @@ void FlightRecorder::changed_locked() {
 }
 
 void FlightRecorder::attach(std::int64_t id, const WorkPtr& work) {
+  // A Work finished already (its turn ran before the launch returned) has
+  // said all it will: its outcome goes in now, and no weak_ptr keeps its
+  // memory until the slot comes round again.
+  const bool finished = work->finish_time().has_value();
+  const bool failed = finished && work->exception() != nullptr;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (RecordedCollective* entry = find_locked(id)) {
+  RecordedCollective* entry = find_locked(id);
+  if (entry == nullptr) {
+    return;
+  }
+  if (!finished) {
     entry->work = work;
+    return;
+  }
+  if (entry->state != "completed" && entry->state != "failed") {
+    entry->state = failed ? "failed" : "completed";
+    entry->time_completed_ns = wall_clock_ns();
+    changed_locked();
   }
 }
 

@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include <c10/util/FunctionRef.h>
+
 #include "dtrain/dist/work.h"
 
 namespace dtrain::dist::detail {
@@ -53,6 +55,9 @@ class FlightRecorder {
   // Records a scheduled collective (its record_id, times and state are set
   // here) and returns its record_id; 0 when the recorder keeps nothing.
   std::int64_t record(const RecordedCollective& entry);
+  // The same, with the entry written by `fill` straight into its slot
+  // (Note [A collective's cost], process_group.cpp).
+  std::int64_t record(c10::function_ref<void(RecordedCollective&)> fill);
   void attach(std::int64_t id, const WorkPtr& work);
   void started(std::int64_t id);
   void finished(std::int64_t id, bool ok);

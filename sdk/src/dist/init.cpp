@@ -141,7 +141,7 @@ int group_rank_of(const ProcessGroupPtr& group, int global_rank, const char* op,
 }
 
 // The Work that `issue` returns, waited on here unless async_op.
-WorkPtr finish(bool async_op, const std::function<WorkPtr()>& issue) {
+WorkPtr finish(bool async_op, c10::function_ref<WorkPtr()> issue) {
   return async_op ? issue() : issue_and_wait(issue);
 }
 

@@ -86,7 +86,7 @@ class RequestWork : public Work {
       const std::string message =
           description_ + ": not finished after " + std::to_string(timeout.count()) + " ms";
       if (options_.abort_on_timeout) {
-        abort_job(comm_, message);
+        abort_job(comm_, message, kAbortOnTimeout);
       }
       {
         std::lock_guard<std::mutex> lock(mpi_mutex());

@@ -216,8 +216,8 @@ void abandon(std::vector<at::Tensor> tensors) {
   }
 }
 
-void abort_job(MPI_Comm comm, const std::string& message) {
-  spdlog::critical("{}; aborting the MPI job (MpiOptions::abort_on_timeout)", message);
+void abort_job(MPI_Comm comm, const std::string& message, const char* why) {
+  spdlog::critical("{}; aborting the MPI job ({})", message, why);
   MPI_Abort(comm, 1);
   std::abort();  // MPI_Abort does not return; this only satisfies [[noreturn]]
 }

@@ -92,7 +92,9 @@ bool poll(
 // the rest of the process so MPI never writes into freed memory.
 void abandon(std::vector<at::Tensor> tensors);
 
-// Logs `message` and ends the whole MPI job (MpiOptions::abort_on_timeout).
-[[noreturn]] void abort_job(MPI_Comm comm, const std::string& message);
+// Logs `message` and ends the whole MPI job; `why` says why it must
+// ("MpiOptions::abort_on_timeout").
+[[noreturn]] void abort_job(MPI_Comm comm, const std::string& message, const char* why);
+inline constexpr const char* kAbortOnTimeout = "MpiOptions::abort_on_timeout";
 
 }  // namespace dtrain::dist::mpi

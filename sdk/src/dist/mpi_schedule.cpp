@@ -26,9 +26,12 @@
 // 0.85-0.95, ring 0.87-0.89, recursive doubling 0.59-0.68 and pieces of
 // 32 KiB on recursive doubling 0.76-0.83 (3 runs each); recursive doubling
 // of the whole message then beat the pieces at 128 KiB (1.27-1.46 against
-// 1.04-1.17), in runs too noisy to move the bounds on. A job that chose an
-// algorithm itself (OMPI_MCA_coll_libnbc_iallreduce_algorithm) keeps it,
-// in one piece; an MPI without that control variable keeps its own choice.
+// 1.04-1.17), in runs too noisy to move the bounds on. So from 64 to 128
+// KiB an all-reduce that a thread waits for runs as MPI_Allreduce instead
+// (Note [A blocking all-reduce, watched], process_group_mpi.cpp). A job
+// that chose an algorithm itself (OMPI_MCA_coll_libnbc_iallreduce_algorithm)
+// keeps it, in one piece, and never blocks; an MPI without that control
+// variable keeps its own choice.
 #include "mpi_schedule.h"
 
 #include "mpi_runtime.h"
@@ -84,6 +87,10 @@ std::int64_t iallreduce_pieces(std::int64_t bytes) {
     return 1;
   }
   return (bytes + kEagerBytes / 2 - 1) / (kEagerBytes / 2);
+}
+
+bool all_reduce_blocks(std::int64_t bytes) {
+  return g_handle != nullptr && bytes >= kEagerBytes && bytes < 2 * kEagerBytes;
 }
 
 void choose_iallreduce_schedule(std::int64_t bytes) {

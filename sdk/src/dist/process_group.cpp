@@ -125,17 +125,15 @@ std::vector<at::Tensor> touched(std::vector<at::Tensor> tensors,
 
 // Note [A collective's cost]
 // The front end's own cost is paid on every call, and on a small message it
-// is a visible part of the collective's time (architecture.md, MPI). So the
-// entry recorded here is filled on a scratch entry of this thread, which
-// the recorder copies into a ring slot: neither allocates once warm.
+// is a visible part of the collective's time (architecture.md, MPI). So a
+// call builds its description once, borrows callables (c10::function_ref)
+// wherever they run before it returns, takes its turn at the call when it
+// can (Note [A turn taken at the call], work_queue.h), and writes its
+// flight recorder entry straight into a reused slot.
 
-// Numbers a collective and launches it. Its tensors are on one device (the
-// NCCL group's communicator lives on one GPU).
-// Note [Flight recorder] (flight_recorder.h): the collective as recorded,
-// on this thread's scratch entry (Note [A collective's cost]).
-const RecordedCollective& recorded(const ProcessGroup& group, const OpContext& ctx,
-                                   const std::vector<at::Tensor>& tensors) {
-  thread_local RecordedCollective entry;
+// Note [Flight recorder] (flight_recorder.h): the collective as recorded.
+void fill_entry(RecordedCollective& entry, const ProcessGroup& group, const OpContext& ctx,
+                c10::ArrayRef<at::Tensor> tensors) {
   entry.group = group.name();
   entry.backend = group.backend_name();
   entry.group_ranks = group.global_ranks();
@@ -149,50 +147,67 @@ const RecordedCollective& recorded(const ProcessGroup& group, const OpContext& c
     entry.input_sizes[i].assign(sizes.begin(), sizes.end());
     entry.input_dtypes[i] = c10::toString(tensors[i].scalar_type());
   }
-  return entry;
 }
 
-// Starts a numbered collective, recorded from its scheduling to its end.
-WorkPtr start_recorded(const ProcessGroup& group, const OpContext& ctx,
-                       const std::vector<at::Tensor>& tensors,
-                       const std::function<WorkPtr(const AtIssue&)>& start,
-                       const AtIssue& at_issue) {
+// Starts a numbered collective, recorded from its scheduling to its end:
+// `start` gets `ctx` with the entry's id, which the transport's turn marks
+// (run_in_turn, transport.h).
+WorkPtr start_recorded(const ProcessGroup& group, OpContext& ctx, c10::ArrayRef<at::Tensor> tensors,
+                       c10::function_ref<WorkPtr(const OpContext&)> start) {
   FlightRecorder& recorder = flight_recorder();
-  const std::int64_t id = recorder.record(recorded(group, ctx, tensors));
-  const AtIssue traced = [&recorder, id, at_issue]() -> InTurn {
-    return [&recorder, id, in_turn = at_issue()](const OpContext& c) {
-      recorder.started(id);
-      try {
-        in_turn(c);
-      } catch (...) {
-        recorder.finished(id, false);
-        throw;
-      }
-      recorder.finished(id, true);
-    };
-  };
+  ctx.record_id =
+      recorder.record([&](RecordedCollective& entry) { fill_entry(entry, group, ctx, tensors); });
   try {
-    WorkPtr work = start(traced);
-    recorder.attach(id, work);
-    return work;
+    return start(ctx);
   } catch (...) {
-    recorder.finished(id, false);
+    recorder.finished(ctx.record_id, false);
     throw;
   }
 }
 
-WorkPtr issue(const ProcessGroup& group, Transport& t, OpContext ctx,
-              std::vector<at::Tensor> tensors, const AtIssue& at_issue) {
+// A launched operation's Work, attached to its entry, whose state it may
+// later say more of (flight_recorder.h). One taken at the call finished in
+// its turn, which recorded how.
+WorkPtr attached(const OpContext& ctx, WorkPtr work) {
+  flight_recorder().attach(ctx.record_id, work);
+  return work;
+}
+
+// Numbers and records an operation on `tensors` (all on one device: the
+// NCCL group's communicator lives on one GPU), then starts it with `start`.
+WorkPtr issue_with(const ProcessGroup& group, Transport& t, OpContext ctx,
+                   c10::ArrayRef<at::Tensor> tensors,
+                   c10::function_ref<WorkPtr(const OpContext&)> start) {
   for (const auto& tensor : tensors) {
     DTRAIN_CHECK(tensor.device() == tensors.front().device(), ctx.what,
                  ": every tensor must be on ", tensors.front().device().str(), ", got one on ",
                  tensor.device().str());
   }
-  return t.numbered(std::move(ctx), [&](const OpContext& numbered) {
-    return start_recorded(
-        group, numbered, tensors,
-        [&](const AtIssue& traced) { return t.launch(numbered, std::move(tensors), traced); },
-        at_issue);
+  return t.numbered(std::move(ctx), [&](OpContext& numbered) {
+    return start_recorded(group, numbered, tensors, start);
+  });
+}
+
+// Issues an operation through the transport's launch(), which takes
+// `tensors` once they are recorded.
+WorkPtr issue(const ProcessGroup& group, Transport& t, OpContext ctx,
+              std::vector<at::Tensor> tensors, const AtIssue& at_issue) {
+  return issue_with(group, t, std::move(ctx), tensors, [&](const OpContext& c) {
+    return attached(c, t.launch(c, std::move(tensors), at_issue));
+  });
+}
+
+// Issues an operation with nothing to do at issue: its turn taken at the
+// call where the transport can (Transport::run_now), else launched with a
+// copy of `in_turn`.
+template <typename Turn>
+WorkPtr issue_in_turn(const ProcessGroup& group, Transport& t, OpContext ctx,
+                      const at::Tensor& tensor, Turn& in_turn) {
+  return issue_with(group, t, std::move(ctx), tensor, [&](const OpContext& c) {
+    if (WorkPtr done = t.run_now(c, in_turn)) {
+      return done;
+    }
+    return attached(c, t.launch(c, {tensor}, in_turn_only(in_turn)));
   });
 }
 
@@ -255,8 +270,20 @@ void ProcessGroup::unsupported(const std::string& op) const {
 }
 
 std::string ProcessGroup::describe(const std::string& op) const {
-  return op + " on group '" + name_ + "' (" + backend_name() + "), rank " + std::to_string(rank_) +
-         " of " + std::to_string(size_);
+  // In one allocation: it is built for every operation (Note [A collective's cost]).
+  const std::string backend = backend_name();
+  std::string described;
+  described.reserve(op.size() + name_.size() + backend.size() + 48);
+  described.append(op)
+      .append(" on group '")
+      .append(name_)
+      .append("' (")
+      .append(backend)
+      .append("), rank ")
+      .append(std::to_string(rank_))
+      .append(" of ")
+      .append(std::to_string(size_));
+  return described;
 }
 
 void ProcessGroup::set_transport(Transport& transport) {
@@ -267,7 +294,7 @@ void ProcessGroup::use_transport_of(const ProcessGroup& inner) {
   transport_ = &inner.transport();
 }
 
-void ProcessGroup::check_call(const std::function<std::string()>&, std::chrono::milliseconds) {}
+void ProcessGroup::check_call(c10::function_ref<std::string()>, std::chrono::milliseconds) {}
 
 Transport& ProcessGroup::transport() const {
   DTRAIN_CHECK(transport_ != nullptr, "process group '", name_, "' has no transport");
@@ -335,22 +362,21 @@ WorkPtr ProcessGroup::in_place(at::Tensor& tensor, InPlace kind, ReduceOp op, in
   // The root alone has a result to divide (every rank is the "root" of all_reduce).
   const Reduction how = reduction(t, op);
   const bool divide = how.divide && rank() == root;
-  return issue(
-      *this, t, std::move(ctx), {tensor},
-      in_turn_only([&t, tensor, kind, how, root, divide, n = size()](const OpContext& c) mutable {
-        on_contiguous(tensor, [&](at::Tensor& data) {
-          if (kind == InPlace::kBroadcast) {
-            t.broadcast(data, root, c);
-          } else if (kind == InPlace::kReduce) {
-            t.reduce(data, how.moved, root, c);
-          } else {
-            t.all_reduce(data, how.moved, c);
-          }
-          if (divide) {
-            data.div_(n);
-          }
-        });
-      }));
+  auto in_turn = [&t, tensor, kind, how, root, divide, n = size()](const OpContext& c) mutable {
+    on_contiguous(tensor, [&](at::Tensor& data) {
+      if (kind == InPlace::kBroadcast) {
+        t.broadcast(data, root, c);
+      } else if (kind == InPlace::kReduce) {
+        t.reduce(data, how.moved, root, c);
+      } else {
+        t.all_reduce(data, how.moved, c);
+      }
+      if (divide) {
+        data.div_(n);
+      }
+    });
+  };
+  return issue_in_turn(*this, t, std::move(ctx), tensor, in_turn);
 }
 
 WorkPtr ProcessGroup::all_gather(std::vector<at::Tensor>& outputs, const at::Tensor& input,
@@ -459,10 +485,9 @@ WorkPtr ProcessGroup::barrier(const CollectiveOptions& options) {
   Transport& t = transport();
   check_call([] { return std::string("barrier"); }, options.timeout);
   // The transport issues barrier itself: recorded from its Work alone.
-  return t.numbered(context("barrier", options.timeout), [&](const OpContext& c) {
-    return start_recorded(
-        *this, c, {}, [&](const AtIssue&) { return t.barrier(c); },
-        in_turn_only([](const OpContext&) {}));
+  return t.numbered(context("barrier", options.timeout), [&](OpContext& c) {
+    return start_recorded(*this, c, {},
+                          [&](const OpContext& traced) { return attached(traced, t.barrier(c)); });
   });
 }
 

@@ -170,7 +170,7 @@ struct ProcessGroupGloo::Impl : Transport {
   WorkPtr launch(const OpContext& ctx, std::vector<at::Tensor>, const AtIssue& at_issue) override {
     return queue.enqueue(ctx.what, [this, ctx, in_turn = at_issue()] {
       try {
-        in_turn(ctx);
+        run_in_turn(in_turn, ctx);
       } catch (const CollectiveError&) {
         throw;
       } catch (const c10::Error& e) {

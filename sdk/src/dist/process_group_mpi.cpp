@@ -2,7 +2,23 @@
 // (transport.h): each collective is posted as an MPI non-blocking
 // collective and polled against the op's deadline, in its turn, by the
 // thread that waits for it or else the group's worker (Note [The waiter
-// runs its task], work_queue.h).
+// runs its task], work_queue.h); an all-reduce of the sizes where MPI's
+// blocking call is faster runs as that call, watched.
+//
+// Note [A blocking all-reduce, watched]
+// From 64 KiB to 128 KiB, no schedule of libnbc's keeps up with
+// MPI_Allreduce on 2 ranks over TCP (Note [libnbc's all-reduce schedule]),
+// so an all-reduce of that size that a thread waits for runs as
+// MPI_Allreduce, in its turn, under the MPI lock. Such a call cannot be
+// polled or left, so the group's CallWatch (call_watch.h) times it: past
+// the op's timeout it names the op and the ranks that never reached it,
+// as a polled collective would, then aborts the job (MPI_Abort), as
+// MpiOptions::abort_on_timeout does for the others. Work nobody waits for
+// yet (DDP's buckets during backward) stays polled with back-off, leaving
+// the cores to the program. While the call runs, another thread's MPI call
+// waits for the lock; MpiOptions::blocking_all_reduce = false keeps every
+// collective polled (a program whose threads drive several groups in an
+// order that differs between ranks needs that).
 #include "dtrain/dist/process_group_mpi.h"
 
 #include <ATen/ATen.h>
@@ -13,6 +29,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "call_watch.h"
 #include "dtrain/dist/store_names.h"
 #include "dtrain/util/launch_env.h"
 #include "mpi_backend.h"
@@ -32,6 +49,10 @@ using namespace mpi;
 
 namespace {
 
+// How often a group's CallWatch looks at its blocking call: how late past
+// its timeout an overdue one is seen, at most.
+constexpr std::chrono::milliseconds kLookEvery{100};
+
 // This process's rank or size in MPI_COMM_WORLD (MPI started when needed).
 int world_query(int (*query)(MPI_Comm, int*), const char* call) {
   ensure_mpi();
@@ -45,7 +66,8 @@ int world_query(int (*query)(MPI_Comm, int*), const char* call) {
 }  // namespace
 
 MpiOptions MpiOptions::from_env() {
-  return {.abort_on_timeout = util::env_flag("DTRAIN_MPI_ABORT_ON_TIMEOUT").value_or(false)};
+  return {.abort_on_timeout = util::env_flag("DTRAIN_MPI_ABORT_ON_TIMEOUT").value_or(false),
+          .blocking_all_reduce = util::env_flag("DTRAIN_MPI_BLOCKING_ALL_REDUCE").value_or(true)};
 }
 
 int ProcessGroupMPI::world_rank() {
@@ -77,6 +99,11 @@ struct ProcessGroupMPI::Impl : Transport {
   // The first collective that timed out; the group is unusable once set.
   std::string broken_by;
   WorkQueue queue{WorkQueue::Waiters::kRun};
+  // Note [A blocking all-reduce, watched]
+  CallWatch watch{kLookEvery, [this](const OpContext& ctx) { return timeout_message(ctx); },
+                  [this](const std::string& message) {
+                    abort_job(comm, message, "a blocking MPI_Allreduce cannot be left");
+                  }};
 
   // MPI reads const buffers through void*; gather's output and scatter's
   // input exist on the root only. Counts were checked at the call (check_size).
@@ -95,17 +122,21 @@ struct ProcessGroupMPI::Impl : Transport {
   }
 
   WorkPtr launch(const OpContext& ctx, std::vector<at::Tensor>, const AtIssue& at_issue) override {
-    return queue.enqueue(ctx.what, [this, ctx, in_turn = at_issue()] {
-      DTRAIN_CHECK_AS(CollectiveError, broken_by.empty(), ctx.what,
-                      ": the group is unusable since an earlier collective timed out (", broken_by,
-                      "); destroy it and end the job");
-      in_turn(ctx);
-    });
+    return queue.enqueue(ctx.what, [this, ctx, in_turn = at_issue()] { turn(ctx, in_turn); });
+  }
+  WorkPtr run_now(const OpContext& ctx, InTurnRef in_turn) override {
+    return queue.run_if_idle(ctx.what, [&] { turn(ctx, in_turn); });
+  }
+  void turn(const OpContext& ctx, InTurnRef in_turn) {
+    DTRAIN_CHECK_AS(CollectiveError, broken_by.empty(), ctx.what,
+                    ": the group is unusable since an earlier collective timed out (", broken_by,
+                    "); destroy it and end the job");
+    run_in_turn(in_turn, ctx);
   }
 
   // Posts a request under the MPI lock; `start` returns MPI's code.
   static MPI_Request post(const std::string& what, const char* call,
-                          const std::function<int(MPI_Request*)>& start) {
+                          c10::function_ref<int(MPI_Request*)> start) {
     MPI_Request request = MPI_REQUEST_NULL;
     std::lock_guard<std::mutex> lock(mpi_mutex());
     check_not_finalized(what);
@@ -123,32 +154,52 @@ struct ProcessGroupMPI::Impl : Transport {
           std::move(buffers));
   }
 
+  // How a thread tests a request: without pause while a thread waits (the
+  // one that runs it, or one that sleeps until the worker is done, Note [The
+  // waiter runs its task]), with back-off while the program computes.
+  Pace pace() const { return queue.on_worker() && !queue.waited() ? Pace::kBackOff : Pace::kSpin; }
+
+  // What a timed-out collective raises or aborts with: the op, and the
+  // ranks that never reached it (Note [Which rank a timeout waited on]).
+  std::string timeout_message(const OpContext& ctx) const {
+    return ctx.what + ": not finished after " + std::to_string(ctx.timeout.count()) +
+           " ms (a rank did not join, or joined a different collective)" +
+           diagnose_timeout(options.diagnosis_store, group, ctx);
+  }
+
   // Polls `requests` until all are done or the op's timeout passed; then
   // the op fails naming who never came, and keeps `buffers` (Note
   // [Abandoned buffers]) for MPI, which still owns them.
   void await(const OpContext& ctx, std::vector<MPI_Request> requests,
              std::vector<at::Tensor> buffers) {
-    // Without pause while a thread waits: the one that runs it, or one
-    // that sleeps until the worker is done (Note [The waiter runs its task]).
-    const auto pace = [this] {
-      return queue.on_worker() && !queue.waited() ? Pace::kBackOff : Pace::kSpin;
-    };
     const Clock::time_point deadline = Clock::now() + ctx.timeout;
     for (MPI_Request& request : requests) {
-      if (poll(request, deadline, ctx.what, MPI_STATUS_IGNORE, pace)) {
+      if (poll(request, deadline, ctx.what, MPI_STATUS_IGNORE, [this] { return pace(); })) {
         continue;
       }
-      const std::string message = ctx.what + ": not finished after " +
-                                  std::to_string(ctx.timeout.count()) +
-                                  " ms (a rank did not join, or joined a different collective)" +
-                                  diagnose_timeout(options.diagnosis_store, group, ctx);
+      const std::string message = timeout_message(ctx);
       if (options.abort_on_timeout) {
-        abort_job(comm, message);
+        abort_job(comm, message, kAbortOnTimeout);
       }
       broken_by = ctx.what;
       abandon(std::move(buffers));
       throw CollectiveTimeoutError(message);
     }
+  }
+
+  // Note [A blocking all-reduce, watched]: true when it ran here.
+  bool all_reduce_blocking(at::Tensor& data, ReduceOp op, const OpContext& ctx) {
+    if (!options.blocking_all_reduce || !all_reduce_blocks(data.nbytes()) ||
+        pace() != Pace::kSpin) {
+      return false;
+    }
+    const CallWatch::Watched watched(watch, ctx);
+    std::lock_guard<std::mutex> lock(mpi_mutex());
+    check_not_finalized(ctx.what);
+    mpi_check(MPI_Allreduce(MPI_IN_PLACE, data.mutable_data_ptr(), count(data), type(data),
+                            to_mpi(op, data.scalar_type()), comm),
+              ctx.what, "MPI_Allreduce");
+    return true;
   }
 
   void broadcast(at::Tensor& data, int root, const OpContext& ctx) override {
@@ -157,6 +208,9 @@ struct ProcessGroupMPI::Impl : Transport {
   // In place, in the pieces and on libnbc's schedule that suit its size
   // (Note [libnbc's all-reduce schedule]), every piece in flight at once.
   void all_reduce(at::Tensor& data, ReduceOp op, const OpContext& ctx) override {
+    if (all_reduce_blocking(data, op, ctx)) {
+      return;
+    }
     const std::int64_t numel = data.numel();
     const std::int64_t pieces = iallreduce_pieces(static_cast<std::int64_t>(data.nbytes()));
     const std::int64_t per_piece = std::max<std::int64_t>((numel + pieces - 1) / pieces, 1);

@@ -270,7 +270,7 @@ struct ProcessGroupNCCL::Impl : Transport, WatchdogHooks {
   // The front end's operations: AtIssue and InTurn both at the call.
   WorkPtr launch(const OpContext& ctx, std::vector<at::Tensor> tensors,
                  const AtIssue& at_issue) override {
-    return launch(ctx, std::move(tensors), false, true, [&] { at_issue()(ctx); });
+    return launch(ctx, std::move(tensors), false, true, [&] { run_in_turn(at_issue(), ctx); });
   }
 
   // A collective of c10d, kept with the launch; the caller's stream waits

@@ -2,17 +2,34 @@
 
 #include "dtrain/dist/process_group.h"
 #include "dtrain/util/errors.h"
+#include "flight_recorder.h"
 #include "rank_records.h"
 #include "timeout_diagnosis.h"
 
 namespace dtrain::dist::detail {
 
-WorkPtr Transport::numbered(OpContext ctx, const std::function<WorkPtr(const OpContext&)>& start) {
+WorkPtr Transport::numbered(OpContext ctx, c10::function_ref<WorkPtr(OpContext&)> start) {
   std::lock_guard<std::mutex> lock(issue_mutex_);
   ctx.seq = collectives_ + 1;
   WorkPtr work = start(ctx);
   collectives_ = ctx.seq;
   return work;
+}
+
+void run_in_turn(InTurnRef in_turn, const OpContext& ctx) {
+  if (ctx.record_id == 0) {
+    in_turn(ctx);
+    return;
+  }
+  FlightRecorder& recorder = flight_recorder();
+  recorder.started(ctx.record_id);
+  try {
+    in_turn(ctx);
+  } catch (...) {
+    recorder.finished(ctx.record_id, false);
+    throw;
+  }
+  recorder.finished(ctx.record_id, true);
 }
 
 c10::Device Transport::staging_device(const std::string& what) {

@@ -45,17 +45,26 @@ struct OpContext {
   std::string what;  // "all_reduce(SUM) on group 'default' (gloo), rank 1 of 4": prefixes errors
   std::chrono::milliseconds timeout{0};  // the caller's, else the group's default
   std::int64_t seq = 0;  // the collective's number on its group (1, 2, ...); 0 for send and recv
+  std::int64_t record_id = 0;  // its flight recorder entry (flight_recorder.h); 0 for none
 };
 
 // The part of an operation that runs in its turn; see above.
 using InTurn = std::function<void(const OpContext&)>;
+// The same, borrowed for a turn taken at the call.
+using InTurnRef = c10::function_ref<void(const OpContext&)>;
 // The part that runs when the operation is issued; returns its InTurn part.
 // Inputs are copied here, so an operation sends them as they were at the call.
 using AtIssue = std::function<InTurn()>;
 
-// An operation with nothing to do at issue.
+// Runs an operation's InTurn part, its flight recorder entry (if any)
+// marked started, then finished or failed: transports call their InTurn
+// parts through it.
+void run_in_turn(InTurnRef in_turn, const OpContext& ctx);
+
+// An operation with nothing to do at issue. Its AtIssue runs once, so it
+// hands over its InTurn rather than a copy.
 inline AtIssue in_turn_only(InTurn in_turn) {
-  return [in_turn = std::move(in_turn)] { return in_turn; };
+  return [in_turn = std::move(in_turn)]() mutable { return std::move(in_turn); };
 }
 
 // What a backend declares once; the front end's checks and staging follow it.
@@ -93,7 +102,7 @@ class Transport {
 
   // Numbers a collective in issue order and starts it with `start`; a
   // collective whose start throws takes no number. Thread-safe.
-  WorkPtr numbered(OpContext ctx, const std::function<WorkPtr(const OpContext&)>& start);
+  WorkPtr numbered(OpContext ctx, c10::function_ref<WorkPtr(OpContext&)> start);
 
   // Where tensors on traits().stages_from are staged; throws dtrain::Error
   // (prefixed with `what`) when there is no such device.
@@ -109,6 +118,11 @@ class Transport {
   // tensors it reads or writes, all on one device.
   virtual WorkPtr launch(const OpContext& ctx, std::vector<at::Tensor> tensors,
                          const AtIssue& at_issue) = 0;
+  // Runs an operation with nothing to do at issue at the call, in its turn,
+  // and returns its finished Work, where the transport may take the turn
+  // now (Note [A turn taken at the call], work_queue.h); else nullptr, and
+  // the operation is launched. By default, never.
+  virtual WorkPtr run_now(const OpContext& /*ctx*/, InTurnRef /*in_turn*/) { return nullptr; }
 
   // The table of collectives, called from an InTurn part. Tensors are
   // contiguous and of one dtype; `op` is never AVG unless reduces_avg.

@@ -73,7 +73,7 @@ void DeferredWork::wait(std::chrono::milliseconds timeout) {
   Work::wait();
 }
 
-WorkPtr issue_and_wait(const std::function<WorkPtr()>& issue) {
+WorkPtr issue_and_wait(c10::function_ref<WorkPtr()> issue) {
   const detail::WaitsAtOnce waits;
   WorkPtr work = issue();
   work->wait();

@@ -56,17 +56,18 @@ struct WorkQueue::State {
   }
 
   // Runs `task` outside `mutex` and finishes its Work (Note [Worker errors]).
-  void execute(Task& task) {
+  void execute(Task& task) { execute(task.run, *task.work); }
+  void execute(c10::function_ref<void()> run, Work& work) {
     try {
-      task.run();
-      task.work->finish();
+      run();
+      work.finish();
     } catch (const CollectiveError&) {
-      task.work->finish(std::current_exception());
+      work.finish(std::current_exception());
     } catch (const std::exception& e) {
-      const std::string message = task.work->description() + ": " + e.what();
-      task.work->finish(looks_like_timeout(message)
-                            ? std::make_exception_ptr(CollectiveTimeoutError(message))
-                            : std::make_exception_ptr(CollectiveError(message)));
+      const std::string message = work.description() + ": " + e.what();
+      work.finish(looks_like_timeout(message)
+                      ? std::make_exception_ptr(CollectiveTimeoutError(message))
+                      : std::make_exception_ptr(CollectiveError(message)));
     }
     bool wake = false;
     {
@@ -246,6 +247,22 @@ WorkPtr WorkQueue::enqueue(std::string description, std::function<void()> run) {
     state_->wake_ups += asleep ? 1 : 0;
     state_->cv.notify_all();
   }
+  return work;
+}
+
+WorkPtr WorkQueue::run_if_idle(const std::string& description, c10::function_ref<void()> run) {
+  if (state_->waiters != Waiters::kRun || t_waits_at_once == 0) {
+    return nullptr;
+  }
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (state_->busy || !state_->queue.empty() || state_->stopping) {
+      return nullptr;
+    }
+    state_->busy = true;
+  }
+  auto work = std::make_shared<Work>(description);
+  state_->execute(run, *work);
   return work;
 }
 

@@ -35,6 +35,19 @@
 // and the grad scaler's). Its enqueues leave an asleep worker asleep; when
 // the scope ends, a task it left queued (its wait threw, say) wakes the
 // worker after all.
+//
+// Note [A turn taken at the call]
+// Such a thread, issuing when nothing is queued or running, runs its
+// operation there and then (run_if_idle, through Transport::run_now), before
+// the issue returns: the turn
+// is its anyway, and taking it at the call spares the queue's hand-over
+// (the task queued, found and taken again by its own waiter), a good part
+// of what a small collective's front end costs (Note [A collective's cost],
+// process_group.cpp). The Work it returns is finished; errors land in it
+// as in any turn (Note [Worker errors]). The front end holds its
+// transport's issuing lock meanwhile (Transport::numbered), so another
+// thread's operation on the group waits for the turn to end before it is
+// numbered and queued, as it would have been queued behind it.
 #pragma once
 
 #include <condition_variable>
@@ -44,6 +57,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+
+#include <c10/util/FunctionRef.h>
 
 #include "dtrain/dist/work.h"
 
@@ -69,6 +84,9 @@ class WorkQueue {
   void stop();
   // Returns at once with the Work that `run` will finish.
   WorkPtr enqueue(std::string description, std::function<void()> run);
+  // Runs `run` now and returns its finished Work when this thread may take
+  // its turn at the call (Note [A turn taken at the call]); else nullptr.
+  WorkPtr run_if_idle(const std::string& description, c10::function_ref<void()> run);
   // True on the worker thread: a task runs in the background, not for a waiter.
   bool on_worker() const { return std::this_thread::get_id() == worker_.get_id(); }
   // True while a thread waits on one of this queue's Works (Waiters::kRun):

@@ -61,7 +61,7 @@ class DebugProcessGroup : public ProcessGroup {
   // Publishes this rank's fingerprint and compares it with every rank's;
   // throws CollectiveError on a mismatch, CollectiveTimeoutError when a rank
   // does not arrive in time.
-  void check_call(const std::function<std::string()>& call,
+  void check_call(c10::function_ref<std::string()> call,
                   std::chrono::milliseconds timeout) override;
 
  private:

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <c10/util/FunctionRef.h>
 
 #include "dtrain/dist/types.h"
 #include "dtrain/dist/work.h"
@@ -108,8 +109,7 @@ class ProcessGroup {
   // `call` says what it is ("all_reduce(SUM) float32[4]", describe_call in
   // debug_process_group.h); `timeout` is the caller's (zero: none given).
   // DebugProcessGroup compares calls across ranks here; by default nothing.
-  virtual void check_call(const std::function<std::string()>& call,
-                          std::chrono::milliseconds timeout);
+  virtual void check_call(c10::function_ref<std::string()> call, std::chrono::milliseconds timeout);
 
  private:
   detail::Transport& transport() const;

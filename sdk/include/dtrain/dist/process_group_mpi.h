@@ -30,6 +30,12 @@
 // later collectives on it fail at once. With MpiOptions::abort_on_timeout
 // the whole job is aborted (MPI_Abort) instead.
 //
+// An all-reduce of 64 KiB up to 128 KiB that a thread waits for runs as
+// blocking MPI_Allreduce, faster there than any non-blocking schedule; past
+// its timeout it names the op and the missing ranks as above and always
+// aborts the job, since a blocking call cannot be left (MpiOptions::
+// blocking_all_reduce = false keeps it polled).
+//
 // Under OpenMPI, dtrain sets libnbc's MPI_Iallreduce algorithm (a control
 // variable of the whole process) before each all-reduce, by its size (Note
 // [libnbc's all-reduce schedule] in src/dist/mpi_schedule.cpp), unless the
@@ -61,7 +67,11 @@ struct MpiOptions {
   // the job's store; make_mpi_group gives one). Without it, the error names
   // only the op, the group and the rank.
   std::shared_ptr<Store> diagnosis_store{};
-  // Options from the environment: DTRAIN_MPI_ABORT_ON_TIMEOUT=1.
+  // Run a waited-for all-reduce of 64 KiB up to 128 KiB as MPI_Allreduce,
+  // aborting the job on its timeout; false polls it like every collective.
+  bool blocking_all_reduce = true;
+  // Options from the environment: DTRAIN_MPI_ABORT_ON_TIMEOUT=1,
+  // DTRAIN_MPI_BLOCKING_ALL_REDUCE=0.
   static MpiOptions from_env();
 };
 

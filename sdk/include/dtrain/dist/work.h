@@ -18,6 +18,8 @@
 #include <optional>
 #include <string>
 
+#include <c10/util/FunctionRef.h>
+
 namespace dtrain::dist {
 
 class Work {
@@ -58,7 +60,7 @@ using WorkPtr = std::shared_ptr<Work>;
 // Work: for a caller that needs the result at once, which then costs no
 // wake-up of the group's worker (Note [A caller that waits at once]).
 //   dist::issue_and_wait([&] { return group->all_reduce(t); });
-WorkPtr issue_and_wait(const std::function<WorkPtr()>& issue);
+WorkPtr issue_and_wait(c10::function_ref<WorkPtr()> issue);
 
 // A Work that runs `wait_fn` on the waiting thread (for transfers whose
 // transport waits itself, like Gloo's point-to-point buffers).
