@@ -19,10 +19,18 @@ namespace dtrain::dist {
 
 using namespace detail;
 
-std::string to_string(ReduceOp op) {
+namespace {
+
+const char* name_of(ReduceOp op) {
   constexpr std::array<const char*, 5> kNames = {"SUM", "PRODUCT", "MIN", "MAX", "AVG"};
   const auto index = static_cast<std::size_t>(op);
   return index < kNames.size() ? kNames[index] : "UNKNOWN";
+}
+
+}  // namespace
+
+std::string to_string(ReduceOp op) {
+  return name_of(op);
 }
 
 namespace {
@@ -215,8 +223,10 @@ std::string with_root(const std::string& op, int root) {
   return op + "(root " + std::to_string(root) + ")";
 }
 
-std::string reduced(const std::string& op, ReduceOp reduce_op) {
-  return op + "(" + to_string(reduce_op) + ")";
+std::string reduced(const char* op, ReduceOp reduce_op) {
+  std::string name = op;  // "all_reduce(SUM)" stays within the string's own buffer
+  name.append("(").append(name_of(reduce_op)).append(")");
+  return name;
 }
 
 // gather's part on every rank: the root's blocks (`outputs`, empty
@@ -270,19 +280,16 @@ void ProcessGroup::unsupported(const std::string& op) const {
 }
 
 std::string ProcessGroup::describe(const std::string& op) const {
-  // In one allocation: it is built for every operation (Note [A collective's cost]).
-  const std::string backend = backend_name();
+  // The group's part once, at the first description (backend_name() is
+  // the derived class's by then): every operation builds one (Note [A
+  // collective's cost]).
+  std::call_once(described_once_, [this] {
+    described_as_ = " on group '" + name_ + "' (" + backend_name() + "), rank " +
+                    std::to_string(rank_) + " of " + std::to_string(size_);
+  });
   std::string described;
-  described.reserve(op.size() + name_.size() + backend.size() + 48);
-  described.append(op)
-      .append(" on group '")
-      .append(name_)
-      .append("' (")
-      .append(backend)
-      .append("), rank ")
-      .append(std::to_string(rank_))
-      .append(" of ")
-      .append(std::to_string(size_));
+  described.reserve(op.size() + described_as_.size());
+  described.append(op).append(described_as_);
   return described;
 }
 
@@ -301,8 +308,10 @@ Transport& ProcessGroup::transport() const {
   return *transport_;
 }
 
-OpContext ProcessGroup::context(const std::string& op, std::chrono::milliseconds timeout) const {
-  return {op, describe(op), timeout.count() > 0 ? timeout : transport().traits().timeout, 0};
+OpContext ProcessGroup::context(std::string op, std::chrono::milliseconds timeout) const {
+  std::string what = describe(op);
+  return {std::move(op), std::move(what),
+          timeout.count() > 0 ? timeout : transport().traits().timeout, 0};
 }
 
 WorkPtr ProcessGroup::send(const at::Tensor& tensor, int dst, int tag) {
@@ -332,12 +341,11 @@ WorkPtr ProcessGroup::reduce(at::Tensor& tensor, const ReduceOptions& options) {
 WorkPtr ProcessGroup::in_place(at::Tensor& tensor, InPlace kind, ReduceOp op, int root,
                                std::chrono::milliseconds timeout) {
   Transport& t = transport();
-  const std::string to = std::to_string(root);
-  const std::string reduced_op = reduced(kind == InPlace::kReduce ? "reduce" : "all_reduce", op);
-  OpContext ctx = context(kind == InPlace::kBroadcast ? "broadcast from rank " + to
-                          : kind == InPlace::kReduce  ? reduced_op + " to rank " + to
-                                                      : reduced_op,
-                          timeout);
+  OpContext ctx = context(
+      kind == InPlace::kBroadcast ? "broadcast from rank " + std::to_string(root)
+      : kind == InPlace::kReduce  ? reduced("reduce", op) + " to rank " + std::to_string(root)
+                                  : reduced("all_reduce", op),
+      timeout);
   if (staged(t, tensor)) {
     return stage(t, ctx.what, {}, {&tensor}, [&](auto&, std::vector<at::Tensor>& out) {
       return in_place(out[0], kind, op, root, timeout);
@@ -352,10 +360,11 @@ WorkPtr ProcessGroup::in_place(at::Tensor& tensor, InPlace kind, ReduceOp op, in
   }
   check_call(
       [&] {
-        const std::string call = kind == InPlace::kBroadcast ? with_root("broadcast", root)
-                                 : kind == InPlace::kReduce
-                                     ? "reduce(" + to_string(op) + ", root " + to + ")"
-                                     : reduced_op;
+        const std::string call =
+            kind == InPlace::kBroadcast ? with_root("broadcast", root)
+            : kind == InPlace::kReduce
+                ? "reduce(" + to_string(op) + ", root " + std::to_string(root) + ")"
+                : ctx.op;
         return describe_call(call, {tensor});
       },
       timeout);

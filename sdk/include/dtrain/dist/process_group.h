@@ -24,6 +24,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -114,7 +115,7 @@ class ProcessGroup {
  private:
   detail::Transport& transport() const;
   // The op's name and description, and the timeout it runs under.
-  detail::OpContext context(const std::string& op, std::chrono::milliseconds timeout) const;
+  detail::OpContext context(std::string op, std::chrono::milliseconds timeout) const;
   // broadcast, all_reduce and reduce: one tensor, sent or reduced in place.
   enum class InPlace { kBroadcast, kAllReduce, kReduce };
   WorkPtr in_place(at::Tensor& tensor, InPlace kind, ReduceOp op, int root,
@@ -128,6 +129,9 @@ class ProcessGroup {
   int size_;
   std::string name_;
   std::vector<int> global_ranks_;
+  // describe()'s part after the op, built at its first call.
+  mutable std::once_flag described_once_;
+  mutable std::string described_as_;
   detail::Transport* transport_ = nullptr;
 };
 
