@@ -300,7 +300,7 @@ std::string flight_recorder_json(const std::vector<RecordedCollective>& entries,
         << ", \"input_dtypes\": " << strings_json(e.input_dtypes)
         << ", \"output_sizes\": " << sizes_json(e.input_sizes)
         << ", \"output_dtypes\": " << strings_json(e.input_dtypes)
-        << ", \"state\": " << quoted(e.state)
+        << ", \"state\": " << quoted(std::string(e.state))
         << ", \"time_discovered_started_ns\": " << ns_or_null(e.time_started_ns)
         << ", \"time_discovered_completed_ns\": " << ns_or_null(e.time_completed_ns)
         << ", \"retired\": " << (e.state == "completed" || e.state == "failed" ? "true" : "false")

@@ -22,6 +22,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <c10/util/FunctionRef.h>
@@ -39,7 +40,9 @@ struct RecordedCollective {
   std::string op;                // "all_reduce(SUM)"
   std::vector<std::vector<std::int64_t>> input_sizes;
   std::vector<std::string> input_dtypes;  // "Float"
-  std::string state = "scheduled";        // then "started", "completed" or "failed"
+  // "scheduled", then "started", "completed" or "failed": literals only, so
+  // that a transition copies no characters (Note [A collective's cost]).
+  std::string_view state = "scheduled";
   std::int64_t timeout_ms = 0;
   // Wall clock, ns since the epoch; 0 while it has not happened.
   std::int64_t time_created_ns = 0;

@@ -80,7 +80,7 @@ std::string progress_text(int rank, int signal) {
   record.group = last->group;
   record.seq = last->seq;
   record.op = last->op;
-  record.state = last->state;
+  record.state = std::string(last->state);
   record.recorded = recorder.recorded();
   record.dump_signal = signal;
   record.pid = ::getpid();
