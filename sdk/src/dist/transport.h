@@ -13,8 +13,9 @@
 // Where the front end's work runs: an operation is issued with launch(),
 // which runs its AtIssue part at once and its InTurn part in issue order,
 // where the transport orders its work (a CPU backend's worker thread; for
-// NCCL, the communicator's stream, with both parts run at the call). The
-// table's collectives are called from inside an InTurn part only.
+// NCCL, the communicator's stream, with both parts run at the call), or,
+// for one with nothing to do at issue, with run_now(), which may run it at
+// once. The table's collectives are called from inside an InTurn part only.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -100,8 +101,9 @@ class Transport {
 
   const TransportTraits& traits() const { return traits_; }
 
-  // Numbers a collective in issue order and starts it with `start`; a
-  // collective whose start throws takes no number. Thread-safe.
+  // Numbers a collective in issue order and starts it with `start`, which
+  // may add to its context (its flight recorder entry); a collective whose
+  // start throws takes no number. Thread-safe.
   WorkPtr numbered(OpContext ctx, c10::function_ref<WorkPtr(OpContext&)> start);
 
   // Where tensors on traits().stages_from are staged; throws dtrain::Error

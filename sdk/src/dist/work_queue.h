@@ -38,16 +38,16 @@
 //
 // Note [A turn taken at the call]
 // Such a thread, issuing when nothing is queued or running, runs its
-// operation there and then (run_if_idle, through Transport::run_now), before
-// the issue returns: the turn
-// is its anyway, and taking it at the call spares the queue's hand-over
-// (the task queued, found and taken again by its own waiter), a good part
-// of what a small collective's front end costs (Note [A collective's cost],
-// process_group.cpp). The Work it returns is finished; errors land in it
-// as in any turn (Note [Worker errors]). The front end holds its
-// transport's issuing lock meanwhile (Transport::numbered), so another
-// thread's operation on the group waits for the turn to end before it is
-// numbered and queued, as it would have been queued behind it.
+// operation there and then (run_if_idle, through Transport::run_now),
+// before the issue returns: the turn is its anyway, and taking it at the
+// call spares the queue's hand-over (the task queued, found and taken again
+// by its own waiter), a good part of what a small collective's front end
+// costs (Note [A collective's cost], process_group.cpp). The Work it
+// returns is finished; errors land in it as in any turn (Note [Worker
+// errors]). The front end holds its transport's issuing lock meanwhile
+// (Transport::numbered), so another thread's operation on the group waits
+// for the turn to end before it is numbered and queued, as it would have
+// been queued behind it.
 #pragma once
 
 #include <condition_variable>
