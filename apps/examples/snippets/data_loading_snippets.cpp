@@ -3,6 +3,7 @@
 // shows these lines). Not run: the tests run the same calls.
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <optional>
 
 #include "dtrain/data/distributed_sampler.h"
@@ -11,12 +12,14 @@
 
 namespace snippets {
 
-void shard_epochs(int64_t dataset_size, int64_t world_size, int64_t rank, int64_t epochs) {
+void shard_epochs(int64_t dataset_size, int64_t world_size, int64_t rank, int64_t epochs,
+                  const std::function<void(int64_t)>& read_sample) {
   dtrain::data::DistributedSampler sampler(
       dataset_size, dtrain::data::DistributedSamplerOptions(world_size, rank).seed(42));
   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
     sampler.set_epoch(epoch);  // on every rank, or every epoch repeats epoch 0's order
-    for (int64_t index : sampler.indices()) { /* read sample `index` */
+    for (int64_t index : sampler.indices()) {
+      read_sample(index);
     }
   }
 }
