@@ -29,6 +29,17 @@ RecordedCollective collective(std::int64_t seq, const std::string& op) {
   return entry;
 }
 
+// Records collective `seq` and runs its turn to the end, attached to `work`
+// (not finished here), as the front end does for a launched operation.
+std::int64_t turn_ran(FlightRecorder& recorder, std::int64_t seq, const std::string& op,
+                      const std::shared_ptr<Work>& work) {
+  const auto id = recorder.record(collective(seq, op));
+  recorder.attach(id, work);
+  recorder.started(id);
+  recorder.finished(id, true);
+  return id;
+}
+
 TEST(FlightRecorder, KeepsTheLastEntriesAndFollowsTheirStates) {
   FlightRecorder recorder(3);
   for (int seq = 1; seq <= 5; ++seq) {
@@ -58,11 +69,8 @@ TEST(FlightRecorder, KeepsTheLastEntriesAndFollowsTheirStates) {
 // one's state, times, Work or shapes.
 TEST(FlightRecorder, AReusedSlotHoldsOnlyTheNewEntry) {
   FlightRecorder recorder(2);
-  const auto first = recorder.record(collective(1, "all_reduce(SUM)"));
   auto work = std::make_shared<Work>("all_reduce");
-  recorder.attach(first, work);
-  recorder.started(first);
-  recorder.finished(first, true);
+  const auto first = turn_ran(recorder, 1, "all_reduce(SUM)", work);
   work->finish();
   recorder.record(collective(2, "barrier"));
   RecordedCollective wider = collective(3, "all_gather");
@@ -92,11 +100,8 @@ TEST(FlightRecorder, AReusedSlotHoldsOnlyTheNewEntry) {
 // the Work says otherwise; a barrier, recorded from its Work alone, completes.
 TEST(FlightRecorder, AWorkThatHasNotFinishedKeepsItsEntryStarted) {
   FlightRecorder recorder(8);
-  const auto id = recorder.record(collective(1, "all_reduce(SUM)"));
   auto work = std::make_shared<Work>("all_reduce");
-  recorder.attach(id, work);
-  recorder.started(id);
-  recorder.finished(id, true);
+  turn_ran(recorder, 1, "all_reduce(SUM)", work);
   EXPECT_EQ(recorder.last()->state, "started");
   work->finish();
   EXPECT_EQ(recorder.last()->state, "completed");

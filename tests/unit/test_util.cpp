@@ -128,6 +128,29 @@ TEST(LaunchEnv, BadValueNamesTheVariable) {
   EXPECT_THROW(dtrain::util::read_launch_env(), dtrain::Error);
 }
 
+// On/off settings such as DTRAIN_MPI_BLOCKING_ALL_REDUCE, which is on by
+// default: "true" must not quietly mean off.
+TEST(LaunchEnv, AFlagIsZeroOrOneAndAnythingElseIsNamed) {
+  ScopedEnv env;
+  const char* name = "DTRAIN_TEST_FLAG";
+  env.set(name, nullptr);
+  EXPECT_FALSE(dtrain::util::env_flag(name).has_value());
+  env.set(name, "1");
+  EXPECT_EQ(dtrain::util::env_flag(name), true);
+  env.set(name, "0");
+  EXPECT_EQ(dtrain::util::env_flag(name), false);
+  for (const char* bad : {"true", "2"}) {
+    env.set(name, bad);
+    try {
+      dtrain::util::env_flag(name);
+      FAIL() << name << "=" << bad << " was accepted";
+    } catch (const dtrain::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string(name) + "='" + bad + "'"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(Logging, EveryLineCarriesRankAndLocalRank) {
   ScopedEnv env;
   clear_launcher_vars(env);

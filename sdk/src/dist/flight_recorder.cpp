@@ -132,24 +132,9 @@ void FlightRecorder::changed_locked() {
 }
 
 void FlightRecorder::attach(std::int64_t id, const WorkPtr& work) {
-  // A Work finished already (its turn ran before the launch returned) has
-  // said all it will: its outcome goes in now, and no weak_ptr keeps its
-  // memory until the slot comes round again.
-  const bool finished = work->finish_time().has_value();
-  const bool failed = finished && work->exception() != nullptr;
   std::lock_guard<std::mutex> lock(mutex_);
-  RecordedCollective* entry = find_locked(id);
-  if (entry == nullptr) {
-    return;
-  }
-  if (!finished) {
+  if (RecordedCollective* entry = find_locked(id)) {
     entry->work = work;
-    return;
-  }
-  if (entry->state != "completed" && entry->state != "failed") {
-    entry->state = failed ? "failed" : "completed";
-    entry->time_completed_ns = wall_clock_ns();
-    changed_locked();
   }
 }
 

@@ -99,11 +99,15 @@ struct ProcessGroupMPI::Impl : Transport {
   // The first collective that timed out; the group is unusable once set.
   std::string broken_by;
   WorkQueue queue{WorkQueue::Waiters::kRun};
-  // Note [A blocking all-reduce, watched]
-  CallWatch watch{kLookEvery, [this](const OpContext& ctx) { return timeout_message(ctx); },
-                  [this](const std::string& message) {
-                    abort_job(comm, message, "a blocking MPI_Allreduce cannot be left");
-                  }};
+  // Note [A blocking all-reduce, watched]: a thread only where blocking is on.
+  std::unique_ptr<CallWatch> watch =
+      options.blocking_all_reduce
+          ? std::make_unique<CallWatch>(
+                kLookEvery, [this](const OpContext& ctx) { return timeout_message(ctx); },
+                [this](const std::string& message) {
+                  abort_job(comm, message, "a blocking MPI_Allreduce cannot be left");
+                })
+          : nullptr;
 
   // MPI reads const buffers through void*; gather's output and scatter's
   // input exist on the root only. Counts were checked at the call (check_size).
@@ -189,11 +193,10 @@ struct ProcessGroupMPI::Impl : Transport {
 
   // Note [A blocking all-reduce, watched]: true when it ran here.
   bool all_reduce_blocking(at::Tensor& data, ReduceOp op, const OpContext& ctx) {
-    if (!options.blocking_all_reduce || !all_reduce_blocks(data.nbytes()) ||
-        pace() != Pace::kSpin) {
+    if (watch == nullptr || !all_reduce_blocks(data.nbytes()) || pace() != Pace::kSpin) {
       return false;
     }
-    const CallWatch::Watched watched(watch, ctx);
+    const CallWatch::Watched watched(*watch, ctx);
     std::lock_guard<std::mutex> lock(mpi_mutex());
     check_not_finalized(ctx.what);
     mpi_check(MPI_Allreduce(MPI_IN_PLACE, data.mutable_data_ptr(), count(data), type(data),

@@ -25,11 +25,12 @@ std::optional<int> env_int(const char* name) {
 }
 
 std::optional<bool> env_flag(const char* name) {
-  const char* raw = name == nullptr ? nullptr : std::getenv(name);
-  if (raw == nullptr || *raw == '\0') {
+  const std::optional<int> value = env_int(name);
+  if (!value) {
     return std::nullopt;
   }
-  return std::string_view(raw) == "1";
+  DTRAIN_CHECK(*value <= 1, "environment variable ", name, "='", *value, "' is not 0 or 1");
+  return *value == 1;
 }
 
 namespace {
@@ -72,10 +73,7 @@ LaunchEnv read_launch_env() {
   if (!env.local_rank) {
     env.local_rank = env_int("LOCAL_RANK");
   }
-  const std::optional<int> share_gpu = env_int(kShareGpuVariable);
-  DTRAIN_CHECK(share_gpu.value_or(0) <= 1, "environment variable ", kShareGpuVariable, "='",
-               *share_gpu, "' is not 0 or 1");
-  env.share_gpu = share_gpu.value_or(0) == 1;
+  env.share_gpu = env_flag(kShareGpuVariable).value_or(false);
   return env;
 }
 

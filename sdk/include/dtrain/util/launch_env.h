@@ -36,8 +36,9 @@ LaunchEnv read_launch_env();
 // when unset or empty. Throws dtrain::Error when it is not one.
 std::optional<int> env_int(const char* name);
 
-// An on/off setting: true when the variable is "1", false when it holds
-// anything else, nullopt when unset or empty.
+// An on/off setting: true for "1", false for "0", nullopt when unset or
+// empty; throws dtrain::Error naming the variable for anything else (a
+// "true" that silently meant off turned off a setting that is on by default).
 std::optional<bool> env_flag(const char* name);
 
 }  // namespace dtrain::util
